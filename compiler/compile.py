@@ -1,0 +1,90 @@
+"""Compile one source: bytes → (artifact, diagnostics). Pure: no file system, no printing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Config
+from .context import Context, SourceTree
+from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span, has_errors
+from .emit import build_artifact, dumps
+from .meter import TokenizerError, meter
+from .nodes import Document
+from .pipeline import run
+from .source import decode
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPrompt:
+    name: str
+    source: str  # path under the source folder
+    diagnostics: tuple[Diagnostic, ...]
+    artifact: dict[str, Any] | None = None
+    data: bytes | None = None  # the artifact's JSON bytes, exactly as written
+    includes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.artifact is not None and not has_errors(self.diagnostics)
+
+
+def name_of(rel: str) -> str:
+    return rel[: -len(".prompt")] if rel.endswith(".prompt") else rel
+
+
+def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnostic:
+    return Diagnostic("E901", "error", str(exc), path, Span(0, 0, 1, 1), "set `tokenizer` in [tool.promptc] to cl100k_base")
+
+
+def compile_source(
+    rel: str,
+    data: bytes,
+    config: Config,
+    tree: SourceTree | None = None,
+    partials: dict | None = None,
+) -> CompiledPrompt:
+    tree = tree or SourceTree(files={rel: data})
+    display = tree.display(rel)
+    name = name_of(rel)
+    src, diagnostics = decode(display, data)
+    if src is None:
+        return CompiledPrompt(name, rel, tuple(diagnostics))
+    sink = DiagnosticSink(src)
+    sink.extend(diagnostics)
+    from .parse import parse
+
+    items = parse(src, sink)
+    ctx = Context(config, src, tree, partials)
+    doc = run(Document(src, name, items), ctx)
+    all_diagnostics = tuple(sink.items + ctx.diagnostics)
+    if has_errors(all_diagnostics):
+        return CompiledPrompt(name, rel, all_diagnostics, includes=doc.includes)
+    try:
+        tokens = meter(config.tokenizer)
+    except TokenizerError as exc:
+        return CompiledPrompt(name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes)
+    artifact = build_artifact(doc, rel, data, tokens)
+    return CompiledPrompt(name, rel, all_diagnostics, artifact, dumps(artifact), doc.includes)
+
+
+def compile_text(
+    text: str,
+    name: str = "prompt",
+    defines: dict[str, str] | None = None,
+    config: Config | None = None,
+    partials: dict[str, str] | None = None,
+) -> CompiledPrompt:
+    """Compile a prompt held in a string. `partials` maps source-relative paths to their text."""
+    from dataclasses import replace
+
+    config = config or Config()
+    if defines:
+        config = replace(config, defines=tuple(sorted({**config.defines_map, **defines}.items())))
+    rel = f"{name}.prompt"
+    files = {rel: text.encode("utf-8")}
+    files.update({path: body.encode("utf-8") for path, body in (partials or {}).items()})
+    return compile_source(rel, files[rel], config, SourceTree(files=files))
+
+
+__all__ = ["CompiledPrompt", "compile_source", "compile_text", "SourceText"]

@@ -1,0 +1,58 @@
+"""The state a compilation carries through the passes: config, the source tree, diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .config import Config
+from .diagnostics import Diagnostic, SourceText, Span, make
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTree:
+    """Every source the build may read, already in memory, keyed by `/`-separated path under the
+    source folder. Passes look partials up here; only the build driver touches the disk."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    #: paths that are symlinks resolving outside the source folder (never read)
+    outside: Mapping[str, str] = field(default_factory=dict)
+    #: how the source folder is shown in diagnostics (as the user named it: "prompts_src")
+    root_display: str = ""
+
+    def display(self, rel: str) -> str:
+        return f"{self.root_display.rstrip('/')}/{rel}" if self.root_display else rel
+
+    @staticmethod
+    def rel_of(name: str) -> str:
+        return f"{name}.prompt"
+
+
+class Context:
+    """Per-file compilation context. Passes read config and append diagnostics; nothing else."""
+
+    __slots__ = ("config", "tree", "source", "diagnostics", "partials")
+
+    def __init__(
+        self,
+        config: Config,
+        source: SourceText,
+        tree: SourceTree | None = None,
+        partials: dict | None = None,
+    ) -> None:
+        self.config = config
+        self.tree = tree or SourceTree()
+        self.source = source
+        self.diagnostics: list[Diagnostic] = []
+        #: parsed partials, shared across the files of one build
+        self.partials = partials if partials is not None else {}
+
+    def report(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> None:
+        self.diagnostics.append(make(code, message, span, hint, source=self.source))
+
+    def extend(self, diagnostics) -> None:
+        self.diagnostics.extend(diagnostics)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == "error" for d in self.diagnostics)

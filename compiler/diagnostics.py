@@ -1,0 +1,212 @@
+"""Diagnostics as data: spans, diagnostics, and their text/json/github renderings.
+
+Passes never print or raise for a user's mistake; they append a `Diagnostic` to the context.
+Only the CLI turns diagnostics into text and exit codes.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Literal
+
+from .codes import CODES
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A range in a source file: 1-based line/column (columns count code points), 0-based offsets."""
+
+    start: int
+    end: int
+    line: int
+    col: int
+    #: The file this span points into; lets a section mix text from the includer and its partials.
+    src: "SourceText | None" = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceText:
+    """Normalised source text with an index of line starts, to map offsets to line:col."""
+
+    path: str
+    text: str
+    line_starts: tuple[int, ...] = field(default=())
+
+    @staticmethod
+    def of(path: str, text: str) -> "SourceText":
+        starts = [0]
+        find = text.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        return SourceText(path, text, tuple(starts))
+
+    def span(self, start: int, end: int | None = None) -> Span:
+        start = max(0, min(start, len(self.text)))
+        end = start if end is None else max(start, min(end, len(self.text)))
+        index = bisect.bisect_right(self.line_starts, start) - 1
+        return Span(start, end, index + 1, start - self.line_starts[index] + 1, self)
+
+    def line_text(self, line: int) -> str:
+        if not 1 <= line <= len(self.line_starts):
+            return ""
+        start = self.line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start : end if end != -1 else len(self.text)]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    path: str
+    span: Span | None = None
+    hint: str | None = None
+    #: The source line the caret points into (kept so diagnostics render without re-reading files).
+    source_line: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:  # a programming error, not a user one
+            raise ValueError(f"undocumented diagnostic code {self.code}")
+
+    @property
+    def line(self) -> int:
+        return self.span.line if self.span else 1
+
+    @property
+    def col(self) -> int:
+        return self.span.col if self.span else 1
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.col, self.code, self.message)
+
+    def as_error(self) -> "Diagnostic":
+        return replace(self, severity="error")
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.line,
+            "end_col": self.col + max(0, (self.span.end - self.span.start) if self.span else 0),
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class DiagnosticSink:
+    """Collects diagnostics for one source file; knows the text so spans get their source line."""
+
+    __slots__ = ("source", "items")
+
+    def __init__(self, source: SourceText) -> None:
+        self.source = source
+        self.items: list[Diagnostic] = []
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        span: Span | None = None,
+        hint: str | None = None,
+        *,
+        severity: Severity | None = None,
+        source: SourceText | None = None,
+    ) -> None:
+        self.items.append(make(code, message, span, hint, severity=severity, source=source or self.source))
+
+    def error(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> None:
+        self.add(code, message, span, hint)
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.items.extend(diagnostics)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == "error" for d in self.items)
+
+
+def make(
+    code: str,
+    message: str,
+    span: Span | None = None,
+    hint: str | None = None,
+    *,
+    severity: Severity | None = None,
+    source: SourceText | None = None,
+) -> Diagnostic:
+    """Build a diagnostic; the file is the span's own when it has one, else `source`."""
+    src = (span.src if span is not None and span.src is not None else None) or source
+    sev: Severity = severity or ("warning" if code.startswith("W") else "error")
+    line = src.line_text(span.line) if (span is not None and src is not None) else None
+    if span is not None and span.src is not None:
+        span = replace(span, src=None)  # diagnostics travel between processes; keep them small
+    return Diagnostic(code, sev, message, src.path if src else "<unknown>", span, hint, line)
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diagnostics)
+
+
+def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Renderers
+
+
+def _expand_tabs_for_caret(line: str, col: int) -> tuple[str, int]:
+    """Tabs in the echoed line would misplace the caret; show them as single spaces."""
+    return line.replace("\t", " "), col
+
+
+def render_text(d: Diagnostic) -> str:
+    head = f"{d.path}:{d.line}:{d.col}: {d.severity}[{d.code}]: {d.message}"
+    lines = [head]
+    if d.span is not None and d.source_line is not None:
+        shown, col = _expand_tabs_for_caret(d.source_line, d.col)
+        if len(shown) > 200:  # keep huge single-line files readable
+            start = max(0, col - 80)
+            shown = ("…" if start else "") + shown[start : start + 160]
+            col = col - start + (1 if start else 0)
+        width = max(1, min(d.span.end - d.span.start, len(shown) - col + 1))
+        gutter = str(d.line)
+        pad = " " * len(gutter)
+        lines.append(f" {pad} |")
+        lines.append(f" {gutter} | {shown}")
+        lines.append(f" {pad} | {' ' * (col - 1)}{'^' * width}")
+    if d.hint:
+        lines.append(f"  = hint: {d.hint}")
+    return "\n".join(lines)
+
+
+def _github_escape(value: str, *, prop: bool = False) -> str:
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        value = value.replace(":", "%3A").replace(",", "%2C")
+    return value
+
+
+def render_github(d: Diagnostic) -> str:
+    kind = "error" if d.severity == "error" else "warning"
+    message = f"[{d.code}] {d.message}" + (f" (hint: {d.hint})" if d.hint else "")
+    props = f"file={_github_escape(d.path, prop=True)},line={d.line},col={d.col},title={_github_escape(d.code, prop=True)}"
+    return f"::{kind} {props}::{_github_escape(message)}"
+
+
+def summary_line(diagnostics: Iterable[Diagnostic], files: int | None = None) -> str:
+    items = list(diagnostics)
+    errors = sum(1 for d in items if d.severity == "error")
+    warnings = len(items) - errors
+    parts = [f"{errors} error{'s' if errors != 1 else ''}", f"{warnings} warning{'s' if warnings != 1 else ''}"]
+    tail = f" in {files} file{'s' if files != 1 else ''}" if files is not None else ""
+    return ", ".join(parts) + tail

@@ -1,0 +1,174 @@
+"""The AST: frozen nodes, every one with the span it came from.
+
+The parser produces a flat tuple of *items* (text, comments, directives, separators, placeholders,
+template blocks). Passes turn that into a `Document` with header fields, then messages made of
+sections. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+from .diagnostics import SourceText, Span
+
+# --------------------------------------------------------------------------------------------
+# Items: what the grammar recognises
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Escape:
+    """`\\///`, `\\${`, `\\{{`, `\\{#`, `\\{%`: a literal opener."""
+
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class NearSeparator:
+    """A line shaped almost like a role separator; kept as text, linted by the roles pass."""
+
+    value: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    full_line: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    key: str
+    value: str
+    span: Span
+    value_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Separator:
+    role: str  # as written; the roles pass validates and lowercases it
+    span: Span
+    role_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    path: str  # dotted: "user.name"
+    span: Span
+
+    @property
+    def root(self) -> str:
+        return self.path.split(".", 1)[0]
+
+
+BlockKind = Literal["expr", "exec", "stmt"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A promplate block. `code` is the inner text without delimiters and `-` markers;
+    `code_span` locates its first character in the .prompt file (for Python error mapping)."""
+
+    kind: BlockKind
+    code: str
+    span: Span
+    code_span: Span
+    trim_left: bool = False
+    trim_right: bool = False
+    keyword: str = ""  # stmt blocks: if / elif / else / for / while / endif / endfor / endwhile
+    raw: str = ""  # the block exactly as written, delimiters included
+
+
+@dataclass(frozen=True, slots=True)
+class SectionMarker:
+    """`/// section: NAME [stable|dynamic] [system|user_context]`, positioned where it stood."""
+
+    name: str
+    boundary: str | None
+    target: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Include:
+    path: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Spliced:
+    """Items of an included partial, with the partial's own source (for spans and diagnostics)."""
+
+    source: SourceText
+    items: tuple["Item", ...]
+    chain: tuple[str, ...]
+
+
+Item = Union[
+    Text, Escape, NearSeparator, Comment, Directive, Separator, Placeholder, Block, SectionMarker, Include, Spliced
+]
+
+#: Items that carry message content (everything else is structure or metadata).
+CONTENT_TYPES = (Text, Escape, NearSeparator, Placeholder, Block)
+
+
+# --------------------------------------------------------------------------------------------
+# Structure built by the passes
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """File-scoped facts gathered by directive collection."""
+
+    params: tuple[tuple[str, object], ...] = ()
+    metadata: tuple[tuple[str, str], ...] = ()
+    flow: str | None = None
+    node: str | None = None
+    tags: tuple[str, ...] = ()
+    declared_inputs: tuple[str, ...] | None = None
+    declared_inputs_span: Span | None = None
+    role: str | None = None
+    role_span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    name: str
+    declared_boundary: str | None
+    target: str
+    span: Span | None
+    source: SourceText  # the file whose directive opened it (a partial's, for included sections)
+    items: tuple[Item, ...] = ()
+    #: filled by placeholder binding and inference
+    inputs: tuple[str, ...] = ()
+    helpers: tuple[str, ...] = ()
+    has_template: bool = False
+    #: filled by partitioning
+    boundary: str = "stable"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    span: Span | None
+    sections: tuple[Section, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    source: SourceText
+    name: str
+    items: tuple[Item, ...] = ()
+    header: Header = field(default_factory=Header)
+    messages: tuple[Message, ...] = ()
+    inputs: tuple[str, ...] = ()
+    helpers: tuple[str, ...] = ()
+    includes: tuple[str, ...] = ()  # source-relative paths of every partial spliced in, sorted

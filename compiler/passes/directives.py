@@ -1,0 +1,279 @@
+"""Pass 2 — directive collection (SPEC §2).
+
+File-scoped directives (`param`, `flow`, `node`, `tag`, `input`, `role`, generic keys) become the
+document header wherever they stand. Positional ones (`section`, `include`) stay in the item stream
+as markers for the include and role-splitting passes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import replace
+
+from ..config import ROLES
+from ..context import Context
+from ..diagnostics import Span
+from ..nodes import Directive, Document, Header, Include, Item, SectionMarker
+
+#: Keys with a meaning of their own; anything else is generic metadata.
+RESERVED_KEYS = ("param", "flow", "node", "tag", "input", "section", "include", "role")
+#: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
+PROMPT_ONLY_KEYS = ("param", "flow", "node", "role")
+
+BOUNDARIES = ("stable", "dynamic")
+TARGETS = ("system", "user_context")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Damerau–Levenshtein (optimal string alignment): a transposition costs 1, as typos do."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def did_you_mean(word: str, candidates, *, limit: int | None = None) -> str | None:
+    """The closest candidate within a typo's reach (1 edit for short words, 2 for longer ones)."""
+    if limit is None:
+        limit = 1 if len(word) <= 5 else 2
+    best = None
+    best_distance = limit + 1
+    for candidate in sorted(candidates):
+        distance = edit_distance(word, candidate)
+        if distance < best_distance and candidate != word:
+            best, best_distance = candidate, distance
+    return best
+
+
+def split_list(value: str) -> list[str]:
+    """Split on commas that are outside quotes and brackets."""
+    parts: list[str] = []
+    depth = 0
+    quote = ""
+    current: list[str] = []
+    escaped = False
+    for ch in value:
+        if quote:
+            current.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
+
+
+def typed_value(raw: str) -> object:
+    """A JSON literal where the text is one (`0.7`, `true`, `null`, `"a, b"`), else the string."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    if isinstance(value, float) and not math.isfinite(value):
+        return raw
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        return raw  # outside the 64-bit range JSON consumers can hold exactly
+    return value
+
+
+def parse_section(value: str) -> tuple[str, str | None, str] | str:
+    """`NAME [stable|dynamic] [system|user_context]` → (name, boundary, target), or an error text."""
+    words = value.split()
+    if not words:
+        return "a section needs a name: `/// section: NAME [stable|dynamic] [system|user_context]`"
+    name, *rest = words
+    if not _SECTION_NAME.match(name):
+        return f"invalid section name `{name}`"
+    boundary: str | None = None
+    target = "system"
+    seen_target = False
+    for word in rest:
+        lowered = word.lower()
+        if lowered in BOUNDARIES and boundary is None:
+            boundary = lowered
+        elif lowered in TARGETS and not seen_target:
+            target, seen_target = lowered, True
+        else:
+            options = [*BOUNDARIES, *TARGETS]
+            close = did_you_mean(lowered, options, limit=3)
+            extra = f"; did you mean `{close}`?" if close else ""
+            return f"unexpected `{word}` in section `{name}`: expected stable, dynamic, system or user_context{extra}"
+    return name, boundary, target
+
+
+class _HeaderBuilder:
+    def __init__(self, ctx: Context, *, partial: bool) -> None:
+        self.ctx = ctx
+        self.partial = partial
+        self.params: dict[str, object] = {}
+        self.metadata: dict[str, str] = {}
+        self.flow: tuple[str, Span] | None = None
+        self.node: tuple[str, Span] | None = None
+        self.tags: list[str] = []
+        self.inputs: list[str] | None = None
+        self.inputs_span: Span | None = None
+        self.role: tuple[str, Span] | None = None
+        self.param_spans: dict[str, Span] = {}
+
+    def once(self, current: tuple[str, Span] | None, d: Directive) -> tuple[str, Span]:
+        if current is not None:
+            first = current[1]
+            self.ctx.report(
+                "E301",
+                f"`{d.key}` given twice (first at line {first.line})",
+                d.span,
+                f"a prompt has one {d.key}; remove one of them",
+            )
+            return current
+        if not d.value:
+            self.ctx.report("E304", f"`{d.key}` needs a value", d.span, f"write `/// {d.key}: name`")
+        return d.value, d.value_span
+
+    def add(self, d: Directive) -> None:
+        key = d.key
+        ctx = self.ctx
+        if self.partial and key in PROMPT_ONLY_KEYS:
+            ctx.report(
+                "E804",
+                f"a partial may not set `{key}`",
+                d.span,
+                f"move `/// {key}:` into the prompts that include this partial",
+            )
+            return
+        if key == "param":
+            pieces = split_list(d.value)
+            if not pieces:
+                ctx.report("E304", "`param` needs `key=value` pairs", d.span, "write `/// param: temperature=0.7`")
+            for piece in pieces:
+                name, eq, raw = piece.partition("=")
+                name = name.strip()
+                if not eq or not name:
+                    ctx.report(
+                        "E304",
+                        f"malformed param `{piece}`",
+                        d.value_span,
+                        "write `key=value`; quote values that contain commas: `stop=\"a, b\"`",
+                    )
+                    continue
+                if name in self.params:
+                    ctx.report(
+                        "W302",
+                        f"param `{name}` given twice; the later value wins",
+                        d.value_span,
+                        f"first given at line {self.param_spans[name].line}",
+                    )
+                self.params[name] = typed_value(raw.strip())
+                self.param_spans[name] = d.value_span
+        elif key == "flow":
+            self.flow = self.once(self.flow, d)
+        elif key == "node":
+            self.node = self.once(self.node, d)
+        elif key == "tag":
+            for tag in split_list(d.value):
+                if tag not in self.tags:
+                    self.tags.append(tag)
+        elif key == "input":
+            names = split_list(d.value)
+            if self.inputs is None:
+                self.inputs, self.inputs_span = [], d.value_span
+            for name in names:
+                if not _NAME.match(name):
+                    ctx.report("E304", f"invalid input name `{name}`", d.value_span, "input names are Python identifiers")
+                elif name not in self.inputs:
+                    self.inputs.append(name)
+        elif key == "role":
+            role = d.value.lower()
+            if role not in ROLES:
+                close = did_you_mean(role, ROLES, limit=2)
+                ctx.report(
+                    "E305",
+                    f"unknown role `{d.value}`",
+                    d.value_span,
+                    (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
+                )
+            elif self.role is not None:
+                self.once(self.role, d)
+            else:
+                self.role = (role, d.value_span)
+        else:
+            close = did_you_mean(key, RESERVED_KEYS)
+            if close:
+                ctx.report(
+                    "W303",
+                    f"unknown directive `{key}`, kept as metadata",
+                    d.span,
+                    f"did you mean `{close}`?",
+                )
+            if self.partial:
+                ctx.report("W306", f"metadata `{key}` in a partial is ignored", d.span, "set it in the including prompt")
+                return
+            if key in self.metadata:
+                ctx.report("W302", f"metadata `{key}` given twice; the later value wins", d.span, None)
+            self.metadata[key] = d.value
+
+    def header(self) -> Header:
+        return Header(
+            params=tuple(self.params.items()),
+            metadata=tuple(self.metadata.items()),
+            flow=self.flow[0] if self.flow else None,
+            node=self.node[0] if self.node else None,
+            tags=tuple(self.tags),
+            declared_inputs=tuple(self.inputs) if self.inputs is not None else None,
+            declared_inputs_span=self.inputs_span,
+            role=self.role[0] if self.role else None,
+            role_span=self.role[1] if self.role else None,
+        )
+
+
+def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> tuple[tuple[Item, ...], Header]:
+    builder = _HeaderBuilder(ctx, partial=partial)
+    kept: list[Item] = []
+    for item in items:
+        if not isinstance(item, Directive):
+            kept.append(item)
+            continue
+        if item.key == "section":
+            parsed = parse_section(item.value)
+            if isinstance(parsed, str):
+                ctx.report("E704", parsed, item.value_span if item.value else item.span, None)
+                continue
+            name, boundary, target = parsed
+            kept.append(SectionMarker(name, boundary, target, item.span))
+        elif item.key == "include":
+            if not item.value:
+                ctx.report("E304", "`include` needs a path", item.span, "write `/// include: _partial.prompt`")
+                continue
+            kept.append(Include(item.value, item.value_span))
+        else:
+            builder.add(item)
+    return tuple(kept), builder.header()
+
+
+def collect_directives(doc: Document, ctx: Context) -> Document:
+    items, header = collect(doc.items, ctx)
+    return replace(doc, items=items, header=header)

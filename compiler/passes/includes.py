@@ -1,0 +1,156 @@
+"""Pass 3 — includes (SPEC §7): splice partials in place.
+
+A partial is read from the in-memory source tree (the build driver read it), parsed, stripped of
+comments and its directives collected, then spliced where `/// include:` stood. Its items keep
+spans into the partial's own text, so diagnostics point at the partial. Paths resolve relative to
+the including file and may not leave the source folder; `std/...` names the built-in partials.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import replace
+from importlib import resources
+
+from ..context import Context
+from ..diagnostics import DiagnosticSink
+from ..nodes import Document, Include, Item, Separator
+from ..source import decode
+from .comments import strip_comments
+from .directives import collect, did_you_mean
+
+STD_PREFIX = "std/"
+STD_DISPLAY = "<std>"
+
+
+def std_partials() -> tuple[str, ...]:
+    folder = resources.files("compiler.std")
+    return tuple(sorted(f"std/{p.name[:-7]}" for p in folder.iterdir() if p.name.endswith(".prompt")))
+
+
+def _std_bytes(name: str) -> bytes | None:
+    entry = resources.files("compiler.std").joinpath(f"{name}.prompt")
+    try:
+        return entry.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+class _Partial:
+    __slots__ = ("items", "tags", "inputs", "diagnostics", "includes")
+
+    def __init__(self, items, tags, inputs, diagnostics, includes) -> None:
+        self.items = items
+        self.tags = tags
+        self.inputs = inputs
+        self.diagnostics = diagnostics
+        self.includes = includes
+
+
+def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:
+    """(key, error code, message). `key` is a source-relative path or `std/NAME`."""
+    if target.startswith(STD_PREFIX) and not target.endswith(".prompt"):
+        return (target, None, None) if _std_bytes(target[len(STD_PREFIX) :]) is not None else (
+            None,
+            "E801",
+            f"no built-in partial `{target}`; built-ins: {', '.join(std_partials())}",
+        )
+    if target.startswith(("/", "\\")) or (len(target) > 1 and target[1] == ":"):
+        return None, "E802", f"include path `{target}` is absolute"
+    base = "" if includer.startswith(STD_PREFIX) else posixpath.dirname(includer)
+    joined = posixpath.normpath(posixpath.join(base, target.replace("\\", "/")))
+    if joined == ".." or joined.startswith("../"):
+        return None, "E802", f"include path `{target}` leaves the source folder"
+    if not joined.endswith(".prompt"):
+        joined += ".prompt"
+    if joined in ctx.tree.outside:
+        return None, "E802", f"`{target}` is a symlink that points outside the source folder"
+    if joined not in ctx.tree.files:
+        return None, "E801", f"included file `{target}` not found (looked for {joined})"
+    if not posixpath.basename(joined).startswith("_"):
+        return None, "E805", f"`{target}` is a prompt, not a partial"
+    return joined, None, None
+
+
+def _load(ctx: Context, key: str, chain: tuple[str, ...]) -> _Partial:
+    cached = ctx.partials.get(key)
+    if cached is not None:
+        return cached
+    if key.startswith(STD_PREFIX):
+        data = _std_bytes(key[len(STD_PREFIX) :]) or b""
+        display = f"{STD_DISPLAY}/{key[len(STD_PREFIX):]}.prompt"
+    else:
+        data = ctx.tree.files[key]
+        display = ctx.tree.display(key)
+    from ..parse import parse  # local import: the parser is heavy and only needed when compiling
+
+    src, diagnostics = decode(display, data)
+    if src is None:
+        partial = _Partial((), (), (), diagnostics, ())
+        ctx.partials[key] = partial
+        return partial
+    sink = DiagnosticSink(src)
+    sink.extend(diagnostics)
+    sub = Context(ctx.config, src, ctx.tree, ctx.partials)
+    doc = strip_comments(Document(src, key, parse(src, sink)), sub)
+    items, header = collect(doc.items, sub, partial=True)
+    for item in items:
+        if isinstance(item, Separator):
+            sub.report(
+                "E804",
+                "a partial may not contain role separators",
+                item.span,
+                "a partial is spliced into one message; put separators in the including prompt",
+            )
+    items, includes = _expand(items, key, sub, chain)
+    partial = _Partial(items, header.tags, header.declared_inputs or (), sink.items + sub.diagnostics, includes)
+    ctx.partials[key] = partial
+    return partial
+
+
+def _expand(items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]) -> tuple[tuple[Item, ...], set[str]]:
+    out: list[Item] = []
+    includes: set[str] = set()
+    for item in items:
+        if not isinstance(item, Include):
+            out.append(item)
+            continue
+        key, code, message = resolve(ctx, rel, item.path)
+        if key is None:
+            hint = None
+            if code == "E801":
+                partials = [p for p in ctx.tree.files if posixpath.basename(p).startswith("_")]
+                close = did_you_mean(item.path, partials, limit=3)
+                hint = f"did you mean `{close}`?" if close else "partials are files named `_name.prompt`"
+            elif code == "E802":
+                hint = "partials must live inside the source folder"
+            elif code == "E805":
+                hint = "rename it to start with `_` to make it a partial"
+            ctx.report(code or "E801", message or "", item.span, hint)
+            continue
+        if key in chain or key == rel:
+            cycle = " → ".join((*chain, key)) if key in chain else f"{rel} → {key}"
+            ctx.report("E803", f"include cycle: {cycle}", item.span, "remove one of the includes in the chain")
+            continue
+        partial = _load(ctx, key, (*chain, key))
+        ctx.extend(partial.diagnostics)
+        includes.add(key)
+        includes.update(partial.includes)
+        out.extend(partial.items)
+    return tuple(out), includes
+
+
+def expand_includes(doc: Document, ctx: Context) -> Document:
+    rel = ctx.tree.rel_of(doc.name)
+    items, includes = _expand(doc.items, rel, ctx, (rel,))
+    header = doc.header
+    merged_tags = list(header.tags)
+    merged_inputs = list(header.declared_inputs or ())
+    for key in sorted(includes):
+        partial = ctx.partials[key]
+        merged_tags += [t for t in partial.tags if t not in merged_tags]
+        merged_inputs += [i for i in partial.inputs if i not in merged_inputs]
+    if header.declared_inputs is not None or merged_inputs:
+        header = replace(header, declared_inputs=tuple(merged_inputs))
+    header = replace(header, tags=tuple(merged_tags))
+    return replace(doc, items=items, header=header, includes=tuple(sorted(k for k in includes if not k.startswith(STD_PREFIX))))

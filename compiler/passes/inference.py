@@ -1,0 +1,86 @@
+"""Pass 6 — variable inference (SPEC §5) and the `/// input:` contract check.
+
+Each section is analysed on its own (sections render independently, so a name assigned in one
+section is not visible in another). The analysis itself lives in `compiler.analysis.inference`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..analysis.inference import analyse
+from ..context import Context
+from ..diagnostics import Span
+from ..nodes import Block, Document, Message, Placeholder, Section
+from .directives import did_you_mean
+
+
+def first_use(section: Section, name: str) -> Span | None:
+    """Where a section first uses an input: a `${name…}` placeholder or the name inside a block."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+    for item in section.items:
+        if isinstance(item, Placeholder) and item.root == name:
+            return item.span
+        if isinstance(item, Block):
+            match = pattern.search(item.code)
+            if match and item.code_span.src is not None:
+                start = item.code_span.start + match.start()
+                return item.code_span.src.span(start, start + len(name))
+    return section.span
+
+
+def infer_inputs(doc: Document, ctx: Context) -> Document:
+    messages = []
+    all_inputs: set[str] = set()
+    all_helpers: set[str] = set()
+    for message in doc.messages:
+        sections = []
+        for section in message.sections:
+            analysis = analyse(section.items)
+            ctx.extend(analysis.diagnostics)
+            inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
+            helpers = tuple(sorted(analysis.helpers - set(inputs)))
+            all_inputs.update(inputs)
+            all_helpers.update(helpers)
+            sections.append(replace(section, inputs=inputs, helpers=helpers, has_template=analysis.has_template))
+        messages.append(Message(message.role, message.span, tuple(sections)))
+    doc = replace(doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs)))
+    _check_declared(doc, ctx)
+    return doc
+
+
+def _check_declared(doc: Document, ctx: Context) -> None:
+    declared = doc.header.declared_inputs
+    if declared is None:
+        if ctx.config.require_declared_inputs and doc.inputs:
+            ctx.report(
+                "E503",
+                f"no `/// input:` declaration (inputs used: {', '.join(doc.inputs)})",
+                ctx.source.span(0),
+                f"add `/// input: {', '.join(doc.inputs)}`",
+            )
+        return
+    declared_set = set(declared)
+    for name in doc.inputs:
+        if name in declared_set:
+            continue
+        span = next(
+            (first_use(s, name) for m in doc.messages for s in m.sections if name in s.inputs),
+            None,
+        )
+        close = did_you_mean(name, declared, limit=2)
+        ctx.report(
+            "E501",
+            f"unbound placeholder ${{{name}}}: `{name}` is not a declared input",
+            span,
+            f"did you mean `{close}`?" if close else f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})",
+        )
+    for name in declared:
+        if name not in doc.inputs:
+            ctx.report(
+                "W502",
+                f"declared input `{name}` is never used",
+                doc.header.declared_inputs_span,
+                "remove it from `/// input:`",
+            )

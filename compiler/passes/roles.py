@@ -1,0 +1,164 @@
+"""Pass 4 — role splitting (SPEC §3), and cutting each message into its sections (§6).
+
+`----- role -----` lines start messages; `/// section:` markers start sections within a message.
+Text before the first section directive of a message is the implicit section `body`.
+Each section is trimmed of leading blank lines and trailing whitespace, because sections are
+joined with exactly one blank line when emitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..config import ROLES
+from ..context import Context
+from ..nodes import Block, Document, Escape, Item, Message, NearSeparator, Placeholder, Section, SectionMarker, Separator, Text
+from .directives import did_you_mean
+
+IMPLICIT_SECTION = "body"
+
+
+def _retext(item: Text, start_cut: int, end_cut: int) -> Text:
+    span = item.span
+    value = item.value[start_cut : len(item.value) - end_cut]
+    if span.src is not None:
+        new_span = span.src.span(span.start + start_cut, span.end - end_cut)
+    else:
+        new_span = span
+    return Text(value, new_span)
+
+
+def trim(items: list[Item]) -> list[Item]:
+    """Drop leading blank lines (keeping the first line's indentation) and trailing whitespace."""
+    items = list(items)
+    while items and isinstance(items[0], Text):
+        first = items[0]
+        value = first.value
+        lead = len(value) - len(value.lstrip(" \t\n"))
+        newline = value.rfind("\n", 0, lead)
+        if lead == len(value) and (newline != -1 or len(items) == 1):
+            items.pop(0)
+            continue
+        if newline != -1:
+            items[0] = _retext(first, newline + 1, 0)
+        break
+    while items and isinstance(items[-1], Text):
+        last = items[-1]
+        stripped = last.value.rstrip()
+        if not stripped:
+            items.pop()
+            continue
+        if len(stripped) != len(last.value):
+            items[-1] = _retext(last, 0, len(last.value) - len(stripped))
+        break
+    return items
+
+
+def _has_content(items: list[Item]) -> bool:
+    return any(not isinstance(i, Text) or i.value.strip() for i in items)
+
+
+def split_roles(doc: Document, ctx: Context) -> Document:
+    items = doc.items
+    has_separators = any(isinstance(i, Separator) for i in items)
+    messages: list[Message] = []
+    role = doc.header.role or ctx.config.default_role
+    message_span = None
+    sections: list[Section] = []
+    seen_sections: dict[str, int] = {}  # name → line of its directive (0: the implicit `body`)
+    current: SectionMarker | None = None
+    current_items: list[Item] = []
+    in_message = not has_separators
+    reported_preamble = False
+
+    def close_section() -> None:
+        nonlocal current_items
+        trimmed = trim(current_items)
+        if current is None:
+            if _has_content(trimmed):
+                if IMPLICIT_SECTION in seen_sections and seen_sections[IMPLICIT_SECTION]:
+                    ctx.report(
+                        "E701",
+                        f"text before the first section directive forms the section `{IMPLICIT_SECTION}`, "
+                        f"which is also declared at line {seen_sections[IMPLICIT_SECTION]}",
+                        trimmed[0].span,
+                        "rename the declared section",
+                    )
+                seen_sections.setdefault(IMPLICIT_SECTION, 0)
+                sections.append(Section(IMPLICIT_SECTION, None, "system", None, doc.source, tuple(trimmed)))
+        elif _has_content(trimmed):
+            sections.append(
+                Section(current.name, current.boundary, current.target, current.span, current.span.src or doc.source, tuple(trimmed))
+            )
+        current_items = []
+
+    def close_message(next_span) -> None:
+        nonlocal sections, current
+        close_section()
+        if in_message:
+            if sections:
+                messages.append(Message(role, message_span, tuple(sections)))
+            else:
+                ctx.report(
+                    "W403",
+                    f"empty `{role}` message left out",
+                    message_span,
+                    "remove the separator, or write the message's text",
+                )
+        sections = []
+        current = None
+
+    for item in items:
+        if isinstance(item, Separator):
+            close_message(item.span)
+            name = item.role.lower()
+            if name not in ROLES:
+                close = did_you_mean(name, ROLES, limit=2)
+                ctx.report(
+                    "E401",
+                    f"unknown role `{item.role}` in separator",
+                    item.role_span,
+                    (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
+                )
+            role = name
+            message_span = item.span
+            in_message = True
+            continue
+        if isinstance(item, NearSeparator):
+            ctx.report(
+                "W404",
+                "line looks like a role separator but is not one; kept as text",
+                item.span,
+                "a separator is alone on its line: five or more dashes, a space, the role, a space, "
+                "five or more dashes — `----- user -----`",
+            )
+            item = Text(item.value, item.span)
+        if not in_message:
+            if isinstance(item, (Block, Placeholder, Escape, SectionMarker)) or (isinstance(item, Text) and item.value.strip()):
+                if not reported_preamble:
+                    ctx.report(
+                        "E402",
+                        "text before the first role separator",
+                        item.span,
+                        "move it below a `----- system -----` line, or make it a `///` comment",
+                    )
+                    reported_preamble = True
+            continue
+        if isinstance(item, SectionMarker):
+            close_section()
+            earlier = seen_sections.get(item.name)
+            if earlier is not None:
+                where = f"first at line {earlier}" if earlier else "the implicit section before any section directive"
+                ctx.report(
+                    "E701",
+                    f"section `{item.name}` declared twice ({where})",
+                    item.span,
+                    "section names are unique within a file",
+                )
+            else:
+                seen_sections[item.name] = item.span.line
+            current = item
+            continue
+        current_items.append(item)
+    close_message(None)
+    return replace(doc, messages=tuple(messages), items=())

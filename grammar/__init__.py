@@ -1,0 +1,1 @@
+"""The promptc grammar (`prompt.lark`), shipped inside the wheel as package data."""
