@@ -43,6 +43,10 @@ class BuildResult:
     #: for `check --locked`: output paths that differ from what build would write
     stale: list[str] = field(default_factory=list)
     source_count: int = 0
+    #: output paths an incremental build keeps as they are (their artifacts were reused)
+    keep: list[str] = field(default_factory=list)
+    fingerprint: str = ""
+    shas: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -172,35 +176,71 @@ def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return ordered(unique)
 
 
-def compile_tree(tree: SourceTree, config: Config) -> list[CompiledPrompt]:
+def _compile_one(rel: str) -> CompiledPrompt:
+    tree, config = _WORKER_STATE["tree"], _WORKER_STATE["config"]
+    result = compile_source(rel, tree.files[rel], config, tree, _WORKER_STATE["partials"])
+    # Send back bytes, not the dict: pickling the artifact twice would cost more than compiling it.
+    return replace(result, artifact=None)
+
+
+_WORKER_STATE: dict[str, Any] = {}
+#: Below this many prompts a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 48
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def compile_many(rels: list[str], tree: SourceTree, config: Config, *, jobs: int | None = None) -> list[CompiledPrompt]:
+    """Compile prompts, on every core when there are enough of them. Output order is `rels` order,
+    and each artifact's bytes do not depend on which process compiled it."""
     partials: dict = {}
-    prompts = []
-    for rel, data in tree.files.items():
-        if is_partial(rel):
-            continue
-        prompts.append(compile_source(rel, data, config, tree, partials))
-    return prompts
+    jobs = jobs if jobs is not None else _workers()
+    if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
+        import multiprocessing
+
+        from .meter import TokenizerError, meter
+        from .parse import parser
+
+        parser()  # load once here; forked workers inherit it
+        try:
+            meter(config.tokenizer)
+        except TokenizerError:
+            pass  # each compile reports it as a diagnostic
+        _WORKER_STATE.update(tree=tree, config=config, partials=partials)
+        try:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(jobs) as pool:
+                chunk = max(8, len(rels) // (jobs * 8))
+                return pool.map(_compile_one, rels, chunksize=chunk)
+        finally:
+            _WORKER_STATE.clear()
+    return [compile_source(rel, tree.files[rel], config, tree, partials) for rel in rels]
+
+
+def compile_tree(tree: SourceTree, config: Config) -> list[CompiledPrompt]:
+    return compile_many([rel for rel in tree.files if not is_partial(rel)], tree, config)
 
 
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> dict[str, Any]:
     artifacts: dict[str, Any] = {}
     prefixes: dict[str, dict[str, Any]] = {}
     for prompt in sorted(prompts, key=lambda p: p.name):
-        artifact = prompt.artifact
-        assert artifact is not None and prompt.data is not None
-        cache = artifact["cache"]
-        artifacts[prompt.name] = {
-            "path": f"{prompt.name}.json",
-            "sha256": hashlib.sha256(prompt.data).hexdigest(),
-            "source": artifact["source"],
-            "source_sha256": artifact["source_sha256"],
-            "inputs": artifact["inputs"],
-            "includes": artifact["includes"],
-            "prefix_sha256": cache["prefix_sha256"],
-            "prefix_tokens": cache["prefix_tokens"],
-        }
-        if cache["prefix_sha256"]:
-            entry = prefixes.setdefault(cache["prefix_sha256"], {"tokens": cache["prefix_tokens"], "artifacts": []})
+        summary = prompt.summary
+        assert summary is not None and prompt.artifact_sha256 is not None
+        artifacts[prompt.name] = {"path": f"{prompt.name}.json", "sha256": prompt.artifact_sha256, **summary}
+        if summary["prefix_sha256"]:
+            entry = prefixes.setdefault(summary["prefix_sha256"], {"tokens": summary["prefix_tokens"], "artifacts": []})
             entry["artifacts"].append(prompt.name)
     return {
         "schema": MANIFEST_SCHEMA,
@@ -229,16 +269,151 @@ def _collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnos
     return problems
 
 
-def compile_project(src: Path, config: Config, out: Path | None = None) -> BuildResult:
-    """Read and compile everything; no writing. The result holds the exact bytes build would write."""
+# ---------------------------------------------------------------------------------------------
+# The incremental cache: what each artifact in the output folder was compiled from
+
+
+def compiler_fingerprint(config: Config) -> str:
+    """Changes whenever anything that can change artifact bytes changes: the compiler's own files
+    (code, grammar, built-in partials, data), its version, and the config."""
+    from .parse import grammar_text
+
+    digest = hashlib.sha256(f"{__version__}\0{config.fingerprint()}".encode())
+    digest.update(grammar_text().encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".prompt", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _state_path(out: Path) -> Path:
+    return out.parent / CACHE_DIR / f"{out.name}.state.json"
+
+
+def _load_state(out: Path, fingerprint: str) -> dict[str, Any]:
+    import orjson
+
+    try:
+        state = orjson.loads(_state_path(out).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
+        return {}
+    entries = state.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def _output_stat(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _save_state(out: Path, fingerprint: str, prompts: list[CompiledPrompt], shas: dict[str, str]) -> None:
+    import orjson
+
+    entries = {}
+    for prompt in prompts:
+        if prompt.summary is None or prompt.artifact_sha256 is None or has_errors(prompt.diagnostics):
+            continue
+        stat = _output_stat(out / f"{prompt.name}.json")
+        if stat is None:
+            continue
+        entries[prompt.source] = {
+            "sha": shas[prompt.source],
+            "deps": {dep: shas.get(dep) for dep in prompt.includes},
+            "summary": prompt.summary,
+            "artifact_sha256": prompt.artifact_sha256,
+            "includes": list(prompt.includes),
+            "stat": stat,
+            "warnings": [_diag_to_state(d) for d in prompt.diagnostics],
+        }
+    path = _state_path(out)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(orjson.dumps({"fingerprint": fingerprint, "entries": entries}))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # the cache is an optimisation; never fail a build over it
+
+
+def _diag_to_state(d: Diagnostic) -> list:
+    span = [d.span.start, d.span.end, d.span.line, d.span.col] if d.span else None
+    return [d.code, d.severity, d.message, d.path, span, d.hint, d.source_line]
+
+
+def _diag_from_state(row: list) -> Diagnostic:
+    code, severity, message, path, span, hint, line = row
+    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, line)
+
+
+def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
+    from .compile import name_of
+
+    name = name_of(rel)
+    if _output_stat(out / f"{name}.json") != entry.get("stat"):
+        return None  # the file in the output folder is not the one this cache describes
+    try:
+        warnings = tuple(_diag_from_state(row) for row in entry["warnings"])
+        return CompiledPrompt(
+            name,
+            rel,
+            warnings,
+            includes=tuple(entry["includes"]),
+            summary=entry["summary"],
+            artifact_sha256=entry["artifact_sha256"],
+            reused=True,
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+_SUMMARY_KEYS = ("source", "source_sha256", "inputs", "includes", "prefix_sha256", "prefix_tokens")
+
+
+def _last_good(prompt: CompiledPrompt, previous: dict[str, Any], out: Path) -> CompiledPrompt | None:
+    """For watch: a prompt that fails keeps the artifact the output folder already has."""
+    entry = previous.get(prompt.name)
+    if not isinstance(entry, dict) or not (out / f"{prompt.name}.json").is_file():
+        return None
+    summary = {key: entry.get(key) for key in _SUMMARY_KEYS}
+    return replace(prompt, summary=summary, artifact_sha256=entry.get("sha256"), reused=True, data=None)
+
+
+def _read_manifest(out: Path) -> dict[str, Any]:
+    import orjson
+
+    try:
+        data = orjson.loads((out / MANIFEST).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def compile_project(
+    src: Path,
+    config: Config,
+    out: Path | None = None,
+    *,
+    incremental: bool = False,
+    keep_last_good: bool = False,
+) -> BuildResult:
+    """Read and compile everything; no writing. `files` holds the bytes of every artifact compiled
+    in this run plus the manifest; `keep` names artifacts reused from the output folder as they are."""
     result = BuildResult()
     if not src.is_dir():
         result.diagnostics.append(
-            Diagnostic("E906", "error", f"source folder `{src}` not found", str(src), None, "pass the folder: `promptc build prompts_src`")
+            Diagnostic(
+                "E906", "error", f"source folder `{src}` not found", str(src), None, "pass the folder: `promptc build prompts_src`"
+            )
         )
         return result
     tree, diagnostics = read_tree(src, out)
-    for rel, target in tree.outside.items():
+    for rel in tree.outside:
         if not is_partial(rel):
             diagnostics.append(
                 Diagnostic(
@@ -250,18 +425,42 @@ def compile_project(src: Path, config: Config, out: Path | None = None) -> Build
                     "copy the file into the source folder instead of linking it",
                 )
             )
-    prompts = compile_tree(tree, config)
+    rels = [rel for rel in tree.files if not is_partial(rel)]
+    shas = {rel: hashlib.sha256(data).hexdigest() for rel, data in tree.files.items()}
+    fingerprint = compiler_fingerprint(config) if (incremental and out is not None) else ""
+    state = _load_state(out, fingerprint) if (fingerprint and out is not None) else {}
+    reused: dict[str, CompiledPrompt] = {}
+    for rel in rels:
+        entry = state.get(rel)
+        if (
+            out is not None
+            and isinstance(entry, dict)
+            and entry.get("sha") == shas[rel]
+            and all(shas.get(dep) == sha for dep, sha in entry.get("deps", {}).items())
+        ):
+            prompt = _reuse(rel, entry, out)
+            if prompt is not None:
+                reused[rel] = prompt
+    fresh = iter(compile_many([rel for rel in rels if rel not in reused], tree, config))
+    prompts = [reused[rel] if rel in reused else next(fresh) for rel in rels]
+    if keep_last_good and out is not None:
+        previous = _read_manifest(out).get("artifacts", {})
+        prompts = [(_last_good(p, previous, out) or p) if has_errors(p.diagnostics) else p for p in prompts]
     result.prompts = prompts
     result.source_count = len(tree.files)
+    result.fingerprint = fingerprint
+    result.shas = shas
     for prompt in prompts:
         diagnostics.extend(prompt.diagnostics)
     diagnostics.extend(_collisions(prompts, tree))
     result.diagnostics = _dedupe(diagnostics)
-    if result.ok:
-        result.manifest = manifest_for(prompts, config)
-        files = {f"{p.name}.json": p.data for p in prompts if p.data is not None}
+    if result.ok or keep_last_good:
+        writable = [p for p in prompts if p.artifact_sha256 is not None]
+        result.manifest = manifest_for(writable, config)
+        files = {f"{p.name}.json": p.data for p in writable if p.data is not None and not p.reused}
         files[MANIFEST] = dumps(result.manifest)
         result.files = dict(sorted(files.items()))
+        result.keep = sorted(f"{p.name}.json" for p in writable if p.reused)
     return result
 
 
@@ -304,6 +503,8 @@ def _exchange(a: Path, b: Path) -> None:
 
 
 def _recover(out: Path) -> None:
+    """Undo what a killed build left behind: a parked old set (non-Linux two-rename swap) and
+    staging folders."""
     parked = out.with_name(f"{out.name}{_TMP_MARK}old")
     if not out.exists() and parked.is_dir():
         os.rename(parked, out)
@@ -311,14 +512,28 @@ def _recover(out: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+def list_output(out: Path) -> list[str]:
+    """Every file under `out`, as sorted `/`-separated relative paths."""
+    found: list[str] = []
+    stack = [(str(out), "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, f"{prefix}{entry.name}/"))
+            else:
+                found.append(f"{prefix}{entry.name}")
+    return sorted(found)
+
+
 def current_files(out: Path) -> dict[str, bytes] | None:
     if not out.is_dir():
         return None
-    files = {}
-    for path in sorted(out.rglob("*")):
-        if path.is_file():
-            files[path.relative_to(out).as_posix()] = path.read_bytes()
-    return files
+    return {rel: (out / rel).read_bytes() for rel in list_output(out)}
 
 
 def stale_paths(expected: dict[str, bytes], out: Path) -> list[str]:
@@ -330,13 +545,13 @@ def stale_paths(expected: dict[str, bytes], out: Path) -> list[str]:
 
 @contextmanager
 def output_lock(out: Path, timeout: float = 120.0) -> Iterator[None]:
-    """One build at a time per output folder; a second one waits for the first."""
+    """One build at a time per output folder; a second one waits for the first, then fails (E907)."""
     import fcntl
 
     lock_dir = out.parent / CACHE_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(lock_dir / f"{out.name}.lock", "a+b")
-    try:
+    lock_path = lock_dir / f"{out.name}.lock"
+    with open(lock_path, "a+b") as handle:
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -344,25 +559,52 @@ def output_lock(out: Path, timeout: float = 120.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"another promptc build holds {lock_dir / (out.name + '.lock')}") from None
-                time.sleep(0.05)
+                    raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:.0f}s") from None
+                time.sleep(0.02)
         yield
-    finally:
-        handle.close()
 
 
-def write_output(out: Path, files: dict[str, bytes]) -> bool:
-    """Replace `out` with exactly `files`. Returns False when it already held them."""
-    if current_files(out) == files:
+def _same_output(out: Path, files: dict[str, bytes], keep: list[str]) -> bool:
+    if not out.is_dir():
         return False
+    if list_output(out) != sorted([*files, *keep]):
+        return False
+    for rel, data in files.items():
+        try:
+            if (out / rel).read_bytes() != data:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _place(source: Path, target: Path) -> None:
+    """Hard-link an unchanged artifact into the new set (no copy); copy where links are refused."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def write_output(out: Path, files: dict[str, bytes], keep: list[str] = ()) -> bool:
+    """Replace `out` with exactly `files` plus the `keep` files already in it, atomically.
+    Returns False (and touches nothing) when `out` already holds exactly that."""
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "a file stands where the output folder should be", str(out))
+    if _same_output(out, files, list(keep)):
+        return False
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f"{out.name}{_TMP_MARK}{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
         made = {staging}
+        for rel in keep:
+            target = staging / rel
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
+            _place(out / rel, target)
         for rel, data in files.items():
             target = staging / rel
             if target.parent not in made:
@@ -381,22 +623,42 @@ def write_output(out: Path, files: dict[str, bytes]) -> bool:
 
 def _write_error(out: Path, exc: OSError) -> Diagnostic:
     reason = exc.strerror or str(exc)
-    hint = "free some disk space" if exc.errno == errno.ENOSPC else "check the folder's permissions and that nothing else is in the way"
+    hint = (
+        "free some disk space"
+        if exc.errno == errno.ENOSPC
+        else "check the folder's permissions and that no file stands where a folder should be"
+    )
     return Diagnostic("E904", "error", f"cannot write `{out}`: {reason}; the previous build is unchanged", str(out), None, hint)
 
 
-def build(src: Path | str = "prompts_src", out: Path | str = "build", config: Config | None = None, *, write: bool = True) -> BuildResult:
-    """Compile `src` into `out`. Nothing in `out` changes unless every source compiles."""
+def build(
+    src: Path | str = "prompts_src",
+    out: Path | str = "build",
+    config: Config | None = None,
+    *,
+    write: bool = True,
+    incremental: bool = True,
+    keep_last_good: bool = False,
+) -> BuildResult:
+    """Compile `src` into `out`.
+
+    All or nothing: unless every source compiles, nothing in `out` changes. With `keep_last_good`
+    (the watch loop) a failing prompt keeps the artifact `out` already has and the rest is written.
+    With `incremental`, sources whose bytes, partials, config and compiler are unchanged are not
+    recompiled; the output is byte-identical to a clean build either way.
+    """
     src, out = Path(src), Path(out)
     config = config or Config()
-    result = compile_project(src, config, out)
-    if not result.ok or not write:
+    result = compile_project(src, config, out, incremental=incremental and write, keep_last_good=keep_last_good)
+    if not write or result.manifest is None:
         return result
     try:
         with output_lock(out):
             _recover(out)
-            result.written = write_output(out, result.files)
+            result.written = write_output(out, result.files, result.keep)
             result.unchanged = not result.written
+            if result.fingerprint:
+                _save_state(out, result.fingerprint, result.prompts, result.shas)
     except TimeoutError as exc:
         result.diagnostics.append(Diagnostic("E907", "error", str(exc), str(out), None, "wait for the other build to finish"))
     except OSError as exc:
@@ -404,8 +666,11 @@ def build(src: Path | str = "prompts_src", out: Path | str = "build", config: Co
     return result
 
 
-def check(src: Path | str = "prompts_src", out: Path | str = "build", config: Config | None = None, *, locked: bool = False) -> BuildResult:
-    """Compile without writing; with `locked`, also report output files that build would change."""
+def check(
+    src: Path | str = "prompts_src", out: Path | str = "build", config: Config | None = None, *, locked: bool = False
+) -> BuildResult:
+    """Compile without writing (and without the incremental cache: check is the authority); with
+    `locked`, also report every output file that build would change, add or remove."""
     src, out = Path(src), Path(out)
     result = compile_project(src, config or Config(), out)
     if locked and result.ok:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +24,36 @@ class CompiledPrompt:
     artifact: dict[str, Any] | None = None
     data: bytes | None = None  # the artifact's JSON bytes, exactly as written
     includes: tuple[str, ...] = field(default=())
+    #: what the manifest records about this artifact (see `summarize`)
+    summary: dict[str, Any] | None = None
+    #: sha256 of `data`; also set when an incremental build reused the file already in the output
+    artifact_sha256: str | None = None
+    #: True when the artifact was not compiled in this build but taken from the output folder
+    reused: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.artifact is not None and not has_errors(self.diagnostics)
+        return self.artifact_sha256 is not None and not has_errors(self.diagnostics)
+
+    def load_artifact(self) -> dict[str, Any] | None:
+        """The artifact as a dict, decoding `data` when the build kept only the bytes."""
+        if self.artifact is not None or self.data is None:
+            return self.artifact
+        import orjson
+
+        return orjson.loads(self.data)
+
+
+def summarize(artifact: dict[str, Any]) -> dict[str, Any]:
+    cache = artifact["cache"]
+    return {
+        "source": artifact["source"],
+        "source_sha256": artifact["source_sha256"],
+        "inputs": artifact["inputs"],
+        "includes": artifact["includes"],
+        "prefix_sha256": cache["prefix_sha256"],
+        "prefix_tokens": cache["prefix_tokens"],
+    }
 
 
 def name_of(rel: str) -> str:
@@ -65,7 +92,17 @@ def compile_source(
     except TokenizerError as exc:
         return CompiledPrompt(name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes)
     artifact = build_artifact(doc, rel, data, tokens)
-    return CompiledPrompt(name, rel, all_diagnostics, artifact, dumps(artifact), doc.includes)
+    encoded = dumps(artifact)
+    return CompiledPrompt(
+        name,
+        rel,
+        all_diagnostics,
+        artifact,
+        encoded,
+        doc.includes,
+        summarize(artifact),
+        hashlib.sha256(encoded).hexdigest(),
+    )
 
 
 def compile_text(

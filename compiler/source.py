@@ -5,7 +5,7 @@ Every rejection is a located diagnostic, never an exception.
 
 from __future__ import annotations
 
-from .diagnostics import Diagnostic, SourceText, Span, make
+from .diagnostics import Diagnostic, SourceText, Span
 
 #: Largest source file promptc reads (bytes). Bigger files get E105 before any parsing, which keeps
 #: time and memory bounded whatever lands in the source folder.
