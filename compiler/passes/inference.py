@@ -15,6 +15,8 @@ from ..diagnostics import Span
 from ..nodes import Block, Document, Message, Placeholder, Section
 from .directives import did_you_mean
 
+STRUCTURE_CODES = frozenset({"E204", "E205", "E206", "E209"})
+
 
 def first_use(section: Section, name: str) -> Span | None:
     """Where a section first uses an input: a `${name…}` placeholder or the name inside a block."""
@@ -38,7 +40,8 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
         sections = []
         for section in message.sections:
             analysis = analyse(section.items)
-            ctx.extend(analysis.diagnostics)
+            # The parser already reported every unbalanced `{% %}` tag, at the same places.
+            ctx.extend(d for d in analysis.diagnostics if d.code not in STRUCTURE_CODES)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)

@@ -61,8 +61,12 @@ def _lint_stable_text(section: Section, ctx: Context) -> None:
         # A define's value stands where its placeholder was; only lint text the author wrote.
         if item.span.end - item.span.start != len(item.value):
             continue
+        covered: list[tuple[int, int]] = []  # a datetime's time part is not reported again as a time
         for what, pattern in DYNAMIC_LOOKING:
             for match in pattern.finditer(item.value):
+                if any(a <= match.start() and match.end() <= b for a, b in covered):
+                    continue
+                covered.append((match.start(), match.end()))
                 start = item.span.start + match.start()
                 ctx.report(
                     "W706",

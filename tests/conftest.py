@@ -1,0 +1,61 @@
+"""Shared test helpers: a scratch project folder and a runner for the installed `promptc`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def promptc_executable() -> str:
+    """The console script installed next to the interpreter running the tests."""
+    candidate = Path(sys.executable).with_name("promptc")
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("promptc")
+    if not found:
+        pytest.skip("promptc is not installed")
+    return found
+
+
+def run_promptc(*args: str, cwd: Path | str | None = None, env: dict | None = None, timeout: float = 120):
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("CI", None) if env is None or "CI" not in env else None
+    return subprocess.run(
+        [promptc_executable(), *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project: tmp/prompts_src, build output goes to tmp/build."""
+    (tmp_path / "prompts_src").mkdir()
+    return tmp_path
+
+
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under a folder with its bytes (for 'byte-identical' assertions)."""
+    if not folder.exists():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
