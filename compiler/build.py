@@ -140,7 +140,14 @@ def read_tree(src: Path, out: Path | None = None) -> tuple[SourceTree, list[Diag
                     files[rel] = handle.read()
             except FileNotFoundError:
                 diagnostics.append(
-                    Diagnostic("E106", "error", "file vanished while the build read it", f"{root_display}/{rel}", Span(0, 0, 1, 1))
+                    Diagnostic(
+                        "E106",
+                        "error",
+                        "cannot read file: it vanished while the build ran, or is a dangling symlink",
+                        f"{root_display}/{rel}",
+                        Span(0, 0, 1, 1),
+                        "restore the file or remove the link",
+                    )
                 )
             except OSError as exc:
                 diagnostics.append(
@@ -559,7 +566,7 @@ def output_lock(out: Path, timeout: float = 120.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:.0f}s") from None
+                    raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:g}s") from None
                 time.sleep(0.02)
         yield
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span, has_errors
+from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span, has_errors, make
 from .emit import build_artifact, dumps
 from .meter import TokenizerError, meter
 from .nodes import Document
@@ -64,6 +64,22 @@ def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnosti
     return Diagnostic("E901", "error", str(exc), path, Span(0, 0, 1, 1), "set `tokenizer` in [tool.promptc] to cl100k_base")
 
 
+def _check_prefix_minimum(artifact: dict[str, Any], config: Config, src: SourceText) -> list[Diagnostic]:
+    minimum = config.provider_minimum()
+    tokens = artifact["cache"]["prefix_tokens"]
+    if minimum is None or tokens >= minimum:
+        return []
+    return [
+        make(
+            "W705",
+            f"cache-stable prefix is {tokens} tokens ({artifact['cache']['prefix_chars']} chars); "
+            f"{config.provider} caches prefixes of at least {minimum} tokens",
+            src.span(0),
+            "put more stable text before the first dynamic section, or accept that this prompt is not cached",
+        )
+    ]
+
+
 def compile_source(
     rel: str,
     data: bytes,
@@ -92,6 +108,7 @@ def compile_source(
     except TokenizerError as exc:
         return CompiledPrompt(name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes)
     artifact = build_artifact(doc, rel, data, tokens)
+    all_diagnostics += tuple(_check_prefix_minimum(artifact, config, src))
     encoded = dumps(artifact)
     return CompiledPrompt(
         name,

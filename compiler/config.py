@@ -6,12 +6,14 @@ Only plain data lives here; reading the file is `load_config`, called by the CLI
 from __future__ import annotations
 
 import difflib
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .diagnostics import Diagnostic, Span
+from .diagnostics import Diagnostic, SourceText, Span, make
 
 DEFAULT_INTRO = "When answering the user's question you may refer to the following context:"
 DEFAULT_DISCLAIMER = (
@@ -43,6 +45,12 @@ class Config:
     def defines_map(self) -> dict[str, str]:
         return dict(self.defines)
 
+    def provider_minimum(self) -> int | None:
+        """The chosen provider's minimum cacheable prefix (tokens), or None when no provider is set."""
+        if not self.provider:
+            return None
+        return {**provider_minimums(), **dict(self.provider_minimums)}.get(self.provider)
+
     def fingerprint(self) -> str:
         """What in the config can change artifact bytes (for incremental build caches)."""
         parts = [
@@ -56,6 +64,14 @@ class Config:
             repr(self.provider_minimums),
         ]
         return "\x1f".join(parts)
+
+
+def provider_minimums() -> dict[str, int]:
+    import json
+    from importlib import resources
+
+    data = json.loads(resources.files("compiler.data").joinpath("providers.json").read_text(encoding="utf-8"))
+    return dict(data["minimums"])
 
 
 _KEYS = {f.name for f in fields(Config)} - {"origin"}
@@ -90,11 +106,22 @@ def _coerce(key: str, value: Any, path: str) -> tuple[Any, str | None]:
     return value, None
 
 
+def validate(config: Config) -> str | None:
+    """Cross-field checks, after file values and CLI flags are merged."""
+    if config.provider and config.provider_minimum() is None:
+        known = sorted({**provider_minimums(), **dict(config.provider_minimums)})
+        return f"unknown provider `{config.provider}`; known: {', '.join(known)}"
+    return None
+
+
 def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
     """Read `[tool.promptc]`; unknown keys are warnings, bad values errors."""
     if pyproject is None or not pyproject.is_file():
         return Config(), []
-    path = str(pyproject)
+    try:
+        path = os.path.relpath(pyproject)
+    except ValueError:
+        path = str(pyproject)
     diagnostics: list[Diagnostic] = []
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
@@ -104,17 +131,16 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
     if not isinstance(table, dict):
         return Config(origin=path), [Diagnostic("E902", "error", "[tool.promptc] must be a table", path, Span(0, 0, 1, 1))]
     values: dict[str, Any] = {}
-    text = pyproject.read_text(encoding="utf-8")
+    source = SourceText.of(path, pyproject.read_text(encoding="utf-8"))
+    text = source.text
     for key, value in table.items():
-        span = _key_span(text, key)
+        span = _key_span(source, key)
         if key not in _KEYS:
             close = difflib.get_close_matches(key, sorted(_KEYS), n=1)
             diagnostics.append(
-                Diagnostic(
+                make(
                     "W903",
-                    "warning",
                     f"unknown key `{key}` in [tool.promptc]",
-                    path,
                     span,
                     f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(sorted(_KEYS))}",
                 )
@@ -122,18 +148,21 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
             continue
         coerced, problem = _coerce(key, value, path)
         if problem:
-            diagnostics.append(Diagnostic("E902", "error", problem, path, span))
+            diagnostics.append(make("E902", problem, span, "see docs/configuration.md"))
             continue
         values[key] = coerced
-    return replace(Config(origin=path), **values), diagnostics
+    config = replace(Config(origin=path), **values)
+    problem = validate(config)
+    if problem:
+        diagnostics.append(make("E902", problem, _key_span(source, "provider"), "see docs/configuration.md"))
+        config = replace(config, provider="")
+    return config, diagnostics
 
 
-def _key_span(text: str, key: str) -> Span:
-    """Best-effort location of a key inside [tool.promptc] for diagnostics."""
-    section = text.find("[tool.promptc]")
-    start = 0 if section == -1 else section
-    offset = text.find(f"\n{key}", start)
-    offset = offset + 1 if offset != -1 else max(section, 0)
-    line = text.count("\n", 0, offset) + 1
-    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return Span(offset, offset + len(key), line, col)
+def _key_span(source: SourceText, key: str) -> Span:
+    """Where a key of [tool.promptc] is written, for diagnostics (the table header if not found)."""
+    text = source.text
+    section = max(text.find("[tool.promptc]"), 0)
+    match = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=", re.M).search(text, section)
+    offset = match.start() + (len(match.group(0)) - len(match.group(0).lstrip())) if match else section
+    return source.span(offset, offset + (len(key) if match else len("[tool.promptc]")))

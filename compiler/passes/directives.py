@@ -260,7 +260,12 @@ def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> 
         if item.key == "section":
             parsed = parse_section(item.value)
             if isinstance(parsed, str):
-                ctx.report("E704", parsed, item.value_span if item.value else item.span, None)
+                ctx.report(
+                    "E704",
+                    parsed,
+                    item.value_span if item.value else item.span,
+                    "write `/// section: NAME [stable|dynamic] [system|user_context]`",
+                )
                 continue
             name, boundary, target = parsed
             kept.append(SectionMarker(name, boundary, target, item.span))
