@@ -135,6 +135,8 @@ class Header:
     tags: tuple[str, ...] = ()
     declared_inputs: tuple[str, ...] | None = None
     declared_inputs_span: Span | None = None
+    #: where each declared input is written, for "never used" warnings
+    declared_input_spans: tuple[tuple[str, Span], ...] = ()
     role: str | None = None
     role_span: Span | None = None
 

@@ -1,1 +1,1 @@
-"""promptc: analysis."""
+"""Static analyses over parsed prompt sources (input inference for template blocks)."""

@@ -126,6 +126,16 @@ def parse_section(value: str) -> tuple[str, str | None, str] | str:
     return name, boundary, target
 
 
+def _name_span(d: Directive, name: str) -> Span:
+    """The span of one name inside a directive's value (falls back to the whole value)."""
+    match = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", d.value)
+    src = d.value_span.src
+    if match is None or src is None:
+        return d.value_span
+    start = d.value_span.start + match.start()
+    return src.span(start, start + len(name))
+
+
 class _HeaderBuilder:
     def __init__(self, ctx: Context, *, partial: bool) -> None:
         self.ctx = ctx
@@ -137,6 +147,7 @@ class _HeaderBuilder:
         self.tags: list[str] = []
         self.inputs: list[str] | None = None
         self.inputs_span: Span | None = None
+        self.input_spans: dict[str, Span] = {}
         self.role: tuple[str, Span] | None = None
         self.param_spans: dict[str, Span] = {}
 
@@ -206,6 +217,7 @@ class _HeaderBuilder:
                     ctx.report("E304", f"invalid input name `{name}`", d.value_span, "input names are Python identifiers")
                 elif name not in self.inputs:
                     self.inputs.append(name)
+                    self.input_spans[name] = _name_span(d, name)
         elif key == "role":
             role = d.value.lower()
             if role not in ROLES:
@@ -245,6 +257,7 @@ class _HeaderBuilder:
             tags=tuple(self.tags),
             declared_inputs=tuple(self.inputs) if self.inputs is not None else None,
             declared_inputs_span=self.inputs_span,
+            declared_input_spans=tuple(self.input_spans.items()),
             role=self.role[0] if self.role else None,
             role_span=self.role[1] if self.role else None,
         )

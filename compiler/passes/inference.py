@@ -79,11 +79,12 @@ def _check_declared(doc: Document, ctx: Context) -> None:
             span,
             f"did you mean `{close}`?" if close else f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})",
         )
+    spans = dict(doc.header.declared_input_spans)
     for name in declared:
         if name not in doc.inputs:
             ctx.report(
                 "W502",
                 f"declared input `{name}` is never used",
-                doc.header.declared_inputs_span,
+                spans.get(name, doc.header.declared_inputs_span),
                 "remove it from `/// input:`",
             )

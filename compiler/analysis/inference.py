@@ -1,0 +1,1420 @@
+"""Which names a section's template reads from its inputs (SPEC §5), found without running anything.
+
+promplate compiles a template into *one* Python function: literal text becomes `__append__(...)`,
+`{{ e }}` becomes `__append__(e)`, `{# code #}` is pasted in, and `{% if/for/while %}` open indented
+blocks. So the template is one flow of Python statements, and its inputs are the names it may read
+before it has assigned them. This module works that out with Python's `ast` and a definite-assignment
+analysis:
+
+* the state is the set of names *definitely* assigned at a point (a "must" set) plus whether the
+  point is reachable; joins intersect the reachable states;
+* a read of a name not in the state is a *free use*; free uses of non-builtins are inputs, except
+  names only ever called and never assigned anywhere in the template, which are *helpers*;
+* nested scopes (def, lambda, class, comprehensions) follow Python's own scoping rules; a function
+  body runs later, so its free names count as assigned only when they are assigned at the `def` and
+  never deleted anywhere in the enclosing scope.
+
+Whenever the analysis cannot be precise it errs towards reporting an input: an extra input is an
+annoyance, a missing one a runtime `NameError`.
+
+Robustness: the `{% %}` structure is walked with an explicit stack and expressions with an explicit
+work list, so neither recurses per nesting level. Statement recursion is bounded by Python's own
+limit of 100 indentation levels; a `RecursionError`/`MemoryError` anyway (from `ast.parse` on
+pathological input) becomes E210 at the block. Any other surprise inside one block becomes a
+diagnostic, never an exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..diagnostics import Diagnostic, SourceText, Span, make
+from ..nodes import Block, Item, Placeholder, Spliced
+
+__all__ = ["Analysis", "analyse", "BUILTIN_NAMES"]
+
+#: Names resolved by Python's builtins, never inputs. `__builtins__` is put into the globals by
+#: `eval`, which is how promplate runs a template.
+BUILTIN_NAMES: frozenset[str] = frozenset(dir(builtins)) | {"__builtins__"}
+
+#: Builtins that read variables by name at run time: with them the inputs cannot be known.
+_DYNAMIC = frozenset({"globals", "locals", "vars", "eval", "exec"})
+#: Frame introspection reaches the same variables through attributes.
+_FRAME_ATTRS = frozenset({"f_locals", "f_globals", "_getframe", "currentframe"})
+
+#: Locals promplate's generated render function defines before any template code runs.
+_PROMPLATE_LOCALS = frozenset({"__append__", "__parts__"})
+
+#: CPython's tokenizer accepts at most 99 nested indentation levels and promplate's render body
+#: already sits at level 1, so `{% %}` nesting plus a block's own indentation must stay within 98.
+_MAX_INDENT = 98
+#: CPython refuses more than 20 statically nested loops/try/with in one function ("too many
+#: statically nested blocks"); we count only loops, a lower bound, so this never fires wrongly.
+_MAX_STATIC_BLOCKS = 20
+
+_PARSE_TOO_DEEP = ("too many nested parentheses", "too many levels of indentation", "too many statically nested")
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What one section's template needs: inputs are runtime values, helpers callables."""
+
+    inputs: frozenset[str]
+    helpers: frozenset[str]
+    has_template: bool
+    diagnostics: tuple[Diagnostic, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Position mapping: parsed text → .prompt file
+
+
+class _Mapper:
+    """Maps positions in the text handed to `ast.parse` back to offsets in the source file.
+
+    promplate does `dedent(inner).strip()` before parsing, so columns shift per line; we keep, for
+    every character of the parsed text, the source offset it came from. `prefix` is synthetic text
+    put before it (to parse `{% elif %}` as part of an `if`), which maps to the code's start.
+    """
+
+    __slots__ = ("src", "text", "prefix", "positions", "full", "line_starts", "fallback")
+
+    def __init__(
+        self, src: SourceText | None, text: str, positions: list[int], prefix: str, suffix: str, fallback: Span
+    ):
+        self.src = src
+        self.text = text
+        self.prefix = prefix
+        self.positions = positions  # len(text) + 1 entries
+        self.full = prefix + text + suffix
+        starts = [0]
+        find = self.full.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        self.line_starts = starts
+        self.fallback = fallback
+
+    def _index(self, lineno: int | None, col: int | None, byte_col: bool) -> int:
+        """Index into the parsed text (without prefix) of a 1-based line and 0-based column."""
+        if lineno is None or lineno < 1:
+            return 0
+        if lineno > len(self.line_starts):
+            return len(self.text)
+        start = self.line_starts[lineno - 1]
+        end = self.full.find("\n", start)
+        line = self.full[start : end if end != -1 else len(self.full)]
+        col = max(0, col or 0)
+        if byte_col:  # ast node columns count UTF-8 bytes
+            col = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        index = start + min(col, len(line)) - len(self.prefix)
+        return max(0, min(index, len(self.text)))
+
+    def offset(self, lineno: int | None, col: int | None, byte_col: bool = False) -> int:
+        return self.positions[self._index(lineno, col, byte_col)]
+
+    def span(
+        self,
+        lineno: int | None,
+        col: int | None,
+        end_lineno: int | None = None,
+        end_col: int | None = None,
+        byte_col: bool = False,
+    ) -> Span:
+        if self.src is None:
+            return self.fallback
+        start = self.offset(lineno, col, byte_col)
+        end = start + 1
+        if end_lineno is not None and end_col is not None:
+            end = max(self.offset(end_lineno, end_col, byte_col), start)
+            if end == start:
+                end = start + 1
+        return self.src.span(start, end)
+
+    def node_span(self, node: ast.AST) -> Span:
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return self.fallback
+        return self.span(
+            lineno,
+            getattr(node, "col_offset", 0),
+            getattr(node, "end_lineno", None),
+            getattr(node, "end_col_offset", None),
+            True,
+        )
+
+
+def _unwrap(code: str, base: int) -> tuple[str, list[int]]:
+    """promplate's `textwrap.dedent(code).strip()`, with the source offset of every character kept.
+
+    Mirrors textwrap exactly: lines of only spaces/tabs become empty, the margin is the longest
+    common leading run of spaces/tabs of the other non-empty lines, and it is cut from each line.
+    """
+    lines = code.split("\n")
+    starts: list[int] = []
+    offset = 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    margin: str | None = None
+    for line in lines:
+        if not line or not line.strip(" \t"):
+            continue
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if margin is None:
+            margin = indent
+        else:
+            i = 0
+            for a, b in zip(margin, indent, strict=False):
+                if a != b:
+                    break
+                i += 1
+            margin = margin[:i]
+    cut = len(margin or "")
+    chars: list[str] = []
+    positions: list[int] = []
+    for number, (line, start) in enumerate(zip(lines, starts, strict=True)):
+        if number:
+            chars.append("\n")
+            positions.append(base + start - 1)
+        if line and not line.strip(" \t"):
+            continue  # whitespace-only line: dedent empties it
+        skip = cut if line.startswith(margin or "") else 0
+        for i in range(skip, len(line)):
+            chars.append(line[i])
+            positions.append(base + start + i)
+    joined = "".join(chars)
+    lead = len(joined) - len(joined.lstrip())
+    text = joined.strip()
+    kept = positions[lead : lead + len(text)]
+    end = (kept[-1] + 1) if kept else (positions[lead] if lead < len(positions) else base + len(code.rstrip()))
+    kept.append(end)
+    return text, kept
+
+
+# ---------------------------------------------------------------------------------------------
+# Flow state and scopes
+
+
+class _State(NamedTuple):
+    names: frozenset[str]  # definitely assigned here
+    live: bool  # reachable; dead code keeps the state of the jump that killed it (conservative)
+
+
+def _join(states: Sequence[_State]) -> _State:
+    """Meet of control-flow paths: only reachable paths count, names must be assigned on all."""
+    live = [s for s in states if s.live]
+    pool = live or list(states)
+    if not pool:
+        return _State(frozenset(), False)
+    names = pool[0].names
+    for other in pool[1:]:
+        names = names & other.names
+    return _State(names, bool(live))
+
+
+class _Loop:
+    __slots__ = ("breaks", "continues")
+
+    def __init__(self) -> None:
+        self.breaks: list[_State] = []
+        self.continues: list[_State] = []
+
+
+class _Scope:
+    """A Python scope. `def_names` is the enclosing state when the scope was created (the `def`,
+    the lambda, the class statement, the comprehension); `deferred` scopes run later than that."""
+
+    __slots__ = ("kind", "parent", "def_names", "locals", "globals", "deferred", "kills")
+
+    def __init__(
+        self,
+        kind: str,
+        parent: _Scope | None,
+        def_names: frozenset[str],
+        locals_: frozenset[str],
+        globals_: frozenset[str],
+        deferred: bool,
+        kills: frozenset[str],
+    ) -> None:
+        self.kind = kind  # "template" | "function" | "class" | "comprehension"
+        self.parent = parent
+        self.def_names = def_names
+        self.locals = locals_
+        self.globals = globals_
+        self.deferred = deferred
+        self.kills = kills  # names deleted or unbound anywhere in this scope
+
+
+class _Scan(NamedTuple):
+    bound: frozenset[str]
+    kills: frozenset[str]
+    globals: frozenset[str]
+    nonlocals: frozenset[str]
+
+
+def _scan(roots: Iterable[ast.AST]) -> _Scan:
+    """Names bound in one scope (Python's rule: assigned anywhere in it), without entering nested
+    scopes; walrus targets inside comprehensions belong to this scope, comprehension targets do
+    not. Iterative, so deep expressions cannot overflow the stack."""
+    bound: set[str] = set()
+    kills: set[str] = set()
+    globals_: set[str] = set()
+    nonlocals: set[str] = set()
+    stack: list[ast.AST] = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _FUNCTIONS):
+            bound.add(node.name)
+            stack.extend(node.decorator_list)
+            stack.extend(_signature_exprs(node.args))
+            if node.returns is not None:
+                stack.append(node.returns)
+        elif isinstance(node, ast.ClassDef):
+            bound.add(node.name)
+            stack.extend(node.decorator_list)
+            stack.extend(node.bases)
+            stack.extend(k.value for k in node.keywords)
+        elif isinstance(node, ast.Lambda):
+            stack.extend(_default_exprs(node.args))
+        elif isinstance(node, _COMPREHENSIONS):
+            for index, gen in enumerate(node.generators):
+                stack.append(gen.iter)  # the first one runs in this scope; later ones may hold walrus
+                stack.extend(gen.ifs)
+                del index
+            if isinstance(node, ast.DictComp):
+                stack.extend((node.key, node.value))
+            else:
+                stack.append(node.elt)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node.ctx, ast.Del):
+                bound.add(node.id)
+                kills.add(node.id)
+        elif isinstance(node, ast.NamedExpr):
+            if isinstance(node.target, ast.Name):
+                bound.add(node.target.id)
+            stack.append(node.value)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    bound.add(alias.asname or alias.name.split(".", 1)[0])
+        elif isinstance(node, ast.Global):
+            globals_.update(node.names)
+        elif isinstance(node, ast.Nonlocal):
+            nonlocals.update(node.names)
+        else:
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+                kills.add(node.name)  # `except E as e` deletes e when the handler ends
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                bound.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                bound.add(node.rest)
+            stack.extend(ast.iter_child_nodes(node))
+    return _Scan(frozenset(bound), frozenset(kills), frozenset(globals_), frozenset(nonlocals))
+
+
+def _kills(roots: Iterable[ast.AST]) -> frozenset[str]:
+    return _scan(roots).kills
+
+
+def _default_exprs(args: ast.arguments) -> list[ast.expr]:
+    return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if args.vararg is not None:
+        found.append(args.vararg)
+    if args.kwarg is not None:
+        found.append(args.kwarg)
+    return found
+
+
+def _signature_exprs(args: ast.arguments) -> list[ast.expr]:
+    """Defaults and annotations: evaluated when the `def` runs, in the enclosing scope (3.11)."""
+    found = _default_exprs(args)
+    found.extend(a.annotation for a in _all_args(args) if a.annotation is not None)
+    return found
+
+
+def _param_names(args: ast.arguments) -> frozenset[str]:
+    return frozenset(a.arg for a in _all_args(args))
+
+
+def _target_names(targets: Iterable[ast.AST]) -> frozenset[str]:
+    names: set[str] = set()
+    stack = list(targets)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend(node.elts)
+        elif isinstance(node, ast.Starred):
+            stack.append(node.value)
+    return frozenset(names)
+
+
+def _is_true_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and bool(node.value)
+
+
+def _irrefutable(case: ast.match_case) -> bool:
+    """A case that always matches (`case _:`, `case x:`), so the match never falls through."""
+    if case.guard is not None:
+        return False
+    stack: list[ast.pattern] = [case.pattern]
+    while stack:
+        pattern = stack.pop()
+        if isinstance(pattern, ast.MatchAs):
+            if pattern.pattern is None:
+                return True
+            stack.append(pattern.pattern)
+        elif isinstance(pattern, ast.MatchOr):
+            stack.extend(pattern.patterns)
+    return False
+
+
+def _nesting(body: Sequence[ast.stmt]) -> tuple[int, int]:
+    """(deepest indentation level, deepest loop nesting outside functions) of statements."""
+    deepest = 0
+    loops = 0
+    stack: list[tuple[ast.AST, int, int, bool]] = [(s, 0, 0, True) for s in body]
+    while stack:
+        node, depth, loop_depth, counted = stack.pop()
+        deepest = max(deepest, depth)
+        if counted:
+            loops = max(loops, loop_depth)
+        inner_loop = loop_depth + (1 if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) else 0)
+        inner_counted = counted and not isinstance(node, (*_FUNCTIONS, ast.ClassDef))
+        if isinstance(node, ast.Match):
+            for case in node.cases:
+                stack.extend((s, depth + 2, inner_loop, inner_counted) for s in case.body)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            for child in getattr(node, field, ()) or ():
+                if isinstance(child, ast.stmt):
+                    stack.append((child, depth + 1, inner_loop, inner_counted))
+        for handler in getattr(node, "handlers", ()) or ():
+            stack.extend((s, depth + 2, inner_loop, inner_counted) for s in handler.body)
+    return deepest, loops
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsed blocks
+
+
+class _Parsed(NamedTuple):
+    block: Block
+    mapper: _Mapper
+    body: list[ast.stmt]  # expr/exec blocks: the statements; stmt blocks: []
+    header: ast.AST | None  # stmt blocks: the ast.If / ast.For / ast.While holding the header
+    keyword: str
+    problem: Diagnostic | None = None  # E602: reported, but the statements are still analysed
+
+
+class _BlockError(Exception):
+    """A block that cannot be analysed at all, with the diagnostic saying why."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def _quiet_parse(text: str) -> ast.Module:
+    with warnings.catch_warnings():  # invalid escape sequences etc. are not our diagnostics
+        warnings.simplefilter("ignore")
+        return ast.parse(text, "<template>", "exec")
+
+
+def _block_keyword(block: Block) -> str:
+    if block.keyword:
+        return block.keyword
+    words = block.code.split(None, 1)
+    return words[0] if words else ""
+
+
+def _parse_block(block: Block) -> _Parsed:
+    src = block.code_span.src or block.span.src
+    text, positions = _unwrap(block.code, block.code_span.start)
+    keyword = _block_keyword(block) if block.kind == "stmt" else ""
+    prefix = suffix = ""
+    if block.kind == "stmt":
+        if keyword in ("elif", "else"):
+            prefix = "if 1: pass\n"  # a continuation only parses after an `if`
+        suffix = ":\n pass\n"  # promplate writes the header followed by `:`
+    mapper = _Mapper(src, text, positions, prefix, suffix, block.span)
+    if block.kind == "stmt" and keyword.startswith("end"):
+        return _Parsed(block, mapper, [], None, keyword)
+    try:
+        module = _quiet_parse(mapper.full)
+    except SyntaxError as error:
+        message = str(error.msg or "invalid syntax")
+        if any(marker in message for marker in _PARSE_TOO_DEEP):
+            raise _BlockError(make("E210", f"block nested too deeply for Python: {message}", block.span)) from None
+        if error.lineno is None:
+            span = block.span
+        else:
+            col = (error.offset or 1) - 1  # SyntaxError columns are 1-based and count characters
+            end_col = (error.end_offset - 1) if error.end_offset else None
+            span = mapper.span(error.lineno, col, error.end_lineno, end_col)
+        raise _BlockError(make("E601", f"Python syntax error: {message}", span)) from None
+    except (RecursionError, MemoryError):
+        raise _BlockError(make("E210", "block nested too deeply to parse", block.span)) from None
+    except ValueError as error:  # e.g. NUL bytes
+        raise _BlockError(make("E601", f"Python syntax error: {error}", block.span)) from None
+
+    if block.kind == "stmt":
+        return _Parsed(block, mapper, [], _header_node(module, keyword, block), keyword)
+    body = module.body
+    problem: Diagnostic | None = None
+    if block.kind == "expr":
+        hint = "end it with the value to output, or use `{# #}` for statements"
+        if not body:
+            problem = make("E602", "empty `{{ }}` block", block.span, hint)
+        elif not isinstance(body[-1], ast.Expr):
+            problem = make("E602", "`{{ }}` block does not end in an expression", mapper.node_span(body[-1]), hint)
+        elif "\n" not in text and len(body) > 1:
+            # promplate pastes a one-line `{{ }}` into `__append__(...)`: it must be one expression
+            problem = make(
+                "E602",
+                "a one-line `{{ }}` block must be a single expression",
+                mapper.node_span(body[1]),
+                "put the statements on their own lines, or use `{# #}` for them",
+            )
+    return _Parsed(block, mapper, body, None, "", problem)
+
+
+def _header_node(module: ast.Module, keyword: str, block: Block) -> ast.AST | None:
+    """The `if`/`for`/`while` statement a `{% %}` header parsed into, checked for shape, so that
+    `{% if a: pass\nif b %}` (two statements) is refused rather than half-analysed."""
+    body = module.body
+    expected: type[ast.AST] = {"if": ast.If, "elif": ast.If, "else": ast.If, "for": ast.For, "while": ast.While}.get(
+        keyword, ast.If
+    )
+    node: ast.AST | None = body[0] if len(body) == 1 else None
+    if keyword in ("elif", "else") and isinstance(node, ast.If):
+        inner = node.orelse
+        if keyword == "elif":
+            node = inner[0] if len(inner) == 1 and isinstance(inner[0], ast.If) else None
+        else:
+            node = node if len(inner) == 1 and isinstance(inner[0], ast.Pass) else None
+    ok = isinstance(node, expected)
+    if ok and keyword != "else":
+        inner_body = node.body  # type: ignore[union-attr]
+        ok = len(inner_body) == 1 and isinstance(inner_body[0], ast.Pass) and not getattr(node, "orelse", None)
+    if not ok:
+        raise _BlockError(make("E601", f"malformed `{{% {keyword} %}}` header", block.span))
+    return node
+
+
+# ---------------------------------------------------------------------------------------------
+# The analyser
+
+# Work-list operations of the expression walker.
+_VISIT, _CALLEE, _BIND, _WALRUS, _SAVE, _ALT, _JOIN2, _RESTORE, _ENTER, _EXIT = range(10)
+
+
+class _Analyser:
+    def __init__(self, template_kills: frozenset[str]) -> None:
+        self.template = _Scope("template", None, frozenset(), frozenset(), frozenset(), False, template_kills)
+        self.scope = self.template
+        self.state = _State(_PROMPLATE_LOCALS, True)
+        self.loops: list[_Loop] = []
+        #: free uses: name → True while every use so far was as a callee
+        self.uses: dict[str, bool] = {}
+        #: names assigned anywhere in the template scope (a helper must never be assigned)
+        self.assigned: set[str] = set()
+        self.diagnostics: list[Diagnostic] = []
+        self._reported: set[tuple[str, int, int]] = set()
+        self.mapper: _Mapper | None = None
+        self.block: Block | None = None
+
+    # -- diagnostics ----------------------------------------------------------------------------
+
+    def report(self, code: str, message: str, node: ast.AST | None, hint: str | None = None) -> None:
+        span: Span | None
+        if node is not None and self.mapper is not None:
+            span = self.mapper.node_span(node)
+        else:
+            span = self.block.span if self.block is not None else None
+        key = (code, span.start if span else -1, span.line if span else -1)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        self.diagnostics.append(make(code, message, span, hint))
+
+    # -- names ------------------------------------------------------------------------------------
+
+    def use(self, name: str, callee: bool) -> None:
+        self.uses[name] = self.uses.get(name, True) and callee
+
+    def read(self, name: str, node: ast.AST, callee: bool = False, nargs: int = 0) -> None:
+        """A load of `name` in the current scope: resolve it as Python would, and if it reaches
+        the template scope unassigned it is a free use."""
+        scope: _Scope = self.scope
+        names = self.state.names
+        deferred = False
+        while True:
+            if name in names and not (deferred and name in scope.kills):
+                return
+            if scope.kind == "template":
+                break
+            if scope.kind == "class":
+                # a name assigned in a class body but not yet is looked up in the globals (LOAD_NAME)
+                if name in scope.locals or name in scope.globals:
+                    break
+                names, scope = scope.def_names, scope.parent  # type: ignore[assignment]
+                continue
+            # function or comprehension
+            if name in scope.locals:
+                return  # a local never reads an input (it is UnboundLocalError at worst)
+            if name in scope.globals:
+                break
+            deferred = deferred or scope.deferred
+            names, parent = scope.def_names, scope.parent
+            while parent is not None and parent.kind == "class":  # class bodies are not enclosing scopes
+                names, parent = parent.def_names, parent.parent
+            if parent is None:
+                break
+            scope = parent
+        self.free(name, node, callee, nargs)
+
+    def free(self, name: str, node: ast.AST, callee: bool = False, nargs: int = 0) -> None:
+        if name in BUILTIN_NAMES:
+            if name in _DYNAMIC and not (name == "vars" and callee and nargs):
+                self.report(
+                    "W603",
+                    f"`{name}` reads variables by name at run time; the inputs of this template cannot be inferred completely",
+                    node,
+                    "pass the values explicitly, or declare them with `/// input:`",
+                )
+            return
+        self.use(name, callee)
+
+    def _enclosing_function(self) -> _Scope:
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def bind(self, name: str) -> None:
+        self.state = _State(self.state.names | {name}, self.state.live)
+        if self.scope.kind == "template" or name in self.scope.globals:
+            self.assigned.add(name)
+
+    def bind_walrus(self, name: str) -> None:
+        self.state = _State(self.state.names | {name}, self.state.live)
+        owner = self._enclosing_function()
+        if owner.kind == "template" or name in owner.globals:
+            self.assigned.add(name)
+
+    def unbind(self, name: str) -> None:
+        self.state = _State(self.state.names - {name}, self.state.live)
+
+    def dead(self) -> None:
+        self.state = _State(self.state.names, False)
+
+    # -- expressions (iterative) ------------------------------------------------------------------
+
+    def expr(self, node: ast.AST) -> None:
+        self._run([(_VISIT, node)])
+
+    def target(self, node: ast.AST) -> None:
+        self._run([(_BIND, node)])
+
+    def _run(self, work: list[tuple[int, ast.AST | None]]) -> None:
+        saved: list[_State] = []
+        frames: list[tuple[_Scope, _State]] = []
+        while work:
+            op, node = work.pop()
+            if op == _VISIT:
+                self._visit(node, work)  # type: ignore[arg-type]
+            elif op == _CALLEE:
+                func = node.func  # type: ignore[union-attr]
+                if isinstance(func, ast.Name):
+                    self.read(func.id, func, callee=True, nargs=len(node.args) + len(node.keywords))  # type: ignore[union-attr]
+                else:
+                    work.append((_VISIT, func))
+            elif op == _BIND:
+                self._bind_target(node, work)  # type: ignore[arg-type]
+            elif op == _WALRUS:
+                if isinstance(node, ast.Name):
+                    self.bind_walrus(node.id)
+            elif op == _SAVE:
+                saved.append(self.state)
+            elif op == _ALT:  # end of the `if` arm of a conditional: keep it, restart from the test
+                start = saved.pop()
+                saved.append(start)
+                saved.append(self.state)
+                self.state = start
+            elif op == _JOIN2:
+                arm = saved.pop()
+                saved.pop()
+                self.state = _join((arm, self.state))
+            elif op == _RESTORE:  # short-circuited operands may not have run: their walruses don't count
+                restored = saved.pop()
+                self.state = _State(restored.names, self.state.live)
+            elif op == _ENTER:
+                frames.append((self.scope, self.state))
+                self._enter(node)  # type: ignore[arg-type]
+            elif op == _EXIT:
+                self.scope, outer = frames.pop()
+                self.state = _State(outer.names, outer.live)
+
+    def _enter(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Lambda):
+            params = _param_names(node.args)
+            local = params | _scan([node.body]).bound
+            self.scope = _Scope("function", self.scope, self.state.names, local, frozenset(), True, frozenset())
+            self.state = _State(params, True)
+        else:
+            targets = _target_names(g.target for g in node.generators)  # type: ignore[attr-defined]
+            deferred = isinstance(node, ast.GeneratorExp)  # a generator's body runs when consumed
+            self.scope = _Scope(
+                "comprehension", self.scope, self.state.names, targets, frozenset(), deferred, frozenset()
+            )
+            self.state = _State(frozenset(), self.state.live)
+
+    def _visit(self, node: ast.AST, work: list[tuple[int, ast.AST | None]]) -> None:
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                self.bind(node.id)
+            else:
+                self.read(node.id, node)
+        elif isinstance(node, ast.Call):
+            for keyword in reversed(node.keywords):
+                work.append((_VISIT, keyword.value))
+            for arg in reversed(node.args):
+                work.append((_VISIT, arg))
+            work.append((_CALLEE, node))
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _FRAME_ATTRS:
+                self.report(
+                    "W603",
+                    f"`.{node.attr}` inspects frames; the inputs of this template cannot be inferred completely",
+                    node,
+                )
+            work.append((_VISIT, node.value))
+        elif isinstance(node, ast.NamedExpr):
+            work.append((_WALRUS, node.target))
+            work.append((_VISIT, node.value))
+        elif isinstance(node, ast.BoolOp):
+            work.append((_RESTORE, None))
+            for value in reversed(node.values[1:]):
+                work.append((_VISIT, value))
+            work.append((_SAVE, None))
+            work.append((_VISIT, node.values[0]))
+        elif isinstance(node, ast.Compare):
+            # in `a < b < c`, `c` runs only when `a < b`
+            work.append((_RESTORE, None))
+            for value in reversed(node.comparators[1:]):
+                work.append((_VISIT, value))
+            work.append((_SAVE, None))
+            if node.comparators:
+                work.append((_VISIT, node.comparators[0]))
+            work.append((_VISIT, node.left))
+        elif isinstance(node, ast.IfExp):
+            work.extend(
+                [
+                    (_JOIN2, None),
+                    (_VISIT, node.orelse),
+                    (_ALT, None),
+                    (_VISIT, node.body),
+                    (_SAVE, None),
+                    (_VISIT, node.test),
+                ]
+            )
+        elif isinstance(node, ast.Lambda):
+            work.append((_EXIT, None))
+            work.append((_VISIT, node.body))
+            work.append((_ENTER, node))
+            for default in reversed(_default_exprs(node.args)):  # defaults run outside, at creation
+                work.append((_VISIT, default))
+        elif isinstance(node, _COMPREHENSIONS):
+            work.append((_EXIT, None))
+            if isinstance(node, ast.DictComp):
+                work.append((_VISIT, node.value))
+                work.append((_VISIT, node.key))
+            else:
+                work.append((_VISIT, node.elt))
+            for index in range(len(node.generators) - 1, -1, -1):
+                gen = node.generators[index]
+                for cond in reversed(gen.ifs):
+                    work.append((_VISIT, cond))
+                work.append((_BIND, gen.target))
+                if index:
+                    work.append((_VISIT, gen.iter))
+            work.append((_ENTER, node))
+            work.append((_VISIT, node.generators[0].iter))  # the first iterable runs outside
+        elif isinstance(node, ast.Dict):
+            for key, value in reversed(list(zip(node.keys, node.values, strict=False))):
+                work.append((_VISIT, value))
+                if key is not None:
+                    work.append((_VISIT, key))
+        elif isinstance(node, (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)):
+            return
+        else:
+            children = list(ast.iter_child_nodes(node))
+            for child in reversed(children):
+                work.append((_VISIT, child))
+
+    def _bind_target(self, node: ast.AST, work: list[tuple[int, ast.AST | None]]) -> None:
+        if isinstance(node, ast.Name):
+            self.bind(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            for element in reversed(node.elts):
+                work.append((_BIND, element))
+        elif isinstance(node, ast.Starred):
+            work.append((_BIND, node.value))
+        elif isinstance(node, ast.Subscript):  # `d[k] = v` reads d and k, binds nothing
+            work.append((_VISIT, node.slice))
+            work.append((_VISIT, node.value))
+        elif isinstance(node, ast.Attribute):  # `x.a = v` reads x, binds nothing
+            work.append((_VISIT, node.value))
+        else:
+            work.append((_VISIT, node))
+
+    # -- statements (recursive: bounded by Python's 100 indentation levels) -----------------------
+
+    def stmts(self, body: Sequence[ast.stmt]) -> None:
+        for statement in body:
+            self.stmt(statement)
+
+    def stmt(self, node: ast.stmt) -> None:
+        handler = _STATEMENTS.get(type(node))
+        if handler is not None:
+            handler(self, node)
+        else:  # a statement kind this Python grew later: read everything it mentions
+            self.expr(node)
+
+    def _expr_stmt(self, node: ast.Expr) -> None:
+        self.expr(node.value)
+
+    def _assign(self, node: ast.Assign) -> None:
+        self.expr(node.value)
+        for target in node.targets:
+            self.target(target)
+
+    def _aug_assign(self, node: ast.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, ast.Name):  # `g += 1` reads g first
+            self.read(target.id, target)
+            self.expr(node.value)
+            self.bind(target.id)
+        else:
+            self.target(target)
+            self.expr(node.value)
+
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.expr(node.value)
+        if self.scope.kind == "class":  # annotations only run in class (and module) bodies
+            self.expr(node.annotation)
+        if node.value is not None:
+            self.target(node.target)
+        elif not isinstance(node.target, ast.Name):  # `x.a: int` still evaluates x
+            self.target(node.target)
+
+    def _delete(self, node: ast.Delete) -> None:
+        stack: list[ast.expr] = list(reversed(node.targets))
+        while stack:
+            target = stack.pop()
+            if isinstance(target, ast.Name):
+                self.read(target.id, target)  # deleting a name needs it to exist
+                self.unbind(target.id)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                stack.extend(reversed(target.elts))
+            else:
+                self.target(target)
+
+    def _if(self, node: ast.If) -> None:
+        self.expr(node.test)
+        start = self.state
+        self.stmts(node.body)
+        after_body = self.state
+        self.state = start
+        self.stmts(node.orelse)
+        self.state = _join((after_body, self.state))
+
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        self.expr(node.iter)
+        before = self.state
+        # Entry of every iteration: what held before the loop minus what the body may delete.
+        head = _State(before.names - _kills(node.body), before.live)
+        loop = _Loop()
+        self.loops.append(loop)
+        self.state = head
+        self.target(node.target)
+        self.stmts(node.body)
+        self.loops.pop()
+        # The loop may run zero times: the target and the body's assignments are not definite.
+        self.state = _join((before, self.state, *loop.continues))
+        self.stmts(node.orelse)
+        self.state = _join((self.state, *loop.breaks))
+
+    def _while(self, node: ast.While) -> None:
+        before = self.state
+        self.state = _State(before.names - _kills(node.body), before.live)
+        self.expr(node.test)
+        after_test = self.state
+        loop = _Loop()
+        self.loops.append(loop)
+        self.stmts(node.body)
+        self.loops.pop()
+        # leaves normally when the test is false; `while True` never does
+        self.state = _State(after_test.names, after_test.live and not _is_true_constant(node.test))
+        self.stmts(node.orelse)
+        self.state = _join((self.state, *loop.breaks))
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            self.expr(item.context_expr)
+            if item.optional_vars is not None:
+                self.target(item.optional_vars)
+        entry = self.state
+        self.stmts(node.body)
+        # A context manager may swallow an exception raised anywhere in the body, so the body's
+        # own assignments are not definite afterwards (the `as` targets are: bound before it).
+        self.state = _join((self.state, _State(entry.names - _kills(node.body), entry.live)))
+
+    def _try(self, node: ast.Try) -> None:
+        entry = self.state
+        marks = [(loop, len(loop.breaks), len(loop.continues)) for loop in self.loops]
+        self.stmts(node.body)
+        after_body = self.state
+        # An exception can come from any point of the body: only what held before it, less
+        # anything the body deletes, is definite in a handler.
+        raised = _State(entry.names - _kills(node.body), entry.live)
+        ends: list[_State] = []
+        self.state = after_body
+        self.stmts(node.orelse)
+        ends.append(self.state)
+        for handler in node.handlers:
+            self.state = raised
+            if handler.type is not None:
+                self.expr(handler.type)
+            if handler.name:
+                self.bind(handler.name)
+            self.stmts(handler.body)
+            if handler.name:  # Python deletes the name when the handler ends
+                self.unbind(handler.name)
+            ends.append(self.state)
+        normal = _join(ends)
+        if not node.finalbody:
+            self.state = normal
+            return
+        # `finally` runs on every way out; only what no part of the statement deletes is sure.
+        self.state = _State(entry.names - _kills([node]), entry.live)
+        start_final = self.state
+        self.stmts(node.finalbody)
+        gained = self.state.names
+        lost = _kills(node.finalbody)
+        final_live = self.state.live
+        del start_final
+
+        def through_finally(state: _State) -> _State:
+            return _State((state.names - lost) | gained, state.live and final_live)
+
+        for loop, breaks, continues in marks:  # break/continue inside try also run `finally`
+            loop.breaks[breaks:] = [through_finally(s) for s in loop.breaks[breaks:]]
+            loop.continues[continues:] = [through_finally(s) for s in loop.continues[continues:]]
+        self.state = through_finally(normal)
+
+    def _match(self, node: ast.Match) -> None:
+        self.expr(node.subject)
+        start = self.state
+        ends: list[_State] = []
+        falls_through = True
+        for case in node.cases:
+            self.state = start
+            captures = self._pattern(case.pattern)
+            for name in sorted(captures):
+                self.bind(name)
+            if case.guard is not None:
+                self.expr(case.guard)
+            self.stmts(case.body)
+            # captures count as bound inside their case only (conservative: SPEC)
+            ends.append(_State(self.state.names - (captures - start.names), self.state.live))
+            if _irrefutable(case):
+                falls_through = False
+                break
+        if falls_through:
+            ends.append(start)
+        self.state = _join(ends)
+
+    def _pattern(self, pattern: ast.pattern) -> frozenset[str]:
+        """Reads the value expressions of a pattern; returns the names it captures."""
+        captures: set[str] = set()
+        stack: list[ast.AST] = [pattern]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, ast.MatchValue):
+                self.expr(item.value)
+            elif isinstance(item, ast.MatchClass):
+                self.expr(item.cls)
+                stack.extend(item.patterns)
+                stack.extend(item.kwd_patterns)
+            elif isinstance(item, ast.MatchMapping):
+                for key in item.keys:
+                    self.expr(key)
+                stack.extend(item.patterns)
+                if item.rest:
+                    captures.add(item.rest)
+            elif isinstance(item, ast.MatchSequence):
+                stack.extend(item.patterns)
+            elif isinstance(item, ast.MatchOr):
+                stack.extend(item.patterns)
+            elif isinstance(item, ast.MatchStar):
+                if item.name:
+                    captures.add(item.name)
+            elif isinstance(item, ast.MatchAs):
+                if item.pattern is not None:
+                    stack.append(item.pattern)
+                if item.name:
+                    captures.add(item.name)
+        return frozenset(captures)
+
+    def _raise(self, node: ast.Raise) -> None:
+        if node.exc is not None:
+            self.expr(node.exc)
+        if node.cause is not None:
+            self.expr(node.cause)
+        self.dead()
+
+    def _return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.expr(node.value)
+        self.dead()  # at the template's top level this ends rendering: promplate allows it
+
+    def _break(self, node: ast.Break) -> None:
+        if not self.loops:
+            self.report("E601", "Python syntax error: 'break' outside loop", node)
+        elif self.state.live:
+            self.loops[-1].breaks.append(self.state)
+        self.dead()
+
+    def _continue(self, node: ast.Continue) -> None:
+        if not self.loops:
+            self.report("E601", "Python syntax error: 'continue' not properly in loop", node)
+        elif self.state.live:
+            self.loops[-1].continues.append(self.state)
+        self.dead()
+
+    def _assert(self, node: ast.Assert) -> None:
+        self.expr(node.test)
+        if node.msg is not None:  # the message only runs when the assertion fails
+            after_test = self.state
+            self.expr(node.msg)
+            self.state = after_test
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:  # `import a.b` binds `a`
+            self.bind(alias.asname or alias.name.split(".", 1)[0])
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name == "*":
+                self.report(
+                    "E601",
+                    "Python syntax error: `from … import *` is only allowed at module level "
+                    "(a template compiles into a function)",
+                    node,
+                )
+                continue
+            if node.module in ("builtins", "inspect", "sys") and alias.name in (_DYNAMIC | _FRAME_ATTRS):
+                self.report(
+                    "W603", f"`{alias.name}` reads variables by name; the inputs cannot be inferred completely", node
+                )
+            self.bind(alias.asname or alias.name)
+
+    def _global(self, node: ast.Global) -> None:
+        # At the top level names already fall back to inputs; in functions `_scan` handled it.
+        return
+
+    def _nonlocal(self, node: ast.Nonlocal) -> None:
+        if self.scope.kind == "template":
+            self.report("E601", f"Python syntax error: no binding for nonlocal '{node.names[0]}' found", node)
+
+    def _pass(self, node: ast.stmt) -> None:
+        return
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for decorator in node.decorator_list:
+            self.expr(decorator)
+        for value in _signature_exprs(node.args):
+            self.expr(value)
+        if node.returns is not None:
+            self.expr(node.returns)
+        scan = _scan(node.body)
+        params = _param_names(node.args)
+        local = (scan.bound | params) - scan.globals - scan.nonlocals
+        scope = _Scope("function", self.scope, self.state.names, local, scan.globals, True, scan.kills)
+        outer = (self.scope, self.state, self.loops)
+        self.scope, self.state, self.loops = scope, _State(params, True), []
+        try:
+            self.stmts(node.body)
+        finally:
+            self.scope, self.state, self.loops = outer
+        self.bind(node.name)
+
+    def _class(self, node: ast.ClassDef) -> None:
+        for decorator in node.decorator_list:
+            self.expr(decorator)
+        for base in node.bases:
+            self.expr(base)
+        for keyword in node.keywords:
+            self.expr(keyword.value)
+        scan = _scan(node.body)
+        local = scan.bound - scan.globals - scan.nonlocals
+        scope = _Scope("class", self.scope, self.state.names, local, scan.globals, False, scan.kills)
+        outer = (self.scope, self.state, self.loops)
+        self.scope, self.state, self.loops = scope, _State(frozenset(), self.state.live), []
+        try:
+            self.stmts(node.body)
+        finally:
+            self.scope, self.state, self.loops = outer
+        self.bind(node.name)
+
+
+_STATEMENTS = {
+    ast.Expr: _Analyser._expr_stmt,
+    ast.Assign: _Analyser._assign,
+    ast.AugAssign: _Analyser._aug_assign,
+    ast.AnnAssign: _Analyser._ann_assign,
+    ast.Delete: _Analyser._delete,
+    ast.If: _Analyser._if,
+    ast.For: _Analyser._for,
+    ast.AsyncFor: _Analyser._for,
+    ast.While: _Analyser._while,
+    ast.With: _Analyser._with,
+    ast.AsyncWith: _Analyser._with,
+    ast.Try: _Analyser._try,
+    ast.Match: _Analyser._match,
+    ast.Raise: _Analyser._raise,
+    ast.Return: _Analyser._return,
+    ast.Break: _Analyser._break,
+    ast.Continue: _Analyser._continue,
+    ast.Assert: _Analyser._assert,
+    ast.Import: _Analyser._import,
+    ast.ImportFrom: _Analyser._import_from,
+    ast.Global: _Analyser._global,
+    ast.Nonlocal: _Analyser._nonlocal,
+    ast.Pass: _Analyser._pass,
+    ast.FunctionDef: _Analyser._function,
+    ast.AsyncFunctionDef: _Analyser._function,
+    ast.ClassDef: _Analyser._class,
+}
+if hasattr(ast, "TryStar"):  # `except*` (3.11+) flows like `except`
+    _STATEMENTS[ast.TryStar] = _Analyser._try  # type: ignore[index]
+
+
+# ---------------------------------------------------------------------------------------------
+# The `{% %}` structure, walked with an explicit stack
+
+
+class _TIf:
+    __slots__ = ("block", "cond", "ends", "has_else")
+
+    def __init__(self, block: Block, cond: _State) -> None:
+        self.block = block
+        self.cond = cond  # the state when every test so far was false
+        self.ends: list[_State] = []
+        self.has_else = False
+
+
+class _TLoop:
+    __slots__ = ("block", "keyword", "before", "after_test", "endless", "loop", "in_else")
+
+    def __init__(self, block: Block, keyword: str, before: _State, loop: _Loop) -> None:
+        self.block = block
+        self.keyword = keyword
+        self.before = before  # `for`: the state once the iterable is evaluated
+        self.after_test = before  # `while`: the state after the test at the loop head
+        self.endless = False  # `{% while True %}`
+        self.loop = loop
+        self.in_else = False
+
+
+def _flatten(items: Iterable[Item]) -> Iterator[Item]:
+    """Items in order, with spliced partials inlined (iteratively: includes may nest deeply)."""
+    stack: list[Iterator[Item]] = [iter(items)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, Spliced):
+                stack.append(iter(item.items))
+                break
+            yield item
+        else:
+            stack.pop()
+
+
+def _structure_kills(
+    events: Sequence[Item], parsed: dict[int, _Parsed | None]
+) -> tuple[dict[int, frozenset[str]], frozenset[str]]:
+    """For each `{% for/while %}` (by event index), the names its body may delete; and every name
+    deleted anywhere at the template's top level (for closures, which run later)."""
+    stack: list[tuple[int, set[str]]] = []
+    result: dict[int, frozenset[str]] = {}
+    everything: set[str] = set()
+
+    def close() -> None:
+        index, kills = stack.pop()
+        result[index] = frozenset(kills)
+        if stack:
+            stack[-1][1].update(kills)
+
+    for index, item in enumerate(events):
+        if not isinstance(item, Block):
+            continue
+        if item.kind == "stmt":
+            keyword = _block_keyword(item)
+            if keyword in ("if", "for", "while"):
+                stack.append((index, set()))
+            elif keyword.startswith("end") and stack:
+                close()
+            continue
+        entry = parsed.get(index)
+        if entry is None:
+            continue
+        kills = _kills(entry.body)
+        everything.update(kills)
+        if stack:
+            stack[-1][1].update(kills)
+    while stack:
+        close()
+    return result, frozenset(everything)
+
+
+class _Template:
+    """Drives the analyser over one section's items."""
+
+    def __init__(self, events: Sequence[Item], parsed: dict[int, _Parsed | None], problems: dict[int, Diagnostic]):
+        self.events = events
+        self.parsed = parsed
+        self.problems = problems
+        self.loop_kills, all_kills = _structure_kills(events, parsed)
+        self.all_kills = all_kills
+        self.an = _Analyser(all_kills)
+        self.frames: list[_TIf | _TLoop] = []
+        self.too_deep = False
+
+    def run(self) -> None:
+        an = self.an
+        for index, item in enumerate(self.events):
+            if isinstance(item, Placeholder):
+                if item.root:
+                    an.use(item.root, False)  # `${}` reads the inputs directly, never template locals
+                continue
+            if not isinstance(item, Block):
+                continue
+            problem = self.problems.get(index)
+            if problem is not None:
+                an.diagnostics.append(problem)
+            entry = self.parsed.get(index)
+            an.block = item
+            an.mapper = entry.mapper if entry is not None else None
+            before = an.state
+            try:
+                if item.kind == "stmt":
+                    self.statement(index, item, entry)
+                elif entry is not None:
+                    self.code(item, entry)
+            except (RecursionError, MemoryError):
+                an.diagnostics.append(make("E210", "block nested too deeply to analyse", item.span))
+                self.recover(before, entry)
+            except Exception as error:  # never let one odd block stop the build
+                an.diagnostics.append(
+                    make("W603", f"template block could not be analysed completely ({type(error).__name__})", item.span)
+                )
+                self.recover(before, entry)
+        for frame in self.frames:
+            keyword = "if" if isinstance(frame, _TIf) else frame.keyword
+            an.diagnostics.append(
+                make("E204", f"`{{% {keyword} %}}` is never closed", frame.block.span, f"add `{{% end{keyword} %}}`")
+            )
+
+    def recover(self, before: _State, entry: _Parsed | None) -> None:
+        """After a failure inside a block: back to the template scope, and be conservative: every
+        name the block mentions is an input, and nothing it assigns counts as assigned."""
+        an = self.an
+        an.scope = an.template
+        an.loops = [f.loop for f in self.frames if isinstance(f, _TLoop) and not f.in_else]
+        if entry is None:
+            an.state = before
+            return
+        nodes: list[ast.AST] = list(entry.body)
+        if entry.header is not None:
+            nodes.append(entry.header)
+        for node in nodes:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and sub.id not in BUILTIN_NAMES and sub.id not in before.names:
+                    an.use(sub.id, False)
+        an.state = _State(before.names - _kills(entry.body), before.live)
+
+    def depth_check(self, block: Block, extra_indent: int = 0, extra_loops: int = 0) -> None:
+        if self.too_deep:
+            return
+        depth = len(self.frames) + extra_indent
+        loops = sum(1 for f in self.frames if isinstance(f, _TLoop) and not f.in_else) + extra_loops
+        if depth > _MAX_INDENT:
+            message = f"template nesting too deep: {depth} levels of indentation (Python allows {_MAX_INDENT} here)"
+        elif loops > _MAX_STATIC_BLOCKS:
+            message = f"{loops} nested loops: Python allows at most {_MAX_STATIC_BLOCKS} in one function"
+        else:
+            return
+        self.too_deep = True
+        self.an.diagnostics.append(make("E210", message, block.span, "flatten the template"))
+
+    def code(self, block: Block, entry: _Parsed) -> None:
+        indent, loops = _nesting(entry.body)
+        self.depth_check(block, indent, loops)
+        self.an.stmts(entry.body)
+
+    def statement(self, index: int, block: Block, entry: _Parsed | None) -> None:
+        an = self.an
+        keyword = entry.keyword if entry is not None else _block_keyword(block)
+        header = entry.header if entry is not None else None
+        top = self.frames[-1] if self.frames else None
+        if keyword == "if":
+            if isinstance(header, ast.If):
+                an.expr(header.test)
+            self.frames.append(_TIf(block, an.state))
+            self.depth_check(block)
+        elif keyword == "elif":
+            if isinstance(top, _TIf) and not top.has_else:
+                top.ends.append(an.state)
+                an.state = top.cond
+                if isinstance(header, ast.If):
+                    an.expr(header.test)
+                top.cond = an.state
+            else:
+                an.diagnostics.append(make("E209", "`{% elif %}` outside `{% if %}`", block.span))
+        elif keyword == "else":
+            if isinstance(top, _TIf) and not top.has_else:
+                top.ends.append(an.state)
+                an.state = top.cond
+                top.has_else = True
+            elif isinstance(top, _TLoop) and not top.in_else:
+                self.leave_loop(top)
+                top.in_else = True
+            else:
+                an.diagnostics.append(make("E209", "`{% else %}` outside `{% if/for/while %}`", block.span))
+        elif keyword in ("for", "while"):
+            self.open_loop(index, block, keyword, header)
+        elif keyword.startswith("end"):
+            if top is None:
+                an.diagnostics.append(make("E205", f"`{{% {keyword} %}}` without an opening tag", block.span))
+                return
+            opened = "if" if isinstance(top, _TIf) else top.keyword
+            if keyword != "end" + opened:
+                an.diagnostics.append(
+                    make(
+                        "E206",
+                        f"`{{% {keyword} %}}` closes `{{% {opened} %}}`",
+                        block.span,
+                        f"use `{{% end{opened} %}}`",
+                    )
+                )
+            self.frames.pop()
+            if isinstance(top, _TIf):
+                top.ends.append(an.state)
+                if not top.has_else:
+                    top.ends.append(top.cond)
+                an.state = _join(top.ends)
+            else:
+                if not top.in_else:
+                    self.leave_loop(top)
+                an.state = _join((an.state, *top.loop.breaks))
+        else:
+            an.diagnostics.append(make("E208", f"unknown statement tag `{{% {keyword} %}}`", block.span))
+
+    def open_loop(self, index: int, block: Block, keyword: str, header: ast.AST | None) -> None:
+        an = self.an
+        # Every iteration starts from what held before the loop, less what the body may delete.
+        kills = self.loop_kills.get(index, self.all_kills)
+        loop = _Loop()
+        if keyword == "for":
+            if isinstance(header, ast.For):
+                an.expr(header.iter)
+            frame = _TLoop(block, keyword, an.state, loop)
+            an.state = _State(an.state.names - kills, an.state.live)
+            an.loops.append(loop)
+            if isinstance(header, ast.For):
+                an.target(header.target)  # bound in the body only: the loop may run zero times
+        else:
+            frame = _TLoop(block, keyword, an.state, loop)
+            an.state = _State(an.state.names - kills, an.state.live)
+            if isinstance(header, ast.While):
+                an.expr(header.test)
+                frame.endless = _is_true_constant(header.test)
+            frame.after_test = an.state
+            an.loops.append(loop)
+        self.frames.append(frame)
+        self.depth_check(block)
+
+    def leave_loop(self, frame: _TLoop) -> None:
+        """The loop's normal exit (before any `else`): the iterable ran out / the test was false."""
+        an = self.an
+        if frame.keyword == "for":
+            an.state = _join((frame.before, an.state, *frame.loop.continues))
+        else:
+            an.state = _State(frame.after_test.names, frame.after_test.live and not frame.endless)
+        for position in range(len(an.loops) - 1, -1, -1):
+            if an.loops[position] is frame.loop:
+                del an.loops[position]
+                break
+
+    def result(self) -> tuple[frozenset[str], frozenset[str], tuple[Diagnostic, ...]]:
+        an = self.an
+        helpers = frozenset(name for name, only_called in an.uses.items() if only_called and name not in an.assigned)
+        inputs = frozenset(an.uses) - helpers
+        return inputs, helpers, tuple(an.diagnostics)
+
+
+def analyse(items: Sequence[Item]) -> Analysis:
+    """Infer the inputs and helpers of one section's items (SPEC §5). Never raises for any input:
+    problems come back as diagnostics."""
+    events = list(_flatten(items))
+    parsed: dict[int, _Parsed | None] = {}
+    problems: dict[int, Diagnostic] = {}
+    has_template = False
+    for index, item in enumerate(events):
+        if not isinstance(item, Block):
+            continue
+        has_template = True
+        try:
+            entry = _parse_block(item)
+        except _BlockError as error:
+            problems[index] = error.diagnostic
+            parsed[index] = None
+            continue
+        except (RecursionError, MemoryError):
+            problems[index] = make("E210", "block nested too deeply to parse", item.span)
+            parsed[index] = None
+            continue
+        except Exception as error:  # a bug of ours must not stop the build
+            problems[index] = make(
+                "W603", f"template block could not be analysed ({type(error).__name__}: {error})", item.span
+            )
+            parsed[index] = None
+            continue
+        parsed[index] = entry
+        if entry.problem is not None:
+            problems[index] = entry.problem
+    template = _Template(events, parsed, problems)
+    template.run()
+    inputs, helpers, diagnostics = template.result()
+    return Analysis(inputs, helpers, has_template, diagnostics)

@@ -1,0 +1,220 @@
+"""`promptc render` and `promptc inspect`: the runtime side of the command line.
+
+Registered on the main group by `compiler.cli` (`main.add_command(render_cmd)`, `main.add_command(inspect_cmd)`).
+Imports stay inside the commands so that `promptc --version` does not pay for them. Errors are one line
+on stderr and exit 1; bad usage (a malformed `--var`, an unreadable `--vars` file) exits 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+SHAPE_CHOICES = ("plain", "openai", "anthropic")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {' '.join(str(message).split())}", err=True)
+    sys.exit(1)
+
+
+def _build_dir(out: str | None) -> str:
+    if out is not None:
+        return out
+    from pathlib import Path
+
+    from .config import find_pyproject, load_config
+
+    try:
+        config, _ = load_config(find_pyproject(Path.cwd()))
+    except Exception:  # a broken pyproject.toml must not hide the default
+        return "build"
+    return config.out or "build"
+
+
+def _parse_var(raw: str, into: dict[str, Any]) -> None:
+    """`k=v` sets a string input; `a.b=v` sets key `b` of the mapping input `a` (for `${a.b}`)."""
+    import re
+
+    key, eq, value = raw.partition("=")
+    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", key):
+        raise click.BadParameter(f"expected NAME=VALUE, got {raw!r}", param_hint="--var")
+    *parents, leaf = key.split(".")
+    target = into
+    walked = []
+    for part in parents:
+        walked.append(part)
+        existing = target.get(part)
+        if existing is None:
+            existing = target[part] = {}
+        elif not isinstance(existing, dict):
+            raise click.BadParameter(f"`{'.'.join(walked)}` is already a plain value", param_hint="--var")
+        target = existing
+    target[leaf] = value
+
+
+def _read_vars(path: str) -> dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(
+            f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", param_hint="--vars"
+        ) from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{path} is not valid JSON: {exc}", param_hint="--vars") from None
+    if not isinstance(data, dict):
+        raise click.BadParameter(f"{path} must hold a JSON object", param_hint="--vars")
+    return data
+
+
+@click.command("render")
+@click.argument("name")
+@click.option(
+    "--var", "variables", multiple=True, metavar="NAME=VALUE", help="An input value (repeatable; wins over --vars)."
+)
+@click.option(
+    "--vars", "vars_file", default=None, metavar="FILE", help="A JSON object of input values ('-' reads stdin)."
+)
+@click.option("--shape", type=click.Choice(SHAPE_CHOICES), default="plain", show_default=True, help="Request shape.")
+@click.option(
+    "--std-inputs",
+    is_flag=True,
+    help="Fill the inputs of std/env, std/git and std/date from this machine (explicit values win).",
+)
+@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+def render_cmd(
+    name: str, variables: tuple[str, ...], vars_file: str | None, shape: str, std_inputs: bool, out: str | None
+) -> None:
+    """Render prompt NAME from the build folder and print the request as JSON."""
+    import json
+
+    inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
+    for raw in variables:
+        _parse_var(raw, inputs)
+    from .runtime import RenderError, load
+
+    try:
+        runtime = load(_build_dir(out))
+        if std_inputs:
+            from .envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+
+            wanted = set(runtime.artifact(name).get("inputs", ()))
+            for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
+                if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
+                    inputs = {**collect(), **inputs}
+        rendered = runtime.render(name, inputs)
+        payload = rendered.as_shape(shape)
+    except RenderError as exc:
+        _fail(str(exc))
+        return
+    except Exception as exc:  # never a traceback on the command line
+        _fail(f"{type(exc).__name__}: {exc}")
+        return
+    click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def inspect_lines(artifact: dict[str, Any]) -> list[str]:
+    """The human-readable report `promptc inspect` prints (a function so tests and tools can reuse it)."""
+    totals = artifact.get("totals", {})
+    messages = artifact.get("messages", [])
+    lines = [
+        f"{artifact.get('name')}  (source {artifact.get('source')}, renderer {artifact.get('renderer')}, "
+        f"{len(messages)} message{'s' if len(messages) != 1 else ''}, "
+        f"{totals.get('chars', 0)} chars, {totals.get('tokens', 0)} tokens)",
+        f"inputs:  {', '.join(artifact.get('inputs') or ()) or '-'}",
+        f"helpers: {', '.join(artifact.get('helpers') or ()) or '-'}",
+    ]
+    if artifact.get("params"):
+        lines.append("params:  " + ", ".join(f"{k}={v!r}" for k, v in artifact["params"].items()))
+    lines.append("")
+    rows = [["msg", "role", "block", "boundary", "section", "target", "chars", "tokens"]]
+    for mi, message in enumerate(messages):
+        for bi, block in enumerate(message.get("blocks", ())):
+            for section in block.get("sections", ()):
+                rows.append(
+                    [
+                        str(mi),
+                        message["role"],
+                        str(bi),
+                        section.get("boundary", block["boundary"]),
+                        section.get("name", "?"),
+                        section.get("target", "?"),
+                        str(section.get("chars", "")),
+                        str(section.get("tokens", "")),
+                    ]
+                )
+            if len(block.get("sections", ())) > 1:
+                rows.append(
+                    ["", "", "", "", "(block total)", "", str(block.get("chars", "")), str(block.get("tokens", ""))]
+                )
+        rows.append(
+            ["", "", "", "", "(message total)", "", str(message.get("chars", "")), str(message.get("tokens", ""))]
+        )
+    lines += _table(rows, right={6, 7})
+    cache = artifact.get("cache") or {}
+    lines.append("")
+    if cache.get("prefix_sha256"):
+        end = cache.get("prefix_end") or {}
+        lines.append(
+            f"cache prefix: sha256 {cache['prefix_sha256']}  chars {cache.get('prefix_chars', 0)}  "
+            f"tokens {cache.get('prefix_tokens', 0)}  ends at message {end.get('message')} block {end.get('block')}"
+        )
+    else:
+        lines.append("cache prefix: none (the request starts with dynamic content)")
+    breakpoints = cache.get("breakpoints") or []
+    if breakpoints:
+        lines.append("breakpoints:")
+        rows = [["msg", "block", "chars", "tokens", "stable prefix", "anthropic"]]
+        for b in breakpoints:
+            rows.append(
+                [
+                    str(b.get("message")),
+                    str(b.get("block")),
+                    str(b.get("chars")),
+                    str(b.get("tokens")),
+                    "yes" if b.get("stable_prefix") else "no",
+                    "yes" if b.get("anthropic") else "no",
+                ]
+            )
+        lines += ["  " + line for line in _table(rows, right={2, 3})]
+    else:
+        lines.append("breakpoints: none")
+    return lines
+
+
+@click.command("inspect")
+@click.argument("name")
+@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+def inspect_cmd(name: str, out: str | None) -> None:
+    """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
+    from .runtime import RenderError, load
+
+    try:
+        artifact = load(_build_dir(out)).artifact(name)
+        lines = inspect_lines(artifact)
+    except RenderError as exc:
+        _fail(str(exc))
+        return
+    except Exception as exc:  # never a traceback on the command line
+        _fail(f"{type(exc).__name__}: {exc}")
+        return
+    click.echo("\n".join(lines))
+
+
+__all__ = ["render_cmd", "inspect_cmd", "inspect_lines"]

@@ -1,0 +1,298 @@
+"""Compare two build manifests: which prompts lost their cached prefix, whose input contract changed,
+which were added or removed.
+
+Pure data in, data out: `diff_manifests(old, new)` takes two parsed `manifest.json` documents and
+returns a `ManifestDiff`; the renderers return strings. Reading files and exit codes belong to the CLI.
+
+What counts as what:
+- a **cache bust**: a prompt in both manifests whose old `prefix_sha256` was set and differs from the
+  new one (or is gone). Every cached copy of the old prefix stops hitting, so the tokens at stake are
+  the old `prefix_tokens`. A prompt that had no cache-stable prefix before loses nothing.
+- an **input contract change**: a prompt in both whose `inputs` differ. An added input is *breaking*:
+  callers that do not pass it fail to render. A removed input is a change callers should know about
+  (they pass a value that is no longer used) but does not break them.
+- **added** / **removed** prompts, and **changed** ones (any change to the artifact's bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+#: The kinds of change `--fail-on` can name.
+FAIL_KINDS = ("bust", "contract", "breaking", "removed")
+DIFF_SCHEMA = "promptc.diff/1"
+
+
+class ManifestError(ValueError):
+    """The document is not a promptc manifest this version can compare."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheBust:
+    name: str
+    old_prefix_sha256: str
+    new_prefix_sha256: str | None
+    #: the old prefix's tokens: what every cached copy of it was saving
+    tokens_at_stake: int
+    new_prefix_tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "old_prefix_sha256": self.old_prefix_sha256,
+            "new_prefix_sha256": self.new_prefix_sha256,
+            "tokens_at_stake": self.tokens_at_stake,
+            "new_prefix_tokens": self.new_prefix_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ContractChange:
+    name: str
+    added_inputs: tuple[str, ...]
+    removed_inputs: tuple[str, ...]
+
+    @property
+    def breaking(self) -> bool:
+        return bool(self.added_inputs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "added_inputs": list(self.added_inputs),
+            "removed_inputs": list(self.removed_inputs),
+            "breaking": self.breaking,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestDiff:
+    busts: tuple[CacheBust, ...] = ()
+    contracts: tuple[ContractChange, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    #: prompts in both whose artifact bytes differ, for whatever reason
+    changed: tuple[str, ...] = ()
+    #: (old, new) when the manifests were metered with different tokenizers: token counts do not compare
+    tokenizer: tuple[str | None, str | None] | None = None
+    #: name → source path under the source folder (new manifest first), for annotations
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def tokens_at_stake(self) -> int:
+        return sum(b.tokens_at_stake for b in self.busts)
+
+    @property
+    def breaking(self) -> tuple[ContractChange, ...]:
+        return tuple(c for c in self.contracts if c.breaking)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.busts or self.contracts or self.added or self.removed or self.changed or self.tokenizer)
+
+    def has(self, kind: str) -> bool:
+        """Whether a change of `kind` (one of FAIL_KINDS) exists."""
+        if kind == "bust":
+            return bool(self.busts)
+        if kind == "contract":
+            return bool(self.contracts)
+        if kind == "breaking":
+            return bool(self.breaking)
+        if kind == "removed":
+            return bool(self.removed)
+        raise ValueError(f"unknown kind of change {kind!r}; expected one of {', '.join(FAIL_KINDS)}")
+
+    def failing(self, fail_on: Iterable[str]) -> list[str]:
+        """The kinds among `fail_on` that this diff contains, in FAIL_KINDS order."""
+        wanted = set(fail_on)
+        return [kind for kind in FAIL_KINDS if kind in wanted and self.has(kind)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": DIFF_SCHEMA,
+            "busts": [b.to_json() for b in self.busts],
+            "contracts": [c.to_json() for c in self.contracts],
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "changed": list(self.changed),
+            "tokenizer": {"old": self.tokenizer[0], "new": self.tokenizer[1]} if self.tokenizer else None,
+            "summary": {
+                "busts": len(self.busts),
+                "tokens_at_stake": self.tokens_at_stake,
+                "contracts": len(self.contracts),
+                "breaking": len(self.breaking),
+                "added": len(self.added),
+                "removed": len(self.removed),
+                "changed": len(self.changed),
+            },
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing
+
+
+def _artifacts(manifest: Any, which: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(manifest, dict):
+        raise ManifestError(f"{which} manifest is not a JSON object")
+    schema = manifest.get("schema")
+    if schema is not None and not (isinstance(schema, str) and schema.startswith("promptc.manifest/")):
+        raise ManifestError(f"{which} manifest has schema {schema!r}, not a promptc manifest")
+    if schema is not None and schema != "promptc.manifest/1":
+        raise ManifestError(f"{which} manifest has schema {schema!r}; this promptc reads promptc.manifest/1")
+    artifacts = manifest.get("artifacts")
+    if not isinstance(artifacts, dict):
+        raise ManifestError(f"{which} manifest has no `artifacts` table")
+    for name, entry in artifacts.items():
+        if not isinstance(entry, dict):
+            raise ManifestError(f"{which} manifest: artifact `{name}` is not an object")
+        inputs = entry.get("inputs", [])
+        if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+            raise ManifestError(f"{which} manifest: artifact `{name}` has malformed `inputs`")
+    return artifacts
+
+
+def _tokens(entry: dict[str, Any]) -> int:
+    value = entry.get("prefix_tokens")
+    return value if isinstance(value, int) else 0
+
+
+def diff_manifests(old: dict[str, Any], new: dict[str, Any]) -> ManifestDiff:
+    """What changed between two manifests, prompt by prompt, in name order.
+
+    Raises `ManifestError` when either document is not a promptc manifest.
+    """
+    old_artifacts = _artifacts(old, "old")
+    new_artifacts = _artifacts(new, "new")
+    busts: list[CacheBust] = []
+    contracts: list[ContractChange] = []
+    changed: list[str] = []
+    for name in sorted(old_artifacts.keys() & new_artifacts.keys()):
+        before, after = old_artifacts[name], new_artifacts[name]
+        old_prefix, new_prefix = before.get("prefix_sha256"), after.get("prefix_sha256")
+        if old_prefix and old_prefix != new_prefix:
+            busts.append(CacheBust(name, old_prefix, new_prefix or None, _tokens(before), _tokens(after)))
+        old_inputs, new_inputs = set(before.get("inputs", [])), set(after.get("inputs", []))
+        if old_inputs != new_inputs:
+            contracts.append(ContractChange(name, tuple(sorted(new_inputs - old_inputs)), tuple(sorted(old_inputs - new_inputs))))
+        if before.get("sha256") != after.get("sha256"):
+            changed.append(name)
+    old_tokenizer, new_tokenizer = old.get("tokenizer"), new.get("tokenizer")
+    sources = {
+        name: entry["source"]
+        for name, entry in [*old_artifacts.items(), *new_artifacts.items()]
+        if isinstance(entry.get("source"), str)
+    }
+    return ManifestDiff(
+        busts=tuple(busts),
+        contracts=tuple(contracts),
+        added=tuple(sorted(new_artifacts.keys() - old_artifacts.keys())),
+        removed=tuple(sorted(old_artifacts.keys() - new_artifacts.keys())),
+        changed=tuple(changed),
+        tokenizer=(old_tokenizer, new_tokenizer) if old_tokenizer != new_tokenizer else None,
+        sources=sources,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+def _short(sha: str | None) -> str:
+    return sha[:12] if sha else "none"
+
+
+def _contract_text(change: ContractChange) -> str:
+    parts = [f"+{name}" for name in change.added_inputs] + [f"-{name}" for name in change.removed_inputs]
+    label = "breaking: callers must pass the new inputs" if change.breaking else "not breaking"
+    return f"{' '.join(parts)} ({label})"
+
+
+def summary_line(diff: ManifestDiff) -> str:
+    if diff.empty:
+        return "no changes"
+    parts = [
+        f"{_plural(len(diff.busts), 'cache bust')} ({_plural(diff.tokens_at_stake, 'prefix token')} at stake)",
+        f"{_plural(len(diff.contracts), 'input contract change')} ({len(diff.breaking)} breaking)",
+        f"{len(diff.added)} added",
+        f"{len(diff.removed)} removed",
+        f"{len(diff.changed)} changed",
+    ]
+    return ", ".join(parts)
+
+
+def render_text(diff: ManifestDiff) -> str:
+    """A human report: one section per kind of change, then the summary line."""
+    lines: list[str] = []
+    if diff.tokenizer:
+        lines.append(f"tokenizer changed: {diff.tokenizer[0]} → {diff.tokenizer[1]} (token counts do not compare)")
+    if diff.busts:
+        lines.append(f"cache busts ({len(diff.busts)}):")
+        for bust in diff.busts:
+            lines.append(
+                f"  {bust.name}: prefix {_short(bust.old_prefix_sha256)} → {_short(bust.new_prefix_sha256)}, "
+                f"{_plural(bust.tokens_at_stake, 'token')} at stake"
+            )
+    if diff.contracts:
+        lines.append(f"input contract changes ({len(diff.contracts)}):")
+        for change in diff.contracts:
+            lines.append(f"  {change.name}: {_contract_text(change)}")
+    if diff.added:
+        lines.append(f"added prompts ({len(diff.added)}): {', '.join(diff.added)}")
+    if diff.removed:
+        lines.append(f"removed prompts ({len(diff.removed)}): {', '.join(diff.removed)}")
+    if diff.changed:
+        lines.append(f"changed artifacts ({len(diff.changed)}): {', '.join(diff.changed)}")
+    lines.append(f"diff: {summary_line(diff)}")
+    return "\n".join(lines)
+
+
+def _escape(value: str, *, prop: bool = False) -> str:
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        value = value.replace(":", "%3A").replace(",", "%2C")
+    return value
+
+
+def _annotation(level: str, title: str, message: str, file: str | None) -> str:
+    props = f"file={_escape(file, prop=True)}," if file else ""
+    return f"::{level} {props}title={_escape(title, prop=True)}::{_escape(message)}"
+
+
+def render_github(diff: ManifestDiff, fail_on: Iterable[str] = (), source_root: str | None = None) -> list[str]:
+    """GitHub Actions workflow commands, one per change. A change of a kind named in `fail_on` is an
+    `::error`, others are `::warning` (`::notice` for added or removed prompts that do not fail).
+    `source_root` (the source folder, repository-relative) lets annotations point at the `.prompt` file."""
+    failing = set(fail_on)
+
+    def file_of(name: str) -> str | None:
+        source = diff.sources.get(name)
+        if source is None or source_root is None:
+            return None
+        return f"{source_root.rstrip('/')}/{source}" if source_root not in ("", ".") else source
+
+    lines: list[str] = []
+    for bust in diff.busts:
+        level = "error" if "bust" in failing else "warning"
+        message = (
+            f"cache prefix of `{bust.name}` changed ({_short(bust.old_prefix_sha256)} → {_short(bust.new_prefix_sha256)}): "
+            f"{_plural(bust.tokens_at_stake, 'cached prefix token')} stop hitting"
+        )
+        lines.append(_annotation(level, "promptc: cache bust", message, file_of(bust.name)))
+    for change in diff.contracts:
+        fails = "contract" in failing or ("breaking" in failing and change.breaking)
+        level = "error" if fails else "warning"
+        message = f"input contract of `{change.name}` changed: {_contract_text(change)}"
+        lines.append(_annotation(level, "promptc: input contract", message, file_of(change.name)))
+    for name in diff.added:
+        lines.append(_annotation("notice", "promptc: prompt added", f"new prompt `{name}`", file_of(name)))
+    for name in diff.removed:
+        level = "error" if "removed" in failing else "notice"
+        # the file is gone in this revision; an annotation on it would point nowhere
+        lines.append(_annotation(level, "promptc: prompt removed", f"prompt `{name}` was removed; its callers break", None))
+    return lines

@@ -1,0 +1,194 @@
+"""Build semantics: deterministic bytes, all-or-nothing writes, incremental == clean, --locked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.build import build, check
+from compiler.config import Config
+
+from .conftest import ROOT, snapshot, write
+
+APPROX = Config(tokenizer="approx-bytes/4")
+
+CHAT = """/// flow: support
+/// param: temperature=0.2
+----- system -----
+You help with ${product}.
+----- user -----
+${question}
+"""
+
+
+def test_build_writes_artifacts_and_manifest(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/chat.prompt", CHAT)
+    write(project, "prompts_src/sub/one.prompt", "Just text.\n")
+    write(project, "prompts_src/sub/_part.prompt", "Partial text.\n")
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok and result.written
+    files = snapshot(project / "build")
+    assert sorted(files) == ["chat.json", "manifest.json", "sub/one.json"]  # partials emit nothing
+    manifest = json.loads(files["manifest.json"])
+    for name, entry in manifest["artifacts"].items():
+        data = files[entry["path"]]
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+        artifact = json.loads(data)
+        assert artifact["name"] == name
+        source = (project / "prompts_src" / artifact["source"]).read_bytes()
+        assert artifact["source_sha256"] == hashlib.sha256(source).hexdigest()
+    assert json.loads(files["chat.json"])["inputs"] == ["product", "question"]
+
+
+def test_failed_build_leaves_previous_build_byte_identical(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "Hello ${name}.\n")
+    write(project, "prompts_src/b.prompt", "Stable.\n")
+    assert build("prompts_src", "build", APPROX).ok
+    before = snapshot(project / "build")
+    write(project, "prompts_src/a.prompt", "Changed ${name}.\n")  # a valid change…
+    write(project, "prompts_src/b.prompt", "Broken {{ oops\n")  # …and an error elsewhere
+    write(project, "prompts_src/c.prompt", "New file.\n")
+    result = build("prompts_src", "build", APPROX)
+    assert not result.ok and not result.written
+    assert snapshot(project / "build") == before
+
+
+def test_one_run_reports_every_bad_file(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", b"bad \xff utf8\n")
+    write(project, "prompts_src/b.prompt", b"nul \x00 byte\n")
+    write(project, "prompts_src/c.prompt", "unterminated ${name\n")
+    write(project, "prompts_src/d.prompt", "{% if x %}never closed\n")
+    write(project, "prompts_src/e.prompt", "fine\n")
+    result = check("prompts_src", "build", APPROX)
+    by_file = {(d.path, d.code) for d in result.diagnostics}
+    assert by_file >= {
+        ("prompts_src/a.prompt", "E101"),
+        ("prompts_src/b.prompt", "E102"),
+        ("prompts_src/c.prompt", "E201"),
+        ("prompts_src/d.prompt", "E204"),
+    }
+
+
+def test_deleted_source_removes_its_artifact(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    write(project, "prompts_src/b.prompt", "B\n")
+    build("prompts_src", "build", APPROX)
+    (project / "prompts_src/b.prompt").unlink()
+    assert build("prompts_src", "build", APPROX).written
+    assert sorted(snapshot(project / "build")) == ["a.json", "manifest.json"]
+    assert "b" not in json.loads((project / "build/manifest.json").read_text())["artifacts"]
+
+
+def test_noop_build_does_not_touch_the_output(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    build("prompts_src", "build", APPROX)
+    inode = os.stat(project / "build").st_ino
+    result = build("prompts_src", "build", APPROX)
+    assert result.unchanged and not result.written
+    assert os.stat(project / "build").st_ino == inode
+
+
+def test_incremental_build_equals_clean_build(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/_shared.prompt", "Shared v1.\n")
+    write(project, "prompts_src/a.prompt", "/// include: _shared\nA ${x}\n")
+    write(project, "prompts_src/b.prompt", "B\n")
+    write(project, "prompts_src/c.prompt", "C\n")
+    build("prompts_src", "build", APPROX)
+    write(project, "prompts_src/_shared.prompt", "Shared v2.\n")  # must rebuild a (includes it)
+    write(project, "prompts_src/b.prompt", "B changed\n")
+    (project / "prompts_src/c.prompt").unlink()
+    write(project, "prompts_src/d.prompt", "D\n")
+    incremental = build("prompts_src", "build", APPROX)
+    compiled = {p.name for p in incremental.prompts if not p.reused}
+    assert compiled == {"a", "b", "d"}  # c is gone; nothing else was recompiled
+    clean = build("prompts_src", "clean", APPROX, incremental=False)
+    assert clean.ok
+    assert snapshot(project / "build") == snapshot(project / "clean")
+
+
+def test_incremental_cache_ignores_a_hand_edited_artifact(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    build("prompts_src", "build", APPROX)
+    good = (project / "build/a.json").read_bytes()
+    (project / "build/a.json").write_bytes(b"{}")
+    assert build("prompts_src", "build", APPROX).written
+    assert (project / "build/a.json").read_bytes() == good
+
+
+def test_check_locked_lists_stale_missing_and_extra_files(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    write(project, "prompts_src/b.prompt", "B\n")
+    build("prompts_src", "build", APPROX)
+    assert check("prompts_src", "build", APPROX, locked=True).stale == []
+    write(project, "prompts_src/a.prompt", "A changed\n")
+    (project / "build/b.json").unlink()
+    write(project, "build/extra.json", "{}")
+    result = check("prompts_src", "build", APPROX, locked=True)
+    assert result.stale == ["a.json", "b.json", "extra.json", "manifest.json"]
+    assert {d.code for d in result.diagnostics} == {"E905"}
+
+
+def _build_with_hashseed(seed: str, project: Path, out: str) -> dict[str, bytes]:
+    env = {**os.environ, "PYTHONHASHSEED": seed, "LC_ALL": "C", "TZ": "Pacific/Kiritimati"}
+    subprocess.run(
+        [sys.executable, "-m", "compiler.cli", "build", "prompts_src", "-o", out],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return snapshot(project / out)
+
+
+def test_output_is_deterministic_across_hash_seeds(project: Path) -> None:
+    for rel in ("checkout/payment_validation.prompt", "composum/translate.prompt", "support/chat.prompt"):
+        write(project, f"prompts_src/{rel}", (ROOT / "prompts_src" / rel).read_bytes())
+    write(project, "prompts_src/tpl.prompt", "{% for x in items %}{{ x }} {{ a or b }}{% endfor %} ${z}\n")
+    first = _build_with_hashseed("1", project, "out1")
+    second = _build_with_hashseed("4242", project, "out2")
+    assert first and first == second
+
+
+def test_parallel_compile_matches_serial(project: Path, monkeypatch) -> None:
+    import compiler.build as build_module
+
+    monkeypatch.chdir(project)
+    for i in range(60):
+        write(project, f"prompts_src/p{i:02d}.prompt", f"/// section: s{i} stable\nPrompt {i}.\n/// section: d\n${{x{i}}}\n")
+    monkeypatch.setattr(build_module, "_workers", lambda: 2)
+    parallel = build("prompts_src", "par", APPROX, incremental=False)
+    monkeypatch.setattr(build_module, "_workers", lambda: 1)
+    serial = build("prompts_src", "ser", APPROX, incremental=False)
+    assert parallel.ok and serial.ok
+    assert snapshot(project / "par") == snapshot(project / "ser")
+
+
+def test_unwritable_output_is_a_diagnostic_and_keeps_the_old_build(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    (project / "build").write_text("a file, not a folder")
+    result = build("prompts_src", "build", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E904"]
+    assert (project / "build").read_text() == "a file, not a folder"
+
+
+@pytest.mark.parametrize("bad", ["prompts_src/missing"])
+def test_missing_source_folder(project: Path, monkeypatch, bad: str) -> None:
+    monkeypatch.chdir(project)
+    result = build(bad, "build", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E906"]
+    assert not (project / "build").exists()

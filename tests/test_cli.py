@@ -1,0 +1,114 @@
+"""The installed `promptc` command, run as a user would (subprocess), plus CliRunner wiring tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from compiler.cli import main
+
+from .conftest import run_promptc, snapshot, write
+
+GOOD = "/// input: name\nHello ${name}.\n"
+
+
+def test_version() -> None:
+    result = run_promptc("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("promptc ")
+
+
+def test_build_then_check_locked(project: Path) -> None:
+    write(project, "prompts_src/hello.prompt", GOOD)
+    built = run_promptc("build", "prompts_src", "-o", "build", cwd=project)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "build written: 1 prompt → build: 0 errors, 0 warnings in 1 file" in built.stdout
+    assert json.loads((project / "build/hello.json").read_text())["inputs"] == ["name"]
+    locked = run_promptc("check", "prompts_src", "-o", "build", "--locked", cwd=project)
+    assert locked.returncode == 0, locked.stdout
+    write(project, "prompts_src/hello.prompt", GOOD.replace("Hello", "Hi"))
+    stale = run_promptc("check", "prompts_src", "-o", "build", "--locked", cwd=project)
+    assert stale.returncode == 1
+    assert "error[E905]: `build/hello.json` is stale" in stale.stdout
+    assert "check: build is stale (2 files)" in stale.stdout
+
+
+def test_errors_exit_1_with_located_diagnostics_and_no_traceback(project: Path) -> None:
+    write(project, "prompts_src/ok.prompt", GOOD)
+    write(project, "prompts_src/bad.prompt", "Hello ${}\n{{ a + }}\n")
+    write(project, "prompts_src/binary.prompt", b"\x00\x01\x02")
+    result = run_promptc("build", "prompts_src", cwd=project)
+    assert result.returncode == 1
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    assert "prompts_src/bad.prompt:1:7: error[E202]: empty placeholder `${}`" in output
+    assert "prompts_src/bad.prompt:2:7: error[E601]: Python syntax error" in output
+    assert "prompts_src/binary.prompt:1:1: error[E102]" in output
+    assert "build failed, nothing written: 3 errors, 0 warnings in 3 files" in output
+    assert not (project / "build").exists()
+
+
+def test_usage_errors_exit_2(project: Path) -> None:
+    assert run_promptc("build", "--no-such-flag", cwd=project).returncode == 2
+    assert run_promptc("build", "-D", "not a define", cwd=project).returncode == 2
+    assert run_promptc("frobnicate", cwd=project).returncode == 2
+
+
+def test_defines_bind_placeholders_at_build_time(project: Path) -> None:
+    write(project, "prompts_src/p.prompt", "Welcome to ${product}, ${user}.\n")
+    result = run_promptc("build", "-D", "product=Acme", cwd=project)
+    assert result.returncode == 0, result.stdout
+    artifact = json.loads((project / "build/p.json").read_text())
+    assert artifact["inputs"] == ["user"]
+    assert artifact["messages"][0]["content"] == "Welcome to Acme, ${user}."
+
+
+def test_config_from_pyproject_and_flags_win(project: Path) -> None:
+    write(project, "pyproject.toml", '[tool.promptc]\nsrc = "prompts_src"\nout = "dist/prompts"\n[tool.promptc.defines]\nproduct = "Acme"\n')
+    write(project, "prompts_src/p.prompt", "About ${product}.\n")
+    assert run_promptc("build", cwd=project).returncode == 0
+    assert (project / "dist/prompts/p.json").exists()
+    assert run_promptc("build", "-o", "other", "-D", "product=Beta", cwd=project).returncode == 0
+    assert json.loads((project / "other/p.json").read_text())["messages"][0]["content"] == "About Beta."
+
+
+def test_json_and_github_formats(project: Path) -> None:
+    write(project, "prompts_src/w.prompt", "/// sectoin: x\nText\n")
+    as_json = run_promptc("check", "--format", "json", cwd=project)
+    payload = json.loads(as_json.stdout)
+    assert as_json.returncode == 0
+    assert payload["warnings"] == 1 and payload["errors"] == 0
+    assert payload["diagnostics"][0]["code"] == "W303"
+    assert payload["diagnostics"][0]["path"] == "prompts_src/w.prompt"
+    github = run_promptc("check", "--format", "github", cwd=project)
+    assert "::warning file=prompts_src/w.prompt,line=1,col=1,title=W303::[W303] unknown directive `sectoin`" in github.stdout
+    strict = run_promptc("check", "--strict", cwd=project)
+    assert strict.returncode == 1
+
+
+def test_strict_build_writes_nothing_on_warnings(project: Path) -> None:
+    write(project, "prompts_src/w.prompt", "/// sectoin: x\nText\n")
+    result = run_promptc("build", "--strict", cwd=project)
+    assert result.returncode == 1
+    assert snapshot(project / "build") == {}
+
+
+def test_quiet_hides_warnings(project: Path) -> None:
+    write(project, "prompts_src/w.prompt", "/// sectoin: x\nText\n")
+    result = run_promptc("check", "--quiet", cwd=project)
+    assert result.returncode == 0 and result.stdout == ""
+
+
+def test_cli_runner_wiring(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/p.prompt", GOOD)
+    runner = CliRunner()
+    result = runner.invoke(main, ["build", "--tokenizer", "approx-bytes/4"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((project / "build/manifest.json").read_text())
+    assert manifest["tokenizer"] == "approx-bytes/4"
+    result = runner.invoke(main, ["check", "--tokenizer", "nope"])
+    assert result.exit_code == 1
+    assert "error[E901]: unknown tokenizer `nope`" in result.output

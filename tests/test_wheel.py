@@ -1,0 +1,61 @@
+"""`pip install .` (not only an editable install) must work: the grammar, schemas, built-in
+partials and data ship inside the wheel, and the package finds them there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        pytest.fail(result.stdout + result.stderr)
+    (path,) = out.glob("promptc-*.whl")
+    return path
+
+
+def test_wheel_contains_package_data(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for required in (
+        "compiler/grammar/prompt.lark",
+        "compiler/schemas/artifact.schema.json",
+        "compiler/schemas/manifest.schema.json",
+        "compiler/data/providers.json",
+        "compiler/std/env.prompt",
+        "compiler/std/git.prompt",
+        "compiler/std/date.prompt",
+        "compiler/cli.py",
+    ):
+        assert required in names, required
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "promptc = compiler.cli:main" in entry_points
+
+
+def test_compiles_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:
+    code = (
+        "import compiler, compiler.parse as p; "
+        "assert compiler.__file__.startswith(%r), compiler.__file__; "
+        "print(compiler.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact['inputs'])"
+    ) % str(wheel)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(wheel), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "name" in result.stdout
