@@ -1,0 +1,95 @@
+"""Partials and includes on a real file tree (SPEC §7): resolution, escapes, cycles, the include graph."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from compiler.build import build, check
+from compiler.config import Config
+
+from .conftest import write
+
+APPROX = Config(tokenizer="approx-bytes/4")
+
+
+def _codes(result) -> list[tuple[str, str]]:
+    return [(d.path, d.code) for d in result.diagnostics]
+
+
+def test_partial_text_inputs_and_tags_join_the_includer(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/shared/_identity.prompt", "/// tag: shared\nYou are ${assistant_name}. /// c\n")
+    write(project, "prompts_src/agents/reviewer.prompt", "/// tag: review\n/// include: ../shared/_identity\nReview ${diff}.\n")
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok, result.diagnostics
+    artifact = json.loads((project / "build/agents/reviewer.json").read_text())
+    assert artifact["messages"][0]["content"] == "You are ${assistant_name}.\nReview ${diff}."
+    assert artifact["inputs"] == ["assistant_name", "diff"]
+    assert artifact["tags"] == ["review", "shared"]
+    assert artifact["includes"] == ["shared/_identity.prompt"]
+    manifest = json.loads((project / "build/manifest.json").read_text())
+    assert manifest["artifacts"]["agents/reviewer"]["includes"] == ["shared/_identity.prompt"]
+    assert not (project / "build/shared").exists()  # partials emit no artifact
+
+
+def test_changing_a_partial_rebuilds_its_includers_only(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/_p.prompt", "/// include: _q\n")
+    write(project, "prompts_src/_q.prompt", "Deep v1.\n")
+    write(project, "prompts_src/a.prompt", "/// include: _p\nA\n")
+    write(project, "prompts_src/b.prompt", "B\n")
+    build("prompts_src", "build", APPROX)
+    write(project, "prompts_src/_q.prompt", "Deep v2.\n")  # a partial of a partial
+    result = build("prompts_src", "build", APPROX)
+    assert {p.name for p in result.prompts if not p.reused} == {"a"}
+    assert "Deep v2." in json.loads((project / "build/a.json").read_text())["messages"][0]["content"]
+
+
+def test_symlinked_partial_outside_the_source_folder_is_refused(project: Path, monkeypatch, tmp_path_factory) -> None:
+    monkeypatch.chdir(project)
+    outside = tmp_path_factory.mktemp("elsewhere") / "_secret.prompt"
+    outside.write_text("secret\n")
+    os.symlink(outside, project / "prompts_src/_secret.prompt")
+    write(project, "prompts_src/a.prompt", "/// include: _secret\nA\n")
+    result = check("prompts_src", "build", APPROX)
+    assert ("prompts_src/a.prompt", "E802") in _codes(result)
+    assert "points outside the source folder" in result.diagnostics[0].message
+
+
+def test_symlink_inside_the_source_folder_is_fine(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/real/_tone.prompt", "Be kind.\n")
+    os.symlink(project / "prompts_src/real/_tone.prompt", project / "prompts_src/_tone.prompt")
+    write(project, "prompts_src/a.prompt", "/// include: _tone\nA\n")
+    assert check("prompts_src", "build", APPROX).ok
+
+
+def test_symlinked_prompt_outside_is_not_compiled(project: Path, monkeypatch, tmp_path_factory) -> None:
+    monkeypatch.chdir(project)
+    outside = tmp_path_factory.mktemp("elsewhere") / "x.prompt"
+    outside.write_text("outside\n")
+    os.symlink(outside, project / "prompts_src/x.prompt")
+    assert _codes(check("prompts_src", "build", APPROX)) == [("prompts_src/x.prompt", "E802")]
+
+
+def test_cycle_shows_the_chain(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/_a.prompt", "/// include: _b\n")
+    write(project, "prompts_src/_b.prompt", "/// include: _a\n")
+    write(project, "prompts_src/main.prompt", "/// include: _a\nText\n")
+    result = check("prompts_src", "build", APPROX)
+    (cycle,) = [d for d in result.diagnostics if d.code == "E803"]
+    assert cycle.message == "include cycle: main.prompt → _a.prompt → _b.prompt → _a.prompt"
+    assert cycle.path == "prompts_src/_b.prompt"
+
+
+def test_std_partials_are_built_in(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "----- system -----\nBe brief.\n/// include: std/env\n----- user -----\nHi\n")
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok, result.diagnostics
+    artifact = json.loads((project / "build/a.json").read_text())
+    assert artifact["includes"] == []  # built-ins are part of the compiler, not the include graph
+    assert artifact["inputs"], "std/env declares runtime inputs"
