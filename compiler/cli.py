@@ -141,5 +141,17 @@ def check_cmd(src, out, locked, fmt, strict, quiet, defines, tokenizer) -> None:
     sys.exit(reporter.emit([*config_diags, *result.diagnostics], result.source_count, extra=extra, summary=summary))
 
 
+def _register() -> None:
+    # The command modules import only click at the top, so registering them keeps start-up fast.
+    from .cli_dev import diff_cmd, watch_cmd
+    from .cli_runtime import inspect_cmd, render_cmd
+
+    for command in (watch_cmd, diff_cmd, render_cmd, inspect_cmd):
+        main.add_command(command)
+
+
+_register()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

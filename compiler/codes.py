@@ -27,7 +27,7 @@ CODES: dict[str, Code] = _catalog(
     Code("E102", "binary file (NUL byte)", 'The file contains a NUL byte, which text never does: it is probably a binary file saved with a `.prompt` name.'),
     Code("W103", "byte order mark dropped", 'The file starts with a UTF-8 byte order mark. It is dropped; the artifact is the same as without it.'),
     Code("W104", "CRLF or CR line endings normalised", 'The file has CRLF (Windows) or CR line endings. They are normalised to LF, so artifacts are identical on every platform; the warning points at the first one.'),
-    Code("E105", "source file too large", 'The file is larger than the 4 MiB limit, which bounds the time and memory of a build whatever lands in the source folder.'),
+    Code("E105", "source file too large", 'The file is larger than the 8 MiB limit, which bounds the time and memory of a build whatever lands in the source folder.'),
     Code("E106", "source file unreadable", 'The file or folder could not be read: permissions, a dangling symlink, or a file deleted while the build ran.'),
     Code("E107", "UTF-16 or UTF-32 encoded file", 'The file starts with a UTF-16 or UTF-32 byte order mark. Save it as UTF-8.'),
     # 2xx: syntax (the grammar and block structure)

@@ -99,8 +99,9 @@ def compile_source(
 
     items = parse(src, sink)
     ctx = Context(config, src, tree, partials)
+    ctx.extend(sink.items)  # passes can see what the parser already reported
     doc = run(Document(src, name, items), ctx)
-    all_diagnostics = tuple(sink.items + ctx.diagnostics)
+    all_diagnostics = tuple(ctx.diagnostics)
     if has_errors(all_diagnostics):
         return CompiledPrompt(name, rel, all_diagnostics, includes=doc.includes)
     try:

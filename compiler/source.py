@@ -9,7 +9,7 @@ from .diagnostics import Diagnostic, SourceText, Span
 
 #: Largest source file promptc reads (bytes). Bigger files get E105 before any parsing, which keeps
 #: time and memory bounded whatever lands in the source folder.
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _WIDE_BOMS = (

@@ -87,7 +87,7 @@ CASES = {
     "E102": _text(b"Hello\x00 world\n"),
     "W103": _text(b"\xef\xbb\xbfHello\n"),
     "W104": _text(b"Hello\r\nworld\r\n"),
-    "E105": _text(b"x" * (4 * 1024 * 1024 + 1)),
+    "E105": _text(b"x" * (8 * 1024 * 1024 + 1)),
     "E106": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_dangling),
     "E107": _text(b"\xff\xfeH\x00i\x00"),
     # 2xx

@@ -40,8 +40,10 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
         sections = []
         for section in message.sections:
             analysis = analyse(section.items)
-            # The parser already reported every unbalanced `{% %}` tag, at the same places.
-            ctx.extend(d for d in analysis.diagnostics if d.code not in STRUCTURE_CODES)
+            # The parser already reported every unbalanced `{% %}` tag, at the same places, and
+            # nesting too deep for Python; the analysis would only repeat them.
+            skip = STRUCTURE_CODES | ({"E210"} if any(d.code == "E210" for d in ctx.diagnostics) else set())
+            ctx.extend(d for d in analysis.diagnostics if d.code not in skip)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
