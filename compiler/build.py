@@ -585,6 +585,11 @@ def _same_output(out: Path, files: dict[str, bytes], keep: list[str]) -> bool:
     return True
 
 
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
 def _place(source: Path, target: Path) -> None:
     """Hard-link an unchanged artifact into the new set (no copy); copy where links are refused."""
     try:
@@ -617,8 +622,7 @@ def write_output(out: Path, files: dict[str, bytes], keep: list[str] = ()) -> bo
             if target.parent not in made:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 made.add(target.parent)
-            with open(target, "wb") as handle:
-                handle.write(data)
+            _write_file(target, data)
         if out.is_dir():
             _exchange(staging, out)
         else:

@@ -1,0 +1,223 @@
+"""Hardening: nothing lost on a crash, on a full disk or with two builds at once; artifacts that do
+not depend on the machine; and a build that never runs template code."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import compiler.build as build_module
+from compiler.build import build
+from compiler.config import Config
+
+from .conftest import promptc_executable, snapshot, write
+
+APPROX = Config(tokenizer="approx-bytes/4")
+
+
+def _tree(root: Path, version: str, count: int) -> None:
+    for i in range(count):
+        write(
+            root,
+            f"prompts_src/group{i % 7}/p{i:03d}.prompt",
+            f"/// flow: f{i}\n----- system -----\n/// section: rules stable\nVersion {version} rules {i}.\n"
+            f"/// section: ctx dynamic\n{{% for x in items %}}{{{{ x }}}}{{% endfor %}} ${{name}}\n----- user -----\n${{q}}\n",
+        )
+
+
+def _assert_consistent(out: Path) -> dict[str, bytes]:
+    files = snapshot(out)
+    manifest = json.loads(files.pop("manifest.json"))
+    assert sorted(files) == sorted(entry["path"] for entry in manifest["artifacts"].values())
+    for entry in manifest["artifacts"].values():
+        assert hashlib.sha256(files[entry["path"]]).hexdigest() == entry["sha256"]
+    return snapshot(out)
+
+
+def test_sigkill_at_random_moments_leaves_old_or_new_set(tmp_path: Path) -> None:
+    """50 builds killed with SIGKILL at random moments: build/ is always one complete set."""
+    rng = random.Random(7)
+    _tree(tmp_path, "A", 80)
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    exe = promptc_executable()
+    command = [exe, "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"]
+    subprocess.run(command, cwd=tmp_path, env=env, check=True, capture_output=True)
+    sets = {"A": _assert_consistent(tmp_path / "build")}
+    _tree(tmp_path, "B", 80)
+    started = time.perf_counter()
+    subprocess.run([*command[:-2], "--tokenizer", "approx-bytes/4", "-o", "reference"], cwd=tmp_path, env=env, check=True)
+    full_build = time.perf_counter() - started
+    sets["B"] = snapshot(tmp_path / "reference")
+    current = "A"
+    kills = 0
+    for _ in range(50):
+        target = "B" if current == "A" else "A"
+        _tree(tmp_path, target, 80)
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, full_build * 1.2))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            kills += 1
+        process.wait()
+        state = _assert_consistent(tmp_path / "build")
+        if state == sets[target]:
+            current = target
+        else:
+            assert state == sets[current], "build/ is neither the old nor the new set"
+    assert kills >= 25, f"only {kills} builds were killed before finishing; the timing is off"
+
+
+def test_disk_full_is_a_diagnostic_and_keeps_the_previous_build(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    for i in range(5):
+        write(project, f"prompts_src/p{i}.prompt", f"Prompt {i}\n")
+    assert build("prompts_src", "build", APPROX).ok
+    before = snapshot(project / "build")
+    for i in range(5):
+        write(project, f"prompts_src/p{i}.prompt", f"Prompt {i}, changed\n")
+    written = []
+
+    def full_disk(path: Path, data: bytes) -> None:
+        if len(written) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        written.append(path)
+        path.write_bytes(data)
+
+    monkeypatch.setattr(build_module, "_write_file", full_disk)
+    result = build("prompts_src", "build", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E904"]
+    assert "No space left on device" in result.diagnostics[0].message
+    assert result.diagnostics[0].hint == "free some disk space"
+    assert snapshot(project / "build") == before
+    assert sorted(p.name for p in project.iterdir()) == [".promptc-cache", "build", "prompts_src"]  # no debris
+
+
+def test_permission_denied_is_a_diagnostic(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/p.prompt", "P\n")
+
+    def denied(path: Path, data: bytes) -> None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+
+    monkeypatch.setattr(build_module, "_write_file", denied)
+    result = build("prompts_src", "build", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E904"]
+    assert "Permission denied" in result.diagnostics[0].message
+    assert not (project / "build").exists()
+
+
+def test_concurrent_builds_take_turns(tmp_path: Path) -> None:
+    _tree(tmp_path, "A", 40)
+    exe = promptc_executable()
+    command = [exe, "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"]
+    processes = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(4)]
+    outputs = [p.communicate(timeout=120)[0].decode() for p in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0, 0], outputs
+    _assert_consistent(tmp_path / "build")
+    subprocess.run([*command[:-2], "--tokenizer", "approx-bytes/4", "-o", "clean"], cwd=tmp_path, check=True)
+    assert snapshot(tmp_path / "build") == snapshot(tmp_path / "clean")
+
+
+def test_second_build_waits_for_the_lock(project: Path, monkeypatch) -> None:
+    import fcntl
+    import threading
+
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/p.prompt", "P\n")
+    (project / ".promptc-cache").mkdir()
+    handle = open(project / ".promptc-cache/build.lock", "a+b")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    threading.Timer(0.3, handle.close).start()  # the "other build" finishes after 0.3 s
+    started = time.perf_counter()
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok and result.written
+    assert time.perf_counter() - started >= 0.25
+
+
+def test_build_never_executes_template_code(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    marker = project / "MARKER"
+    write(
+        project,
+        "prompts_src/evil.prompt",
+        f"{{{{ __import__('os').system('touch {marker}') }}}}\n"
+        f"{{# open('{marker}', 'w').write('x') #}}\n"
+        f"{{% for x in __import__('pathlib').Path('{marker}').touch() or [] %}}{{% endfor %}}\n",
+    )
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok, result.diagnostics
+    assert not marker.exists()
+    assert json.loads((project / "build/evil.json").read_text())["renderer"] == "python"
+
+
+def test_artifacts_do_not_depend_on_the_machine(tmp_path: Path) -> None:
+    """Locale, time zone, hash seed, listing order, checkout path and user: none reaches the bytes."""
+    results = []
+    for index, (locale, tz, seed, user, order) in enumerate(
+        [("C", "UTC", "1", "alice", 1), ("C.UTF-8", "Asia/Kolkata", "999", "bob", -1)]
+    ):
+        root = tmp_path / f"checkout-{index}" / ("deep/er" if index else "x")
+        names = ["b.prompt", "a.prompt", "sub/c.prompt", "_p.prompt"][::order]
+        for name in names:  # files created in a different order: directory listing order differs
+            body = {"_p.prompt": "Shared.\n"}.get(name, f"/// include: {'../' if '/' in name else ''}_p\n{name} ${{x}}\n")
+            write(root, f"prompts_src/{name}", body)
+        env = {**os.environ, "LC_ALL": locale, "TZ": tz, "PYTHONHASHSEED": seed, "USER": user, "HOME": str(root)}
+        subprocess.run([promptc_executable(), "build"], cwd=root, env=env, check=True, capture_output=True)
+        results.append(snapshot(root / "build"))
+        blob = b"".join(results[-1].values())
+        assert str(tmp_path).encode() not in blob and user.encode() not in blob
+    assert results[0] == results[1]
+
+
+def test_tokenizer_never_loads_from_the_network(project: Path, monkeypatch) -> None:
+    """cl100k_base counts come from the bundled data even with no network at all."""
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
+        "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+        "from compiler.compile import compile_text\n"
+        "r = compile_text('Hello world, offline.')\n"
+        "print(r.artifact['totals']['tokens'])\n"
+    )
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(project / "empty-cache"), "HOME": str(project)}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "${",
+        "${name",
+        "{{",
+        "{{ x",
+        "{#",
+        "{# x",
+        "{%",
+        "{% if x",
+        "{% if x %}",
+        "\\",
+        "///",
+        "/// key:",
+        "-----",
+        "----- user",
+        "----- user -----",
+    ],
+)
+def test_every_construct_unterminated_at_end_of_file(source: str) -> None:
+    from compiler.compile import compile_text
+
+    result = compile_text(source, config=APPROX)
+    for d in result.diagnostics:
+        assert d.line == 1 and 1 <= d.col <= len(source) + 1
