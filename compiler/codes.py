@@ -41,6 +41,7 @@ CODES: dict[str, Code] = _catalog(
     Code("E207", "block spans a role separator or section", 'A `{{ }}` or `{# #}` block runs across a role separator or a section directive; blocks stay within one section.'),
     Code("E208", "unknown statement tag", '`{% %}` holds only if / elif / else / for / while and their end tags. Other statements go in `{# #}`.'),
     Code("E209", "`elif`/`else` outside an `if`", '`{% elif %}` outside an `{% if %}`, or `{% else %}` outside an if / for / while.'),
+    Code("E211", "text cannot end right before this placeholder or block", "Literal text that ends with a backslash right before a placeholder or block (or with `$` or `{` right before a block) would read as an escape or a different opener in the artifact's template text. It can only arise from a define's value or a partial that ends without a newline; add a space or a newline."),
     Code("E210", "line too long or nesting too deep", '`{% %}` nesting deeper than 90 levels, or Python nested too deeply to parse. CPython cannot compile such a template, so it could never render.'),
     # 3xx: directives
     Code("E301", "directive given twice", '`flow` or `node` (or `role`) is given twice; a prompt has one.'),

@@ -95,6 +95,9 @@ class SectionMarker:
     boundary: str | None
     target: str
     span: Span
+    #: set on the marker the include pass puts after a partial that opened sections: the
+    #: includer's section (`name`, or the implicit body) continues there
+    resume: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,9 @@ CONTENT_TYPES = (Text, Escape, NearSeparator, Placeholder, Block)
 
 # --------------------------------------------------------------------------------------------
 # Structure built by the passes
+
+#: The section that holds a message's text before any `/// section:` directive.
+IMPLICIT_SECTION = "body"
 
 
 @dataclass(frozen=True, slots=True)

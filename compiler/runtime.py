@@ -348,7 +348,7 @@ def _compile(text: str) -> CodeType:
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     try:
         return compile(module, filename, "exec")
-    except (SyntaxError, ValueError) as exc:  # e.g. `break` outside a loop, too deep nesting
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # `break` outside a loop, deep nesting
         raise _CompileProblem(f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}", 0) from None
 
 
@@ -406,8 +406,9 @@ def _render_python(text: str, inputs: Mapping[str, Any], prompt: str, section: s
     except _CompileProblem as exc:
         raise TemplateError(str(exc), prompt, section, _lineno(text, exc.pos)) from None
     parts: list[Any] = []
-    scope: dict[str, Any] = {"__builtins__": builtins}
-    scope.update(inputs)
+    scope: dict[str, Any] = dict(inputs)
+    # Set after the inputs: an input named `__builtins__` or `__append__` must not replace them.
+    scope["__builtins__"] = builtins
     scope[_PARTS] = parts
     scope[_APPEND] = parts.append
 
@@ -466,8 +467,9 @@ def _breakpoints(artifact: Mapping[str, Any]) -> dict[tuple[int, int], bool]:
     return {(b["message"], b["block"]): bool(b.get("anthropic")) for b in cache.get("breakpoints") or ()}
 
 
-def render_artifact(artifact: Mapping[str, Any], inputs: Mapping[str, Any]) -> Rendered:
+def render_artifact(artifact: Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> Rendered:
     """Render one artifact dict (as written to `build/<name>.json`) with `inputs`."""
+    inputs = {} if inputs is None else inputs
     name = str(artifact.get("name", "prompt"))
     required = [*artifact.get("inputs", ()), *artifact.get("helpers", ())]
     missing = sorted({n for n in required if n not in inputs})

@@ -41,6 +41,10 @@ def test_same_seed_same_bytes(generated: Path, tmp_path: Path) -> None:
     assert _tree(again) == _tree(generated)
     assert corpus.is_current(again, FILES, seed=7)
     assert not corpus.is_current(again, FILES + 1, seed=7)
+    assert corpus.is_intact(again, FILES, seed=7)
+    edited = again / corpus.relative_path(5)
+    edited.write_bytes(edited.read_bytes() + b"/// edited\n")
+    assert not corpus.is_intact(again, FILES, seed=7)
 
 
 def test_bytes_do_not_depend_on_hash_seed_or_process(generated: Path, tmp_path: Path) -> None:

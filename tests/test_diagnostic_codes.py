@@ -102,6 +102,7 @@ CASES = {
     "E208": _text("{% include 'x' %}\n"),
     "E209": _text("{% else %}\n"),
     "E210": _text("".join("{% if a %}" for _ in range(91)) + "".join("{% endif %}" for _ in range(91))),
+    "E211": _text("Path ${root}${name}\n", config=Config(tokenizer="approx-bytes/4", defines=(("root", "C:\\"),))),
     # 3xx
     "E301": _text("/// flow: a\n/// flow: b\nHi\n"),
     "W302": _text("/// param: temperature=0.1\n/// param: temperature=0.2\nHi\n"),

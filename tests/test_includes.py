@@ -93,3 +93,31 @@ def test_std_partials_are_built_in(project: Path, monkeypatch) -> None:
     artifact = json.loads((project / "build/a.json").read_text())
     assert artifact["includes"] == []  # built-ins are part of the compiler, not the include graph
     assert artifact["inputs"], "std/env declares runtime inputs"
+
+
+def test_text_after_a_partial_with_sections_goes_back_to_the_includers_section(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/_env.prompt", "/// section: env dynamic\nCwd: ${cwd}\n")
+    write(
+        project,
+        "prompts_src/a.prompt",
+        "/// section: identity stable\nYou are X.\n/// include: _env\nMore identity.\n",
+    )
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok, result.diagnostics
+    blocks = json.loads((project / "build/a.json").read_text())["messages"][0]["blocks"]
+    assert [(s["name"], s["boundary"], s["text"]) for b in blocks for s in b["sections"]] == [
+        ("identity", "stable", "You are X.\nMore identity."),
+        ("env", "dynamic", "Cwd: ${cwd}"),
+    ]
+
+
+def test_a_partials_input_declaration_does_not_create_one_for_the_includer(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/_p.prompt", "/// input: a\nUses ${a}.\n")
+    write(project, "prompts_src/undeclared.prompt", "/// include: _p\nAsk ${question}.\n")
+    write(project, "prompts_src/declared.prompt", "/// input: question\n/// include: _p\nAsk ${question}.\n")
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok, result.diagnostics
+    assert json.loads((project / "build/undeclared.json").read_text())["inputs"] == ["a", "question"]
+    assert json.loads((project / "build/declared.json").read_text())["inputs"] == ["a", "question"]

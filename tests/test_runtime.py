@@ -586,3 +586,9 @@ def test_cli_inspect_errors(built: Path):
     result = invoke(inspect_cmd, ["nope", "-o", str(built)])
     assert result.exit_code == 1 and result.stderr.startswith("error: ")
     assert invoke(inspect_cmd, []).exit_code == 2
+
+
+def test_inputs_cannot_replace_the_machinery():
+    art = artifact("{{ len(word) }}\n")
+    rendered = render_artifact(art, {"word": "abc", "__builtins__": "nope", "__append__": "nope", "__parts__": 1})
+    assert rendered.messages[0]["content"] == "3"

@@ -14,7 +14,7 @@ from importlib import resources
 
 from ..context import Context
 from ..diagnostics import DiagnosticSink
-from ..nodes import Document, Include, Item, Separator
+from ..nodes import IMPLICIT_SECTION, Document, Include, Item, SectionMarker, Separator
 from ..source import decode
 from .comments import strip_comments
 from .directives import collect, did_you_mean
@@ -111,7 +111,12 @@ def _load(ctx: Context, key: str, chain: tuple[str, ...]) -> _Partial:
 def _expand(items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]) -> tuple[tuple[Item, ...], set[str]]:
     out: list[Item] = []
     includes: set[str] = set()
+    section: SectionMarker | None = None  # the includer's open section (None: the implicit body)
     for item in items:
+        if isinstance(item, SectionMarker):
+            section = item if not item.resume else section
+        elif isinstance(item, Separator):
+            section = None
         if not isinstance(item, Include):
             out.append(item)
             continue
@@ -137,6 +142,12 @@ def _expand(items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, .
         includes.add(key)
         includes.update(partial.includes)
         out.extend(partial.items)
+        if any(isinstance(i, SectionMarker) for i in partial.items):
+            # A partial's sections end where the partial ends; the includer's section goes on.
+            name = section.name if section is not None else IMPLICIT_SECTION
+            boundary = section.boundary if section is not None else None
+            target = section.target if section is not None else "system"
+            out.append(SectionMarker(name, boundary, target, item.span, resume=True))
     return tuple(out), includes
 
 
@@ -150,7 +161,9 @@ def expand_includes(doc: Document, ctx: Context) -> Document:
         partial = ctx.partials[key]
         merged_tags += [t for t in partial.tags if t not in merged_tags]
         merged_inputs += [i for i in partial.inputs if i not in merged_inputs]
-    if header.declared_inputs is not None or merged_inputs:
+    # A partial's `/// input:` adds to the includer's declaration; it does not create one, or a
+    # prompt that declares nothing would suddenly have its own inputs checked against the partial's.
+    if header.declared_inputs is not None:
         header = replace(header, declared_inputs=tuple(merged_inputs))
     header = replace(header, tags=tuple(merged_tags))
     return replace(doc, items=items, header=header, includes=tuple(sorted(k for k in includes if not k.startswith(STD_PREFIX))))

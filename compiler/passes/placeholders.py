@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..context import Context
-from ..nodes import Document, Message, Placeholder, Section, Text
+from ..nodes import Block, Document, Escape, Message, Placeholder, Section, Text
 
 
 def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Section:
@@ -31,7 +31,27 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
             if root not in inputs:
                 inputs.append(root)
         items.append(item)
+    _check_adjacency(items, ctx)
     return replace(section, items=tuple(items), inputs=tuple(inputs))
+
+
+def _check_adjacency(items: list, ctx: Context) -> None:
+    """Artifact text escapes openers with a backslash, so literal text may not end, right before a
+    placeholder or block, with a character that would join it into an escape or another opener.
+    Source text cannot produce this (the lexer would have read the pair differently); a define's
+    value or a partial ending without a newline can."""
+    for before, after in zip(items, items[1:]):
+        if not isinstance(before, (Text, Escape)) or not isinstance(after, (Placeholder, Block)):
+            continue
+        tail = before.value[-1:]
+        if tail == "\\" or (tail in ("$", "{") and isinstance(after, Block)):
+            ctx.report(
+                "E211",
+                f"text ends with `{tail}` right before `{after.raw[:2] if isinstance(after, Block) else '${'}`; "
+                "the artifact could not tell them apart",
+                after.span,
+                "put a space or a newline between them",
+            )
 
 
 def bind_placeholders(doc: Document, ctx: Context) -> Document:

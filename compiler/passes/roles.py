@@ -12,10 +12,9 @@ from dataclasses import replace
 
 from ..config import ROLES
 from ..context import Context
-from ..nodes import Block, Document, Escape, Item, Message, NearSeparator, Placeholder, Section, SectionMarker, Separator, Text
+from ..nodes import IMPLICIT_SECTION, Block, Document, Escape, Item, Message, NearSeparator, Placeholder, Section, SectionMarker, Separator, Text
 from .directives import did_you_mean
 
-IMPLICIT_SECTION = "body"
 
 
 def _retext(item: Text, start_cut: int, end_cut: int) -> Text:
@@ -68,8 +67,18 @@ def split_roles(doc: Document, ctx: Context) -> Document:
     seen_sections: dict[str, int] = {}  # name → line of its directive (0: the implicit `body`)
     current: SectionMarker | None = None
     current_items: list[Item] = []
+    markers: dict[str, SectionMarker] = {}  # declared sections of the current message, by name
+    insert_at: int | None = None  # where a resumed section goes back in `sections`
     in_message = not has_separators
     reported_preamble = False
+
+    def place(section: Section) -> None:
+        nonlocal insert_at
+        if insert_at is None:
+            sections.append(section)
+        else:
+            sections.insert(insert_at, section)
+            insert_at = None
 
     def close_section() -> None:
         nonlocal current_items
@@ -85,11 +94,9 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                         "rename the declared section",
                     )
                 seen_sections.setdefault(IMPLICIT_SECTION, 0)
-                sections.append(Section(IMPLICIT_SECTION, None, "system", None, doc.source, tuple(trimmed)))
+                place(Section(IMPLICIT_SECTION, None, "system", None, doc.source, tuple(trimmed)))
         elif _has_content(trimmed):
-            sections.append(
-                Section(current.name, current.boundary, current.target, current.span, current.span.src or doc.source, tuple(trimmed))
-            )
+            place(Section(current.name, current.boundary, current.target, current.span, current.span.src or doc.source, tuple(trimmed)))
         current_items = []
 
     def close_message(next_span) -> None:
@@ -106,6 +113,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                     "remove the separator, or write the message's text",
                 )
         sections = []
+        markers.clear()
         current = None
 
     for item in items:
@@ -136,16 +144,27 @@ def split_roles(doc: Document, ctx: Context) -> Document:
         if not in_message:
             if isinstance(item, (Block, Placeholder, Escape, SectionMarker)) or (isinstance(item, Text) and item.value.strip()):
                 if not reported_preamble:
+                    what = "section directive" if isinstance(item, SectionMarker) else "text"
                     ctx.report(
                         "E402",
-                        "text before the first role separator",
+                        f"{what} before the first role separator",
                         item.span,
                         "move it below a `----- system -----` line, or make it a `///` comment",
                     )
                     reported_preamble = True
             continue
+        if isinstance(item, SectionMarker) and item.resume:
+            # Text after an included partial that opened sections goes back to the includer's section.
+            close_section()
+            current = markers.get(item.name) if item.name != IMPLICIT_SECTION else None
+            index = next((i for i, s in enumerate(sections) if s.name == item.name), None)
+            if index is not None:
+                current_items = [*sections.pop(index).items, Text("\n", item.span)]
+                insert_at = index
+            continue
         if isinstance(item, SectionMarker):
             close_section()
+            markers[item.name] = item
             earlier = seen_sections.get(item.name)
             if earlier is not None:
                 where = f"first at line {earlier}" if earlier else "the implicit section before any section directive"

@@ -1,0 +1,519 @@
+"""`promptc watch`: a real subprocess driven through edits, errors, new and deleted files and Ctrl-C,
+plus in-process tests of the loop modelled on mkdocs' livereload_tests.py.
+
+Every wait polls with a generous timeout (a loaded 2-core CI machine can take seconds to notice a
+change); nothing sleeps for a fixed time except the short windows that prove a change was ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.build import build
+from compiler.config import Config
+from compiler.watch import WatchBuild, Watcher, is_editor_file
+
+from .conftest import promptc_executable, write
+
+TIMEOUT = 15.0
+GOOD = "/// input: name\nHello ${name}, welcome.\n"
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = TIMEOUT, message: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message or condition}")
+        time.sleep(0.02)
+
+
+def save(path: Path, text: str) -> None:
+    """Save the way many editors do: write a temporary file beside it, then rename it over."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)
+
+
+def artifact(out: Path, name: str) -> dict[str, Any] | None:
+    try:
+        return json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def content(out: Path, name: str) -> str | None:
+    data = artifact(out, name)
+    return None if data is None else "\n".join(m["content"] for m in data["messages"])
+
+
+# ---------------------------------------------------------------------------------------------
+# A real `promptc watch` process
+
+
+class WatchProcess:
+    """Runs `promptc watch` and collects its output lines on a reader thread."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "CI"}
+        self.proc = subprocess.Popen(
+            [promptc_executable(), "watch", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._lock:
+                self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines)
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.lines)
+
+    def since(self, mark: int) -> str:
+        with self._lock:
+            return "\n".join(self.lines[mark:])
+
+    def summaries(self, mark: int = 0) -> list[str]:
+        return [line for line in self.since(mark).splitlines() if " built " in line or " rebuilt " in line]
+
+    def wait_for_output(self, text: str, mark: int = 0, timeout: float = TIMEOUT) -> None:
+        def seen() -> bool:
+            if self.proc.poll() is not None and text not in self.since(mark):
+                raise AssertionError(f"promptc watch exited ({self.proc.returncode}):\n{self.output}")
+            return text in self.since(mark)
+
+        try:
+            wait_until(seen, timeout, f"{text!r} in the output")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- output ---\n{self.output}") from None
+
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(TIMEOUT)
+        finally:
+            self._reader.join(TIMEOUT)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(TIMEOUT)
+
+
+@pytest.fixture
+def start_watch(project: Path):
+    started: list[WatchProcess] = []
+
+    def start(*args: str) -> WatchProcess:
+        process = WatchProcess(project, *args)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+def test_watch_end_to_end(project: Path, start_watch) -> None:
+    src, out = project / "prompts_src", project / "build"
+    write(project, "prompts_src/greet.prompt", GOOD)
+    write(project, "prompts_src/other.prompt", "You are terse.\n")
+    watch = start_watch("prompts_src", "-o", "build")
+
+    # the initial build
+    watch.wait_for_output("built 2 prompts in ")
+    assert watch.summaries()[0].endswith("0 errors, 0 warnings")
+    assert "welcome" in content(out, "greet")
+    assert set(json.loads((out / "manifest.json").read_text())["artifacts"]) == {"greet", "other"}
+
+    # an edit updates the artifact and the manifest
+    save(src / "greet.prompt", GOOD.replace("welcome", "welcome back"))
+    wait_until(lambda: "welcome back" in (content(out, "greet") or ""), message="the edited artifact")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["artifacts"]["greet"]["sha256"] == hashlib.sha256((out / "greet.json").read_bytes()).hexdigest()
+
+    # a broken edit: the error is printed, the last good artifact stays, the loop goes on
+    mark = watch.mark()
+    (src / "greet.prompt").write_text("/// input: name\nHello ${name, welcome.\n", encoding="utf-8")
+    watch.wait_for_output("error[E201]", mark)
+    watch.wait_for_output("1 error", mark)
+    assert "prompts_src/greet.prompt:2:7" in watch.since(mark)
+    assert "welcome back" in content(out, "greet")
+    assert watch.proc.poll() is None
+
+    # the fix is picked up
+    save(src / "greet.prompt", GOOD.replace("welcome", "welcome again"))
+    wait_until(lambda: "welcome again" in (content(out, "greet") or ""), message="the fixed artifact")
+
+    # a new file gets an artifact
+    save(src / "fresh.prompt", "Fresh prompt.\n")
+    wait_until(lambda: artifact(out, "fresh"), message="build/fresh.json")
+
+    # a deleted file loses its artifact and its manifest entry
+    (src / "other.prompt").unlink()
+    wait_until(lambda: not (out / "other.json").exists(), message="build/other.json to go")
+    assert "other" not in json.loads((out / "manifest.json").read_text())["artifacts"]
+
+    # a new folder with a file in it
+    (src / "team").mkdir()
+    (src / "team" / "lead.prompt").write_text("You lead the team.\n", encoding="utf-8")
+    wait_until(lambda: artifact(out, "team/lead"), message="build/team/lead.json")
+    wait_until(lambda: "team/lead" in json.loads((out / "manifest.json").read_text())["artifacts"])
+
+    # Ctrl-C: a clean exit
+    assert watch.stop(signal.SIGINT) == 0
+    assert "Traceback" not in watch.output
+    assert "build crashed" not in watch.output
+
+
+def test_watch_exits_cleanly_on_sigterm(project: Path, start_watch) -> None:
+    write(project, "prompts_src/a.prompt", "Hi.\n")
+    watch = start_watch("prompts_src", "-o", "build")
+    watch.wait_for_output("built 1 prompt in ")
+    assert watch.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in watch.output
+
+
+def test_watch_reloads_the_config(project: Path, start_watch) -> None:
+    (project / "pyproject.toml").write_text('[tool.promptc]\nsrc = "prompts_src"\nout = "dist"\n', encoding="utf-8")
+    write(project, "prompts_src/p.prompt", "Welcome to ${product}.\n")
+    watch = start_watch()
+    watch.wait_for_output("built 1 prompt in ")
+    assert "${product}" in content(project / "dist", "p")
+
+    mark = watch.mark()
+    (project / "pyproject.toml").write_text(
+        '[tool.promptc]\nsrc = "prompts_src"\nout = "dist"\ndefines = { product = "Acme" }\n', encoding="utf-8"
+    )
+    watch.wait_for_output("configuration reloaded", mark)
+    wait_until(lambda: "Welcome to Acme." in (content(project / "dist", "p") or ""), message="the define applied")
+    assert artifact(project / "dist", "p")["inputs"] == []
+    assert watch.stop() == 0
+
+
+def test_watch_json_format_is_one_object_per_line(project: Path, start_watch) -> None:
+    write(project, "prompts_src/a.prompt", "/// input: x\nHi.\n")
+    watch = start_watch("prompts_src", "--format", "json")
+    watch.wait_for_output('"event":"build"')
+    line = next(line for line in watch.output.splitlines() if line.startswith("{"))
+    record = json.loads(line)
+    assert (record["initial"], record["compiled"], record["warnings"]) == (True, 1, 1)
+    assert record["diagnostics"][0]["code"] == "W502"
+    assert watch.stop() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop, in process (the library API)
+
+
+class Recorder:
+    """A builder that wraps the real one: counts calls and can hold a build until released."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.hold_call: int | None = None
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.fail_call: int | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        self.calls += 1
+        if self.calls == self.fail_call:
+            raise RuntimeError("boom\nsecond line")
+        result = build(*args, **kwargs)
+        if self.calls == self.hold_call:
+            self.entered.set()
+            assert self.release.wait(TIMEOUT), "the test never released the build"
+        return result
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    src = tmp_path / "src"
+    write(src, "a.prompt", "Version 1.\n")
+    return src, tmp_path / "out"
+
+
+def started(src: Path, out: Path, **kwargs: Any) -> Watcher:
+    watcher = Watcher(src, out, Config(), **kwargs).start()
+    first = watcher.wait_for_build(TIMEOUT, after=0)
+    assert first is not None and first.initial and first.error is None, first
+    return watcher
+
+
+def next_build(watcher: Watcher, after: int) -> WatchBuild:
+    record = watcher.wait_for_build(TIMEOUT, after=after)
+    assert record is not None, "no build after the change"
+    return record
+
+
+def test_library_initial_build_and_rebuild(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    results: list[WatchBuild] = []
+    watcher = started(src, out, on_result=results.append)
+    try:
+        assert content(out, "a") == "Version 1."
+        n = watcher.builds
+        save(src / "a.prompt", "Version 2.\n")
+        record = next_build(watcher, n)
+        assert (record.initial, record.changes, record.compiled, record.ok) == (
+            False,
+            (str(src / "a.prompt"),),
+            1,
+            True,
+        )
+        assert content(out, "a") == "Version 2."
+    finally:
+        watcher.stop()
+    assert [r.seq for r in results] == list(range(1, len(results) + 1))
+    assert not watcher.running
+
+
+def test_burst_of_changes_builds_once(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    builder = Recorder()
+    # a wide quiet window so that even a slow machine writes the whole burst inside it
+    watcher = started(src, out, builder=builder, debounce=0.5, max_wait=5)
+    try:
+        n = watcher.builds
+        for i in range(10):
+            (src / f"p{i}.prompt").write_text(f"Prompt {i}.\n")
+            save(src / "a.prompt", f"Version {i}.\n")
+        record = next_build(watcher, n)
+        assert record.seq == n + 1, "the burst was split over several builds"
+        assert builder.calls == 2
+        assert set(record.changes) == {str(src / f"p{i}.prompt") for i in range(10)} | {str(src / "a.prompt")}
+        assert content(out, "a") == "Version 9." and artifact(out, "p9")
+    finally:
+        watcher.stop()
+
+
+def test_change_during_a_build_is_not_lost(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    builder = Recorder()
+    builder.hold_call = 2  # the first rebuild waits for the test
+    watcher = started(src, out, builder=builder)
+    try:
+        n = watcher.builds
+        save(src / "a.prompt", "Version 2.\n")
+        assert builder.entered.wait(TIMEOUT)
+        save(src / "a.prompt", "Version 3.\n")  # while build 2 is running (it read version 2)
+        wait_until(lambda: watcher.pending == (str(src / "a.prompt"),), message="the change to be recorded")
+        assert watcher.builds == n  # build 2 is still held
+        builder.release.set()
+        record = wait_until(lambda: (r := watcher.last) and r.seq >= n + 2 and r, message="a build after the held one")
+        assert record.changes == (str(src / "a.prompt"),)
+        assert content(out, "a") == "Version 3."
+        assert watcher.wait_for_build(0.3, after=record.seq) is None
+        assert builder.calls == 3
+    finally:
+        builder.release.set()
+        watcher.stop()
+
+
+def test_editor_swap_and_backup_files_are_ignored(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    watcher = started(src, out)
+    try:
+        n = watcher.builds
+        for name in [".a.prompt.swp", ".a.prompt.swx", "a.prompt~", "#a.prompt#", ".#a.prompt", "4913", "a.prompt.tmp"]:
+            (src / name).write_text("junk")
+        (src / "notes.txt").write_text("not a prompt")
+        write(src, ".hidden/secret.prompt", "hidden")
+        write(src, ".promptc-cache/x.prompt", "cache")
+        # a sentinel: the build it starts must be the next one, and carry only the sentinel
+        save(src / "a.prompt", "Version 2.\n")
+        record = next_build(watcher, n)
+        assert record.seq == n + 1
+        assert record.changes == (str(src / "a.prompt"),)
+        assert not artifact(out, ".hidden/secret")
+    finally:
+        watcher.stop()
+
+
+def test_output_folder_changes_are_ignored(tmp_path: Path) -> None:
+    # the output folder inside the source folder: the build's own writes must not start builds
+    src = tmp_path / "project"
+    out = src / "build"
+    write(src, "a.prompt", "Version 1.\n")
+    builder = Recorder()
+    watcher = started(src, out, builder=builder)
+    try:
+        n = watcher.builds
+        write(out, "stray.prompt", "written into the output folder")
+        write(out, "nested/deeper.prompt", "also ignored")
+        (src / "build.promptc-tmp-99999").mkdir()  # a staging folder beside the output
+        save(src / "a.prompt", "Version 2.\n")
+        record = next_build(watcher, n)
+        assert record.seq == n + 1
+        assert record.changes == (str(src / "a.prompt"),)
+        # and the build that wrote the output did not start another one
+        assert watcher.wait_for_build(0.5, after=record.seq) is None
+        assert builder.calls == 2
+    finally:
+        watcher.stop()
+
+
+def test_a_build_that_raises_is_reported_and_the_loop_goes_on(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    builder = Recorder()
+    builder.fail_call = 2
+    watcher = started(src, out, builder=builder)
+    try:
+        n = watcher.builds
+        save(src / "a.prompt", "Version 2.\n")
+        failed = next_build(watcher, n)
+        assert failed.result is None and failed.error == "RuntimeError: boom second line"
+        assert isinstance(failed.exception, RuntimeError)
+        save(src / "a.prompt", "Version 3.\n")
+        record = next_build(watcher, failed.seq)
+        assert record.ok and content(out, "a") == "Version 3."
+    finally:
+        watcher.stop()
+
+
+def test_errors_keep_the_last_good_artifact(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    write(src, "b.prompt", "Other.\n")
+    watcher = started(src, out)
+    try:
+        n = watcher.builds
+        save(src / "a.prompt", "Broken ${\n")
+        save(src / "b.prompt", "Other, edited.\n")
+        record = wait_until(
+            lambda: (r := watcher.wait_for_build(TIMEOUT, after=n)) and "b.prompt" in " ".join(r.changes) and r,
+            message="the build with both changes",
+        )
+        assert record.result is not None and record.result.errors == 1
+        assert [d.code for d in record.diagnostics if d.severity == "error"] == ["E201"]
+        assert content(out, "a") == "Version 1."  # the last good artifact
+        assert content(out, "b") == "Other, edited."  # the rest is still written
+    finally:
+        watcher.stop()
+
+
+def test_deleted_and_recreated_source_folder(tree: tuple[Path, Path]) -> None:
+    import shutil
+
+    src, out = tree
+    watcher = started(src, out)
+    try:
+        n = watcher.builds
+        shutil.rmtree(src)
+        gone = wait_until(
+            lambda: (r := watcher.wait_for_build(TIMEOUT, after=n)) and r.result and not r.result.ok and r,
+            message="a build reporting the missing folder",
+        )
+        assert "E906" in [d.code for d in gone.diagnostics]
+        assert content(out, "a") == "Version 1."  # nothing written
+        write(src, "b.prompt", "Back again.\n")
+        wait_until(lambda: content(out, "b") == "Back again.", message="the recreated folder to be watched")
+        save(src / "b.prompt", "Edited after the folder came back.\n")
+        wait_until(lambda: content(out, "b") == "Edited after the folder came back.", message="the new watch")
+    finally:
+        watcher.stop()
+
+
+def test_config_change_reloads_and_rebuilds_fully(tmp_path: Path) -> None:
+    src, out = tmp_path / "src", tmp_path / "out"
+    write(src, "p.prompt", "Welcome to ${product}.\n")
+    loads: list[int] = []
+
+    def loader() -> tuple[Config, list]:
+        loads.append(1)
+        return Config(src=str(src), out=str(out), defines=(("product", "Acme"),)), []
+
+    builder = Recorder()
+    calls: list[dict[str, Any]] = []
+
+    def spying_builder(*args: Any, **kwargs: Any):
+        calls.append(kwargs)
+        return builder(*args, **kwargs)
+
+    watcher = started(src, out, builder=spying_builder, config_loader=loader, config_dirs=[tmp_path])
+    try:
+        n = watcher.builds
+        (tmp_path / "pyproject.toml").write_text("[tool.promptc]\n")
+        (tmp_path / "unrelated.toml").write_text("")  # only pyproject.toml is configuration
+        record = next_build(watcher, n)
+        assert record.config_reloaded and loads
+        assert calls[-1] == {"keep_last_good": True, "incremental": False}
+        assert content(out, "p") == "Welcome to Acme."
+    finally:
+        watcher.stop()
+
+
+def test_stop_returns_promptly_and_wait_for_build_gives_up(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    watcher = started(src, out)
+    began = time.monotonic()
+    watcher.stop()
+    assert time.monotonic() - began < 5
+    assert not watcher.running
+    assert watcher.wait_for_build(0.1) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "ignored"),
+    [
+        ("a.prompt.swp", True),
+        ("a.prompt.swx", True),
+        (".a.prompt.swo", True),
+        ("a.prompt~", True),
+        ("#a.prompt#", True),
+        (".#a.prompt", True),
+        ("4913", True),
+        ("a.prompt.tmp", True),
+        ("a.prompt___jb_tmp___", True),
+        ("a.prompt", False),
+        ("_partial.prompt", False),
+        ("4913.prompt", False),
+        ("#", False),
+    ],
+)
+def test_editor_file_names(name: str, ignored: bool) -> None:
+    assert is_editor_file(name) is ignored
+
+
+def test_classify(tmp_path: Path) -> None:
+    src, out = tmp_path / "src", tmp_path / "src" / "build"
+    watcher = Watcher(src, out, Config(), config_dirs=[tmp_path])
+    assert watcher.classify(str(src / "a.prompt"), False) == "source"
+    assert watcher.classify(str(src / "team"), True) == "source"
+    assert watcher.classify(str(src), True) == "source"
+    assert watcher.classify(str(src / "_part.prompt"), False) == "source"
+    assert watcher.classify(str(tmp_path / "pyproject.toml"), False) == "config"
+    assert watcher.classify(str(src / "pyproject.toml"), False) is None
+    for ignored in ["a.txt", "a.prompt.swp", ".git/x.prompt", "build/a.prompt", "build", "build.promptc-tmp-1"]:
+        assert watcher.classify(str(src / ignored), ignored == "build") is None, ignored
+    assert watcher.classify(str(tmp_path / "elsewhere.prompt"), False) is None
