@@ -13,10 +13,11 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import __version__
 from .compile import CompiledPrompt, compile_source
@@ -107,7 +108,13 @@ def read_tree(src: Path, out: Path | None = None) -> tuple[SourceTree, list[Diag
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             diagnostics.append(
-                Diagnostic("E106", "error", f"cannot read folder: {exc.strerror}", f"{root_display}/{rel_folder}", Span(0, 0, 1, 1))
+                Diagnostic(
+                    "E106",
+                    "error",
+                    f"cannot read folder: {exc.strerror}",
+                    f"{root_display}/{rel_folder}",
+                    Span(0, 0, 1, 1),
+                )
             )
             continue
         subfolders = []
@@ -415,7 +422,12 @@ def compile_project(
     if not src.is_dir():
         result.diagnostics.append(
             Diagnostic(
-                "E906", "error", f"source folder `{src}` not found", str(src), None, "pass the folder: `promptc build prompts_src`"
+                "E906",
+                "error",
+                f"source folder `{src}` not found",
+                str(src),
+                None,
+                "pass the folder: `promptc build prompts_src`",
             )
         )
         return result
@@ -639,7 +651,9 @@ def _write_error(out: Path, exc: OSError) -> Diagnostic:
         if exc.errno == errno.ENOSPC
         else "check the folder's permissions and that no file stands where a folder should be"
     )
-    return Diagnostic("E904", "error", f"cannot write `{out}`: {reason}; the previous build is unchanged", str(out), None, hint)
+    return Diagnostic(
+        "E904", "error", f"cannot write `{out}`: {reason}; the previous build is unchanged", str(out), None, hint
+    )
 
 
 def build(
@@ -671,7 +685,9 @@ def build(
             if result.fingerprint:
                 _save_state(out, result.fingerprint, result.prompts, result.shas)
     except TimeoutError as exc:
-        result.diagnostics.append(Diagnostic("E907", "error", str(exc), str(out), None, "wait for the other build to finish"))
+        result.diagnostics.append(
+            Diagnostic("E907", "error", str(exc), str(out), None, "wait for the other build to finish")
+        )
     except OSError as exc:
         result.diagnostics.append(_write_error(out, exc))
     return result

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -79,11 +80,15 @@ def _config(src: str | None, out: str | None, defines: tuple[str, ...] = (), **o
 
 
 def common_options(fn: Callable) -> Callable:
-    fn = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format.")(fn)
+    fn = click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
+    )(fn)
     fn = click.option("--strict", is_flag=True, help="Treat warnings as errors.")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="Print errors only.")(fn)
     fn = click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Build-time constant for ${NAME}.")(fn)
-    fn = click.option("--tokenizer", default=None, help="Tokenizer for metering (default from config: cl100k_base).")(fn)
+    fn = click.option("--tokenizer", default=None, help="Tokenizer for metering (default from config: cl100k_base).")(
+        fn
+    )
     return fn
 
 

@@ -23,71 +23,273 @@ def _catalog(*codes: Code) -> dict[str, Code]:
 
 CODES: dict[str, Code] = _catalog(
     # 1xx: reading the source file
-    Code("E101", "invalid UTF-8", 'The file is not valid UTF-8. promptc reads UTF-8 only and reports the first bad byte with its offset.'),
-    Code("E102", "binary file (NUL byte)", 'The file contains a NUL byte, which text never does: it is probably a binary file saved with a `.prompt` name.'),
-    Code("W103", "byte order mark dropped", 'The file starts with a UTF-8 byte order mark. It is dropped; the artifact is the same as without it.'),
-    Code("W104", "CRLF or CR line endings normalised", 'The file has CRLF (Windows) or CR line endings. They are normalised to LF, so artifacts are identical on every platform; the warning points at the first one.'),
-    Code("E105", "source file too large", 'The file is larger than the 8 MiB limit, which bounds the time and memory of a build whatever lands in the source folder.'),
-    Code("E106", "source file unreadable", 'The file or folder could not be read: permissions, a dangling symlink, or a file deleted while the build ran.'),
-    Code("E107", "UTF-16 or UTF-32 encoded file", 'The file starts with a UTF-16 or UTF-32 byte order mark. Save it as UTF-8.'),
+    Code(
+        "E101",
+        "invalid UTF-8",
+        "The file is not valid UTF-8. promptc reads UTF-8 only and reports the first bad byte with its offset.",
+    ),
+    Code(
+        "E102",
+        "binary file (NUL byte)",
+        "The file contains a NUL byte, which text never does: it is probably a binary file saved with a `.prompt` name.",
+    ),
+    Code(
+        "W103",
+        "byte order mark dropped",
+        "The file starts with a UTF-8 byte order mark. It is dropped; the artifact is the same as without it.",
+    ),
+    Code(
+        "W104",
+        "CRLF or CR line endings normalised",
+        "The file has CRLF (Windows) or CR line endings. They are normalised to LF, so artifacts are identical on every platform; the warning points at the first one.",
+    ),
+    Code(
+        "E105",
+        "source file too large",
+        "The file is larger than the 8 MiB limit, which bounds the time and memory of a build whatever lands in the source folder.",
+    ),
+    Code(
+        "E106",
+        "source file unreadable",
+        "The file or folder could not be read: permissions, a dangling symlink, or a file deleted while the build ran.",
+    ),
+    Code(
+        "E107",
+        "UTF-16 or UTF-32 encoded file",
+        "The file starts with a UTF-16 or UTF-32 byte order mark. Save it as UTF-8.",
+    ),
     # 2xx: syntax (the grammar and block structure)
-    Code("E200", "syntax error", 'The parser failed in a way the grammar should make impossible. Please report it with the file.'),
-    Code("E201", "unterminated placeholder or block", '`${`, `{{`, `{#` or `{%` has no closing `}`, `}}`, `#}` or `%}` (for `{%`, on the same line). Write `\\${` (etc.) for a literal opener.'),
-    Code("E202", "empty placeholder", '`${}` names no input.'),
-    Code("E203", "invalid placeholder name", 'A placeholder holds something other than a name or a dotted path (`${user.name}`). Expressions belong in `{{ }}` blocks.'),
-    Code("E204", "block never closed", 'An `{% if %}`, `{% for %}` or `{% while %}` is not closed before the end of the file, the next role separator or the next section directive.'),
-    Code("E205", "closing tag without an opening tag", 'An `{% endif %}`, `{% endfor %}` or `{% endwhile %}` has no matching opening tag.'),
-    Code("E206", "mismatched closing tag", 'A closing tag closes a different kind of block than the innermost open one.'),
-    Code("E207", "block spans a role separator or section", 'A `{{ }}` or `{# #}` block runs across a role separator or a section directive; blocks stay within one section.'),
-    Code("E208", "unknown statement tag", '`{% %}` holds only if / elif / else / for / while and their end tags. Other statements go in `{# #}`.'),
-    Code("E209", "`elif`/`else` outside an `if`", '`{% elif %}` outside an `{% if %}`, or `{% else %}` outside an if / for / while.'),
-    Code("E211", "text cannot end right before this placeholder or block", "Literal text that ends with a backslash right before a placeholder or block (or with `$` or `{` right before a block) would read as an escape or a different opener in the artifact's template text. It can only arise from a define's value or a partial that ends without a newline; add a space or a newline."),
-    Code("E210", "line too long or nesting too deep", '`{% %}` nesting deeper than 90 levels, or Python nested too deeply to parse. CPython cannot compile such a template, so it could never render.'),
+    Code(
+        "E200",
+        "syntax error",
+        "The parser failed in a way the grammar should make impossible. Please report it with the file.",
+    ),
+    Code(
+        "E201",
+        "unterminated placeholder or block",
+        "`${`, `{{`, `{#` or `{%` has no closing `}`, `}}`, `#}` or `%}` (for `{%`, on the same line). Write `\\${` (etc.) for a literal opener.",
+    ),
+    Code("E202", "empty placeholder", "`${}` names no input."),
+    Code(
+        "E203",
+        "invalid placeholder name",
+        "A placeholder holds something other than a name or a dotted path (`${user.name}`). Expressions belong in `{{ }}` blocks.",
+    ),
+    Code(
+        "E204",
+        "block never closed",
+        "An `{% if %}`, `{% for %}` or `{% while %}` is not closed before the end of the file, the next role separator or the next section directive.",
+    ),
+    Code(
+        "E205",
+        "closing tag without an opening tag",
+        "An `{% endif %}`, `{% endfor %}` or `{% endwhile %}` has no matching opening tag.",
+    ),
+    Code(
+        "E206", "mismatched closing tag", "A closing tag closes a different kind of block than the innermost open one."
+    ),
+    Code(
+        "E207",
+        "block spans a role separator or section",
+        "A `{{ }}` or `{# #}` block runs across a role separator or a section directive; blocks stay within one section.",
+    ),
+    Code(
+        "E208",
+        "unknown statement tag",
+        "`{% %}` holds only if / elif / else / for / while and their end tags. Other statements go in `{# #}`.",
+    ),
+    Code(
+        "E209",
+        "`elif`/`else` outside an `if`",
+        "`{% elif %}` outside an `{% if %}`, or `{% else %}` outside an if / for / while.",
+    ),
+    Code(
+        "E211",
+        "text cannot end right before this placeholder or block",
+        "Literal text that ends with a backslash right before a placeholder or block (or with `$` or `{` right before a block) would read as an escape or a different opener in the artifact's template text. It can only arise from a define's value or a partial that ends without a newline; add a space or a newline.",
+    ),
+    Code(
+        "E210",
+        "line too long or nesting too deep",
+        "`{% %}` nesting deeper than 90 levels, or Python nested too deeply to parse. CPython cannot compile such a template, so it could never render.",
+    ),
     # 3xx: directives
-    Code("E301", "directive given twice", '`flow` or `node` (or `role`) is given twice; a prompt has one.'),
-    Code("W302", "key given twice; the later value wins", 'A `param` or metadata key is given twice; the later value wins.'),
-    Code("W303", "unknown directive key close to a reserved one", 'A directive key is one typo away from a reserved key (`sectoin` → `section`). It is kept as generic metadata.'),
-    Code("E304", "malformed directive value", 'A directive value is malformed: a `param` without `key=value`, an input name that is not an identifier, an empty `flow`, `node` or `include`.'),
-    Code("E305", "invalid role", '`/// role:` names a role other than system, developer, user, assistant.'),
-    Code("W306", "directive ignored here", 'A directive that only a prompt can hold (generic metadata) stands in a partial and is ignored.'),
+    Code("E301", "directive given twice", "`flow` or `node` (or `role`) is given twice; a prompt has one."),
+    Code(
+        "W302",
+        "key given twice; the later value wins",
+        "A `param` or metadata key is given twice; the later value wins.",
+    ),
+    Code(
+        "W303",
+        "unknown directive key close to a reserved one",
+        "A directive key is one typo away from a reserved key (`sectoin` → `section`). It is kept as generic metadata.",
+    ),
+    Code(
+        "E304",
+        "malformed directive value",
+        "A directive value is malformed: a `param` without `key=value`, an input name that is not an identifier, an empty `flow`, `node` or `include`.",
+    ),
+    Code("E305", "invalid role", "`/// role:` names a role other than system, developer, user, assistant."),
+    Code(
+        "W306",
+        "directive ignored here",
+        "A directive that only a prompt can hold (generic metadata) stands in a partial and is ignored.",
+    ),
     # 4xx: roles and messages
-    Code("E401", "unknown role in separator", 'A separator line names an unknown role (`----- tool -----`). The valid roles are listed.'),
-    Code("E402", "text before the first role separator", 'A file with role separators has text before the first one. Comments and directives may stand there; text may not.'),
-    Code("W403", "empty message left out", 'A message is empty once comments are removed; it is left out of the artifact.'),
-    Code("W404", "line looks like a role separator but is not one", 'A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.'),
+    Code(
+        "E401",
+        "unknown role in separator",
+        "A separator line names an unknown role (`----- tool -----`). The valid roles are listed.",
+    ),
+    Code(
+        "E402",
+        "text before the first role separator",
+        "A file with role separators has text before the first one. Comments and directives may stand there; text may not.",
+    ),
+    Code(
+        "W403",
+        "empty message left out",
+        "A message is empty once comments are removed; it is left out of the artifact.",
+    ),
+    Code(
+        "W404",
+        "line looks like a role separator but is not one",
+        "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
+    ),
     # 5xx: inputs and placeholders
-    Code("E501", "input used but not declared", 'With `/// input:` declared, the prompt uses an input that is not declared (often a typo: the hint names the closest declared input).'),
-    Code("W502", "declared input never used", 'A declared input is never used.'),
-    Code("E503", "no `/// input:` declaration", '`require_declared_inputs = true` is set in config and the prompt has inputs but no `/// input:` declaration.'),
-    Code("E504", "invalid build-time define", 'A build-time define is used with attributes (`${product.name}`), but defines are plain strings.'),
+    Code(
+        "E501",
+        "input used but not declared",
+        "With `/// input:` declared, the prompt uses an input that is not declared (often a typo: the hint names the closest declared input).",
+    ),
+    Code("W502", "declared input never used", "A declared input is never used."),
+    Code(
+        "E503",
+        "no `/// input:` declaration",
+        "`require_declared_inputs = true` is set in config and the prompt has inputs but no `/// input:` declaration.",
+    ),
+    Code(
+        "E504",
+        "invalid build-time define",
+        "A build-time define is used with attributes (`${product.name}`), but defines are plain strings.",
+    ),
     # 6xx: template blocks and inference
-    Code("E601", "Python syntax error in a template block", 'The Python inside a template block does not parse. The position is in the `.prompt` file.'),
-    Code("E602", "`{{ }}` block does not end in an expression", 'A `{{ }}` block must end with an expression (its value is output). Use `{# #}` for statements only.'),
-    Code("W603", "template block cannot be analysed completely", 'A block reads variables by name at run time (`locals()`, `globals()`, `vars()`, `eval`, `exec`, frame access), so its inputs cannot be inferred completely.'),
+    Code(
+        "E601",
+        "Python syntax error in a template block",
+        "The Python inside a template block does not parse. The position is in the `.prompt` file.",
+    ),
+    Code(
+        "E602",
+        "`{{ }}` block does not end in an expression",
+        "A `{{ }}` block must end with an expression (its value is output). Use `{# #}` for statements only.",
+    ),
+    Code(
+        "W603",
+        "template block cannot be analysed completely",
+        "A block reads variables by name at run time (`locals()`, `globals()`, `vars()`, `eval`, `exec`, frame access), so its inputs cannot be inferred completely.",
+    ),
     # 7xx: sections and the cache-stable prefix
-    Code("E701", "section name used twice", 'Two sections in one file have the same name (the implicit `body` section included).'),
-    Code("E702", "stable section uses a runtime input", 'A section declared `stable` uses a runtime input, so its bytes are not the same on every request. Reported at the use of the input.'),
-    Code("E703", "user_context section but no user message", 'A `user_context` section needs a user message to go into; the prompt has none.'),
-    Code("E704", "malformed section directive", 'A section directive is malformed: `/// section: NAME [stable|dynamic] [system|user_context]`.'),
-    Code("W705", "cache-stable prefix below the provider minimum", "The cache-stable prefix is shorter than the configured provider's minimum cacheable prefix, so the provider will not cache it."),
-    Code("W706", "text that looks dynamic in a stable section", 'Text in a stable section looks like it changes from run to run (a date or time, a UUID, a long hex id, an epoch timestamp, an absolute home path). When it changes, every cached prefix that contains it is lost.'),
-    Code("E707", "stable section contains template code", 'A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.'),
+    Code(
+        "E701",
+        "section name used twice",
+        "Two sections in one file have the same name (the implicit `body` section included).",
+    ),
+    Code(
+        "E702",
+        "stable section uses a runtime input",
+        "A section declared `stable` uses a runtime input, so its bytes are not the same on every request. Reported at the use of the input.",
+    ),
+    Code(
+        "E703",
+        "user_context section but no user message",
+        "A `user_context` section needs a user message to go into; the prompt has none.",
+    ),
+    Code(
+        "E704",
+        "malformed section directive",
+        "A section directive is malformed: `/// section: NAME [stable|dynamic] [system|user_context]`.",
+    ),
+    Code(
+        "W705",
+        "cache-stable prefix below the provider minimum",
+        "The cache-stable prefix is shorter than the configured provider's minimum cacheable prefix, so the provider will not cache it.",
+    ),
+    Code(
+        "W706",
+        "text that looks dynamic in a stable section",
+        "Text in a stable section looks like it changes from run to run (a date or time, a UUID, a long hex id, an epoch timestamp, an absolute home path). When it changes, every cached prefix that contains it is lost.",
+    ),
+    Code(
+        "E707",
+        "stable section contains template code",
+        "A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.",
+    ),
     # 8xx: partials and includes
-    Code("E801", "included file not found", 'An included file does not exist (the hint names the closest partial), or a `std/` name is not a built-in partial.'),
-    Code("E802", "include escapes the source folder", 'An include path is absolute, leaves the source folder with `..`, or is a symlink that points outside it. A prompt source that is such a symlink is not compiled either.'),
-    Code("E803", "include cycle", 'Partials include each other in a cycle; the message shows the chain.'),
-    Code("E804", "partial has separators or file-level directives", 'A partial contains role separators or a prompt-level directive (`flow`, `node`, `param`, `role`).'),
-    Code("E805", "include target is not a partial", '`/// include:` names a prompt (a file whose name does not start with `_`), not a partial.'),
+    Code(
+        "E801",
+        "included file not found",
+        "An included file does not exist (the hint names the closest partial), or a `std/` name is not a built-in partial.",
+    ),
+    Code(
+        "E802",
+        "include escapes the source folder",
+        "An include path is absolute, leaves the source folder with `..`, or is a symlink that points outside it. A prompt source that is such a symlink is not compiled either.",
+    ),
+    Code("E803", "include cycle", "Partials include each other in a cycle; the message shows the chain."),
+    Code(
+        "E804",
+        "partial has separators or file-level directives",
+        "A partial contains role separators or a prompt-level directive (`flow`, `node`, `param`, `role`).",
+    ),
+    Code(
+        "E805",
+        "include target is not a partial",
+        "`/// include:` names a prompt (a file whose name does not start with `_`), not a partial.",
+    ),
     # 9xx: configuration, tokenizer and the output folder
-    Code("E901", "unknown or unavailable tokenizer", 'The configured tokenizer is unknown or not available offline. promptc never falls back to another tokenizer silently.'),
-    Code("E902", "invalid configuration", 'A value in `[tool.promptc]` has the wrong type or an unknown value (a role, a provider).'),
-    Code("W903", "unknown configuration key", '`[tool.promptc]` has a key promptc does not know (the hint names the closest one).'),
-    Code("E904", "cannot write the output folder", 'The output folder could not be written (permissions, a file where the folder should be, disk full). The previous build is unchanged.'),
-    Code("E905", "build/ is stale", '`check --locked`: a file in the output folder differs from what `promptc build` would write, is missing, or should not be there.'),
-    Code("E906", "source folder not found", 'The source folder does not exist.'),
-    Code("E907", "output folder locked by another build", "Another build holds the output folder's lock and did not release it in time. Builds of one output folder never interleave."),
-    Code("E908", "two sources map to the same artifact", 'A source would be written where the manifest goes (`manifest.prompt` at the top of the source folder).'),
-    Code("W909", "symlink loop in the source tree", 'A symlink makes the source tree loop back on itself; the folder already read is skipped.'),
+    Code(
+        "E901",
+        "unknown or unavailable tokenizer",
+        "The configured tokenizer is unknown or not available offline. promptc never falls back to another tokenizer silently.",
+    ),
+    Code(
+        "E902",
+        "invalid configuration",
+        "A value in `[tool.promptc]` has the wrong type or an unknown value (a role, a provider).",
+    ),
+    Code(
+        "W903",
+        "unknown configuration key",
+        "`[tool.promptc]` has a key promptc does not know (the hint names the closest one).",
+    ),
+    Code(
+        "E904",
+        "cannot write the output folder",
+        "The output folder could not be written (permissions, a file where the folder should be, disk full). The previous build is unchanged.",
+    ),
+    Code(
+        "E905",
+        "build/ is stale",
+        "`check --locked`: a file in the output folder differs from what `promptc build` would write, is missing, or should not be there.",
+    ),
+    Code("E906", "source folder not found", "The source folder does not exist."),
+    Code(
+        "E907",
+        "output folder locked by another build",
+        "Another build holds the output folder's lock and did not release it in time. Builds of one output folder never interleave.",
+    ),
+    Code(
+        "E908",
+        "two sources map to the same artifact",
+        "A source would be written where the manifest goes (`manifest.prompt` at the top of the source folder).",
+    ),
+    Code(
+        "W909",
+        "symlink loop in the source tree",
+        "A symlink makes the source tree loop back on itself; the folder already read is skipped.",
+    ),
 )
 
 

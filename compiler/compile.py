@@ -61,7 +61,9 @@ def name_of(rel: str) -> str:
 
 
 def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnostic:
-    return Diagnostic("E901", "error", str(exc), path, Span(0, 0, 1, 1), "set `tokenizer` in [tool.promptc] to cl100k_base")
+    return Diagnostic(
+        "E901", "error", str(exc), path, Span(0, 0, 1, 1), "set `tokenizer` in [tool.promptc] to cl100k_base"
+    )
 
 
 def _check_prefix_minimum(artifact: dict[str, Any], config: Config, src: SourceText) -> list[Diagnostic]:
@@ -107,7 +109,9 @@ def compile_source(
     try:
         tokens = meter(config.tokenizer)
     except TokenizerError as exc:
-        return CompiledPrompt(name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes)
+        return CompiledPrompt(
+            name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes
+        )
     artifact = build_artifact(doc, rel, data, tokens)
     all_diagnostics += tuple(_check_prefix_minimum(artifact, config, src))
     encoded = dumps(artifact)

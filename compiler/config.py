@@ -126,13 +126,16 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return Config(origin=path), [Diagnostic("E902", "error", f"cannot read {pyproject.name}: {exc}", path, Span(0, 0, 1, 1))]
+        return Config(origin=path), [
+            Diagnostic("E902", "error", f"cannot read {pyproject.name}: {exc}", path, Span(0, 0, 1, 1))
+        ]
     table = data.get("tool", {}).get("promptc", {})
     if not isinstance(table, dict):
-        return Config(origin=path), [Diagnostic("E902", "error", "[tool.promptc] must be a table", path, Span(0, 0, 1, 1))]
+        return Config(origin=path), [
+            Diagnostic("E902", "error", "[tool.promptc] must be a table", path, Span(0, 0, 1, 1))
+        ]
     values: dict[str, Any] = {}
     source = SourceText.of(path, pyproject.read_text(encoding="utf-8"))
-    text = source.text
     for key, value in table.items():
         span = _key_span(source, key)
         if key not in _KEYS:

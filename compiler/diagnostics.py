@@ -7,8 +7,9 @@ Only the CLI turns diagnostics into text and exit codes.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Literal
+from typing import Literal
 
 from .codes import CODES
 
@@ -24,7 +25,7 @@ class Span:
     line: int
     col: int
     #: The file this span points into; lets a section mix text from the includer and its partials.
-    src: "SourceText | None" = field(default=None, compare=False, repr=False)
+    src: SourceText | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +37,7 @@ class SourceText:
     line_starts: tuple[int, ...] = field(default=())
 
     @staticmethod
-    def of(path: str, text: str) -> "SourceText":
+    def of(path: str, text: str) -> SourceText:
         starts = [0]
         find = text.find
         pos = find("\n")
@@ -85,7 +86,7 @@ class Diagnostic:
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code, self.message)
 
-    def as_error(self) -> "Diagnostic":
+    def as_error(self) -> Diagnostic:
         return replace(self, severity="error")
 
     def to_json(self) -> dict:
@@ -199,7 +200,9 @@ def _github_escape(value: str, *, prop: bool = False) -> str:
 def render_github(d: Diagnostic) -> str:
     kind = "error" if d.severity == "error" else "warning"
     message = f"[{d.code}] {d.message}" + (f" (hint: {d.hint})" if d.hint else "")
-    props = f"file={_github_escape(d.path, prop=True)},line={d.line},col={d.col},title={_github_escape(d.code, prop=True)}"
+    props = (
+        f"file={_github_escape(d.path, prop=True)},line={d.line},col={d.col},title={_github_escape(d.code, prop=True)}"
+    )
     return f"::{kind} {props}::{_github_escape(message)}"
 
 

@@ -12,7 +12,19 @@ from typing import Any
 from .config import Config
 from .context import Context
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText
-from .nodes import Block, Comment, Directive, Document, Escape, Include, NearSeparator, Placeholder, SectionMarker, Separator, Text
+from .nodes import (
+    Block,
+    Comment,
+    Directive,
+    Document,
+    Escape,
+    Include,
+    NearSeparator,
+    Placeholder,
+    SectionMarker,
+    Separator,
+    Text,
+)
 from .passes.comments import strip_comments as _strip_comments_pass
 from .passes.directives import collect_directives
 from .passes.roles import trim

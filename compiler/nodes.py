@@ -8,7 +8,7 @@ sections. Nothing here does I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from .diagnostics import SourceText, Span
 
@@ -111,13 +111,13 @@ class Spliced:
     """Items of an included partial, with the partial's own source (for spans and diagnostics)."""
 
     source: SourceText
-    items: tuple["Item", ...]
+    items: tuple[Item, ...]
     chain: tuple[str, ...]
 
 
-Item = Union[
-    Text, Escape, NearSeparator, Comment, Directive, Separator, Placeholder, Block, SectionMarker, Include, Spliced
-]
+Item = (
+    Text | Escape | NearSeparator | Comment | Directive | Separator | Placeholder | Block | SectionMarker | Include | Spliced
+)
 
 #: Items that carry message content (everything else is structure or metadata).
 CONTENT_TYPES = (Text, Escape, NearSeparator, Placeholder, Block)

@@ -245,7 +245,9 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
         elif keyword in CLOSERS:
             construct = CLOSERS[keyword]
             if not stack:
-                sink.error("E205", f"`{{% {keyword} %}}` closes nothing", item.span, "remove it, or open the block first")
+                sink.error(
+                    "E205", f"`{{% {keyword} %}}` closes nothing", item.span, "remove it, or open the block first"
+                )
             elif stack[-1][1] != construct:
                 opener, open_construct = stack[-1]
                 sink.error(

@@ -55,7 +55,12 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
         if data.startswith(bom):
             return None, [
                 _byte_diag(
-                    path, data, 0, "E107", f"file is {encoding} encoded; promptc reads UTF-8 only", "save the file as UTF-8"
+                    path,
+                    data,
+                    0,
+                    "E107",
+                    f"file is {encoding} encoded; promptc reads UTF-8 only",
+                    "save the file as UTF-8",
                 )
             ]
     nul = data.find(b"\x00")
@@ -74,7 +79,14 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
         warnings.append(
-            Diagnostic("W103", "warning", "byte order mark dropped", path, Span(0, 0, 1, 1), "save the file as UTF-8 without a BOM")
+            Diagnostic(
+                "W103",
+                "warning",
+                "byte order mark dropped",
+                path,
+                Span(0, 0, 1, 1),
+                "save the file as UTF-8 without a BOM",
+            )
         )
     try:
         text = data.decode("utf-8")

@@ -168,7 +168,11 @@ def test_parallel_compile_matches_serial(project: Path, monkeypatch) -> None:
 
     monkeypatch.chdir(project)
     for i in range(60):
-        write(project, f"prompts_src/p{i:02d}.prompt", f"/// section: s{i} stable\nPrompt {i}.\n/// section: d\n${{x{i}}}\n")
+        write(
+            project,
+            f"prompts_src/p{i:02d}.prompt",
+            f"/// section: s{i} stable\nPrompt {i}.\n/// section: d\n${{x{i}}}\n",
+        )
     monkeypatch.setattr(build_module, "_workers", lambda: 2)
     parallel = build("prompts_src", "par", APPROX, incremental=False)
     monkeypatch.setattr(build_module, "_workers", lambda: 1)

@@ -66,7 +66,11 @@ def test_defines_bind_placeholders_at_build_time(project: Path) -> None:
 
 
 def test_config_from_pyproject_and_flags_win(project: Path) -> None:
-    write(project, "pyproject.toml", '[tool.promptc]\nsrc = "prompts_src"\nout = "dist/prompts"\n[tool.promptc.defines]\nproduct = "Acme"\n')
+    write(
+        project,
+        "pyproject.toml",
+        '[tool.promptc]\nsrc = "prompts_src"\nout = "dist/prompts"\n[tool.promptc.defines]\nproduct = "Acme"\n',
+    )
     write(project, "prompts_src/p.prompt", "About ${product}.\n")
     assert run_promptc("build", cwd=project).returncode == 0
     assert (project / "dist/prompts/p.json").exists()
@@ -83,7 +87,10 @@ def test_json_and_github_formats(project: Path) -> None:
     assert payload["diagnostics"][0]["code"] == "W303"
     assert payload["diagnostics"][0]["path"] == "prompts_src/w.prompt"
     github = run_promptc("check", "--format", "github", cwd=project)
-    assert "::warning file=prompts_src/w.prompt,line=1,col=1,title=W303::[W303] unknown directive `sectoin`" in github.stdout
+    assert (
+        "::warning file=prompts_src/w.prompt,line=1,col=1,title=W303::[W303] unknown directive `sectoin`"
+        in github.stdout
+    )
     strict = run_promptc("check", "--strict", cwd=project)
     assert strict.returncode == 1
 

@@ -135,7 +135,9 @@ CASES = {
     # 8xx
     "E801": _text("/// include: _tone.prompt\nHi\n", partials={"_tones.prompt": "Be kind.\n"}),
     "E802": _text("/// include: ../outside.prompt\nHi\n"),
-    "E803": _text("/// include: _a\nHi\n", partials={"_a.prompt": "/// include: _b\n", "_b.prompt": "/// include: _a\n"}),
+    "E803": _text(
+        "/// include: _a\nHi\n", partials={"_a.prompt": "/// include: _b\n", "_b.prompt": "/// include: _a\n"}
+    ),
     "E804": _text("/// include: _p\nHi\n", partials={"_p.prompt": "----- user -----\nx\n"}),
     "E805": _text("/// include: other\nHi\n", partials={"other.prompt": "x\n"}),
     # 9xx

@@ -21,7 +21,11 @@ def _codes(result) -> list[tuple[str, str]]:
 def test_partial_text_inputs_and_tags_join_the_includer(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project)
     write(project, "prompts_src/shared/_identity.prompt", "/// tag: shared\nYou are ${assistant_name}. /// c\n")
-    write(project, "prompts_src/agents/reviewer.prompt", "/// tag: review\n/// include: ../shared/_identity\nReview ${diff}.\n")
+    write(
+        project,
+        "prompts_src/agents/reviewer.prompt",
+        "/// tag: review\n/// include: ../shared/_identity\nReview ${diff}.\n",
+    )
     result = build("prompts_src", "build", APPROX)
     assert result.ok, result.diagnostics
     artifact = json.loads((project / "build/agents/reviewer.json").read_text())
@@ -87,7 +91,9 @@ def test_cycle_shows_the_chain(project: Path, monkeypatch) -> None:
 
 def test_std_partials_are_built_in(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project)
-    write(project, "prompts_src/a.prompt", "----- system -----\nBe brief.\n/// include: std/env\n----- user -----\nHi\n")
+    write(
+        project, "prompts_src/a.prompt", "----- system -----\nBe brief.\n/// include: std/env\n----- user -----\nHi\n"
+    )
     result = build("prompts_src", "build", APPROX)
     assert result.ok, result.diagnostics
     artifact = json.loads((project / "build/a.json").read_text())

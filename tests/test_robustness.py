@@ -55,7 +55,9 @@ def test_sigkill_at_random_moments_leaves_old_or_new_set(tmp_path: Path) -> None
     sets = {"A": _assert_consistent(tmp_path / "build")}
     _tree(tmp_path, "B", 80)
     started = time.perf_counter()
-    subprocess.run([*command[:-2], "--tokenizer", "approx-bytes/4", "-o", "reference"], cwd=tmp_path, env=env, check=True)
+    subprocess.run(
+        [*command[:-2], "--tokenizer", "approx-bytes/4", "-o", "reference"], cwd=tmp_path, env=env, check=True
+    )
     full_build = time.perf_counter() - started
     sets["B"] = snapshot(tmp_path / "reference")
     current = "A"
@@ -120,7 +122,9 @@ def test_concurrent_builds_take_turns(tmp_path: Path) -> None:
     _tree(tmp_path, "A", 40)
     exe = promptc_executable()
     command = [exe, "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"]
-    processes = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(4)]
+    processes = [
+        subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(4)
+    ]
     outputs = [p.communicate(timeout=120)[0].decode() for p in processes]
     assert [p.returncode for p in processes] == [0, 0, 0, 0], outputs
     _assert_consistent(tmp_path / "build")
@@ -169,7 +173,9 @@ def test_artifacts_do_not_depend_on_the_machine(tmp_path: Path) -> None:
         root = tmp_path / f"checkout-{index}" / ("deep/er" if index else "x")
         names = ["b.prompt", "a.prompt", "sub/c.prompt", "_p.prompt"][::order]
         for name in names:  # files created in a different order: directory listing order differs
-            body = {"_p.prompt": "Shared.\n"}.get(name, f"/// include: {'../' if '/' in name else ''}_p\n{name} ${{x}}\n")
+            body = {"_p.prompt": "Shared.\n"}.get(
+                name, f"/// include: {'../' if '/' in name else ''}_p\n{name} ${{x}}\n"
+            )
             write(root, f"prompts_src/{name}", body)
         env = {**os.environ, "LC_ALL": locale, "TZ": tz, "PYTHONHASHSEED": seed, "USER": user, "HOME": str(root)}
         subprocess.run([promptc_executable(), "build"], cwd=root, env=env, check=True, capture_output=True)

@@ -47,9 +47,9 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
 def test_compiles_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:
     code = (
         "import compiler, compiler.parse as p; "
-        "assert compiler.__file__.startswith(%r), compiler.__file__; "
+        f"assert compiler.__file__.startswith({str(wheel)!r}), compiler.__file__; "
         "print(compiler.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact['inputs'])"
-    ) % str(wheel)
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,

@@ -188,7 +188,7 @@ class _HeaderBuilder:
                         "E304",
                         f"malformed param `{piece}`",
                         d.value_span,
-                        "write `key=value`; quote values that contain commas: `stop=\"a, b\"`",
+                        'write `key=value`; quote values that contain commas: `stop="a, b"`',
                     )
                     continue
                 if name in self.params:
@@ -214,7 +214,9 @@ class _HeaderBuilder:
                 self.inputs, self.inputs_span = [], d.value_span
             for name in names:
                 if not _NAME.match(name):
-                    ctx.report("E304", f"invalid input name `{name}`", d.value_span, "input names are Python identifiers")
+                    ctx.report(
+                        "E304", f"invalid input name `{name}`", d.value_span, "input names are Python identifiers"
+                    )
                 elif name not in self.inputs:
                     self.inputs.append(name)
                     self.input_spans[name] = _name_span(d, name)
@@ -242,7 +244,9 @@ class _HeaderBuilder:
                     f"did you mean `{close}`?",
                 )
             if self.partial:
-                ctx.report("W306", f"metadata `{key}` in a partial is ignored", d.span, "set it in the including prompt")
+                ctx.report(
+                    "W306", f"metadata `{key}` in a partial is ignored", d.span, "set it in the including prompt"
+                )
                 return
             if key in self.metadata:
                 ctx.report("W302", f"metadata `{key}` given twice; the later value wins", d.span, None)

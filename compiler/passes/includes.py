@@ -50,10 +50,14 @@ class _Partial:
 def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:
     """(key, error code, message). `key` is a source-relative path or `std/NAME`."""
     if target.startswith(STD_PREFIX) and not target.endswith(".prompt"):
-        return (target, None, None) if _std_bytes(target[len(STD_PREFIX) :]) is not None else (
-            None,
-            "E801",
-            f"no built-in partial `{target}`; built-ins: {', '.join(std_partials())}",
+        return (
+            (target, None, None)
+            if _std_bytes(target[len(STD_PREFIX) :]) is not None
+            else (
+                None,
+                "E801",
+                f"no built-in partial `{target}`; built-ins: {', '.join(std_partials())}",
+            )
         )
     if target.startswith(("/", "\\")) or (len(target) > 1 and target[1] == ":"):
         return None, "E802", f"include path `{target}` is absolute"
@@ -78,7 +82,7 @@ def _load(ctx: Context, key: str, chain: tuple[str, ...]) -> _Partial:
         return cached
     if key.startswith(STD_PREFIX):
         data = _std_bytes(key[len(STD_PREFIX) :]) or b""
-        display = f"{STD_DISPLAY}/{key[len(STD_PREFIX):]}.prompt"
+        display = f"{STD_DISPLAY}/{key[len(STD_PREFIX) :]}.prompt"
     else:
         data = ctx.tree.files[key]
         display = ctx.tree.display(key)
@@ -108,7 +112,9 @@ def _load(ctx: Context, key: str, chain: tuple[str, ...]) -> _Partial:
     return partial
 
 
-def _expand(items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]) -> tuple[tuple[Item, ...], set[str]]:
+def _expand(
+    items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]
+) -> tuple[tuple[Item, ...], set[str]]:
     out: list[Item] = []
     includes: set[str] = set()
     section: SectionMarker | None = None  # the includer's open section (None: the implicit body)
@@ -166,4 +172,6 @@ def expand_includes(doc: Document, ctx: Context) -> Document:
     if header.declared_inputs is not None:
         header = replace(header, declared_inputs=tuple(merged_inputs))
     header = replace(header, tags=tuple(merged_tags))
-    return replace(doc, items=items, header=header, includes=tuple(sorted(k for k in includes if not k.startswith(STD_PREFIX))))
+    return replace(
+        doc, items=items, header=header, includes=tuple(sorted(k for k in includes if not k.startswith(STD_PREFIX)))
+    )

@@ -50,7 +50,9 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             all_helpers.update(helpers)
             sections.append(replace(section, inputs=inputs, helpers=helpers, has_template=analysis.has_template))
         messages.append(Message(message.role, message.span, tuple(sections)))
-    doc = replace(doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs)))
+    doc = replace(
+        doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs))
+    )
     _check_declared(doc, ctx)
     return doc
 
@@ -79,7 +81,9 @@ def _check_declared(doc: Document, ctx: Context) -> None:
             "E501",
             f"unbound placeholder ${{{name}}}: `{name}` is not a declared input",
             span,
-            f"did you mean `{close}`?" if close else f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})",
+            f"did you mean `{close}`?"
+            if close
+            else f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})",
         )
     spans = dict(doc.header.declared_input_spans)
     for name in declared:

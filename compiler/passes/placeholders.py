@@ -40,7 +40,7 @@ def _check_adjacency(items: list, ctx: Context) -> None:
     placeholder or block, with a character that would join it into an escape or another opener.
     Source text cannot produce this (the lexer would have read the pair differently); a define's
     value or a partial ending without a newline can."""
-    for before, after in zip(items, items[1:]):
+    for before, after in zip(items, items[1:], strict=False):
         if not isinstance(before, (Text, Escape)) or not isinstance(after, (Placeholder, Block)):
             continue
         tail = before.value[-1:]

@@ -12,9 +12,21 @@ from dataclasses import replace
 
 from ..config import ROLES
 from ..context import Context
-from ..nodes import IMPLICIT_SECTION, Block, Document, Escape, Item, Message, NearSeparator, Placeholder, Section, SectionMarker, Separator, Text
+from ..nodes import (
+    IMPLICIT_SECTION,
+    Block,
+    Document,
+    Escape,
+    Item,
+    Message,
+    NearSeparator,
+    Placeholder,
+    Section,
+    SectionMarker,
+    Separator,
+    Text,
+)
 from .directives import did_you_mean
-
 
 
 def _retext(item: Text, start_cut: int, end_cut: int) -> Text:
@@ -96,7 +108,16 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                 seen_sections.setdefault(IMPLICIT_SECTION, 0)
                 place(Section(IMPLICIT_SECTION, None, "system", None, doc.source, tuple(trimmed)))
         elif _has_content(trimmed):
-            place(Section(current.name, current.boundary, current.target, current.span, current.span.src or doc.source, tuple(trimmed)))
+            place(
+                Section(
+                    current.name,
+                    current.boundary,
+                    current.target,
+                    current.span,
+                    current.span.src or doc.source,
+                    tuple(trimmed),
+                )
+            )
         current_items = []
 
     def close_message(next_span) -> None:
@@ -142,7 +163,9 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             )
             item = Text(item.value, item.span)
         if not in_message:
-            if isinstance(item, (Block, Placeholder, Escape, SectionMarker)) or (isinstance(item, Text) and item.value.strip()):
+            if isinstance(item, (Block, Placeholder, Escape, SectionMarker)) or (
+                isinstance(item, Text) and item.value.strip()
+            ):
                 if not reported_preamble:
                     what = "section directive" if isinstance(item, SectionMarker) else "text"
                     ctx.report(

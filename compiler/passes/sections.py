@@ -22,7 +22,12 @@ DISCLAIMER_SECTION = "user_context.disclaimer"
 
 #: Text that changes from run to run and silently busts the cache when it sits in a stable section.
 DYNAMIC_LOOKING = (
-    ("an ISO date", re.compile(r"\b(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-][0-2]\d:?[0-5]\d)?)?\b")),
+    (
+        "an ISO date",
+        re.compile(
+            r"\b(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-][0-2]\d:?[0-5]\d)?)?\b"
+        ),
+    ),
     ("a time of day", re.compile(r"(?<![\d:])(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?![\d:])")),
     ("a UUID", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")),
     ("a long hex id", re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b")),
@@ -81,7 +86,9 @@ def _ordered(sections: list[Section]) -> list[Section]:
 
 
 def _frame(text: str, name: str, doc: Document) -> Section:
-    return Section(name, "stable", USER_CONTEXT, None, doc.source, (Text(text, doc.source.span(0, 0)),), boundary="stable")
+    return Section(
+        name, "stable", USER_CONTEXT, None, doc.source, (Text(text, doc.source.span(0, 0)),), boundary="stable"
+    )
 
 
 def partition_sections(doc: Document, ctx: Context) -> Document:
