@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -131,8 +131,8 @@ def watch_cmd_impl(src, out, debounce, fmt, strict, quiet, defines, tokenizer) -
     click.echo("stopped watching", err=True)
 
 
-# click decorators are applied here rather than stacked on the function so that the shared options
-# come from compiler/cli.py without importing it at module level (it will import this module).
+# The decorators are applied on first access (see `__getattr__`) rather than stacked on the function,
+# so that `common_options` comes from compiler/cli.py without importing it while it imports us.
 def _make_watch_cmd() -> click.Command:
     from .cli import common_options
 
@@ -154,7 +154,7 @@ def _make_watch_cmd() -> click.Command:
 # diff
 
 
-def _usage_error(message: str) -> None:
+def _usage_error(message: str) -> NoReturn:
     click.echo(f"promptc diff: {message}", err=True)
     sys.exit(USAGE_ERROR)
 
@@ -191,6 +191,7 @@ def diff_cmd_impl(old_manifest: str, new_manifest: str | None, fmt: str, fail_on
     whose inputs changed (an added input is breaking), and prompts added or removed. Either manifest
     may be a build folder, and OLD_MANIFEST may be `-` for stdin:
 
+    \b
         git show origin/main:build/manifest.json | promptc diff - --fail-on contract
 
     Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest cannot be read.
@@ -227,9 +228,12 @@ def diff_cmd_impl(old_manifest: str, new_manifest: str | None, fmt: str, fail_on
         sys.exit(1)
 
 
-def _make_diff_cmd() -> click.Command:
-    from .diff import FAIL_KINDS
+#: `compiler.diff.FAIL_KINDS`, spelled out so that registering the command at start-up does not import
+#: the diff module (a test keeps the two equal).
+FAIL_KINDS = ("bust", "contract", "breaking", "removed")
 
+
+def _make_diff_cmd() -> click.Command:
     fn = click.option(
         "--fail-on",
         "fail_on",
@@ -238,8 +242,25 @@ def _make_diff_cmd() -> click.Command:
         help="Exit 1 when a change of this kind exists (repeatable): bust, contract, breaking (added inputs only), removed.",
     )(diff_cmd_impl)
     fn = click.option(
-        "--format", "fmt", type=click.Choice(("text", "json", "github")), default="text", show_default=True, help="Output format."
+        "--format",
+        "fmt",
+        type=click.Choice(("text", "json", "github")),
+        default="text",
+        show_default=True,
+        help="Output format.",
     )(fn)
     fn = click.argument("new_manifest", required=False)(fn)
     fn = click.argument("old_manifest")(fn)
     return click.command("diff")(fn)
+
+
+_COMMANDS = {"watch_cmd": _make_watch_cmd, "diff_cmd": _make_diff_cmd}
+
+
+def __getattr__(name: str) -> click.Command:
+    maker = _COMMANDS.get(name)
+    if maker is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    command = maker()
+    globals()[name] = command  # built once; later lookups do not reach __getattr__
+    return command

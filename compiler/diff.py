@@ -16,8 +16,9 @@ What counts as what:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 #: The kinds of change `--fail-on` can name.
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
@@ -175,7 +176,9 @@ def diff_manifests(old: dict[str, Any], new: dict[str, Any]) -> ManifestDiff:
             busts.append(CacheBust(name, old_prefix, new_prefix or None, _tokens(before), _tokens(after)))
         old_inputs, new_inputs = set(before.get("inputs", [])), set(after.get("inputs", []))
         if old_inputs != new_inputs:
-            contracts.append(ContractChange(name, tuple(sorted(new_inputs - old_inputs)), tuple(sorted(old_inputs - new_inputs))))
+            contracts.append(
+                ContractChange(name, tuple(sorted(new_inputs - old_inputs)), tuple(sorted(old_inputs - new_inputs)))
+            )
         if before.get("sha256") != after.get("sha256"):
             changed.append(name)
     old_tokenizer, new_tokenizer = old.get("tokenizer"), new.get("tokenizer")
@@ -294,5 +297,7 @@ def render_github(diff: ManifestDiff, fail_on: Iterable[str] = (), source_root: 
     for name in diff.removed:
         level = "error" if "removed" in failing else "notice"
         # the file is gone in this revision; an annotation on it would point nowhere
-        lines.append(_annotation(level, "promptc: prompt removed", f"prompt `{name}` was removed; its callers break", None))
+        lines.append(
+            _annotation(level, "promptc: prompt removed", f"prompt `{name}` was removed; its callers break", None)
+        )
     return lines

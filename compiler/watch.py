@@ -16,9 +16,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
@@ -120,6 +121,16 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _in_staging(path: str, out: str, mark: str) -> bool:
+    """Whether `path` is in (or is) one of the build's staging folders, which sit beside `out` as
+    `<out>.promptc-tmp-*` and trade places with it when a build lands."""
+    parent = os.path.dirname(out)
+    if not _under(path, parent) or path == parent:
+        return False
+    first = os.path.relpath(path, parent).split(os.sep, 1)[0]
+    return first.startswith(os.path.basename(out) + mark)
+
+
 class Watcher:
     """Watch `src` and rebuild into `out` on every change.
 
@@ -179,7 +190,7 @@ class Watcher:
 
         self._observer: BaseObserver | None = None
         self._watches: dict[tuple[str, bool], ObservedWatch] = {}
-        self._src_watch_stale = False
+        self._stale_watches: set[str] = set()
         self._thread: threading.Thread | None = None
 
     # -----------------------------------------------------------------------------------------
@@ -189,8 +200,9 @@ class Watcher:
         return os.path.abspath(self.src), os.path.abspath(self.out)
 
     def classify(self, path: str, is_directory: bool) -> str | None:
-        """"config" for a pyproject.toml the watcher reads, "source" for a change that needs a build,
-        None for everything else (the output folder, caches, hidden and editor files, other files)."""
+        """What a changed path means: `"config"` for a pyproject.toml the watcher reads, `"source"` for
+        a change that needs a build, None for the rest (the output folder, caches, hidden and editor
+        files, files that are not `.prompt`)."""
         if not path:
             return None
         path = os.path.abspath(path)
@@ -200,10 +212,7 @@ class Watcher:
             return "config"
         from .build import _TMP_MARK, CACHE_DIR
 
-        if _under(path, out):
-            return None
-        # the build's staging folder and the parked old set sit beside the output folder
-        if os.path.dirname(path) == os.path.dirname(out) and name.startswith(os.path.basename(out) + _TMP_MARK):
+        if _under(path, out) or _in_staging(path, out, _TMP_MARK):
             return None
         if path == src:
             return "source"  # the source folder itself appeared, vanished or moved
@@ -230,7 +239,6 @@ class Watcher:
         kinds = [(path, self.classify(path, event.is_directory)) for path in paths]
         if not any(kind for _, kind in kinds):
             return
-        src = os.path.abspath(self.src)
         with self._cond:
             now = time.monotonic()
             if not (self._changes or self._config_changed):
@@ -241,17 +249,43 @@ class Watcher:
                     self._config_changed = True
                 elif kind == "source":
                     self._changes.add(os.path.abspath(path))
-                    if os.path.abspath(path) == src and event.event_type in ("deleted", "moved"):
-                        # the recursive watch died with its folder; re-add it when the folder is back
-                        self._src_watch_stale = True
+            if event.is_directory and event.event_type in ("deleted", "moved"):
+                # a watch on that folder died with it; `_sync_watches` re-adds it if the folder comes back
+                self._stale_watches.add(os.path.abspath(paths[0]))
             self._cond.notify_all()
 
     # -----------------------------------------------------------------------------------------
     # The observer
 
+    def _tree_watches(self, folder: str, out: str) -> list[tuple[str, bool]]:
+        """Watches covering `folder` but never the output folder. Usually one recursive watch; when
+        the output folder lies inside, the folders on the way down to it are watched one level deep
+        and their other subfolders recursively. Watching the output folder would not only be noise:
+        the build swaps it with its staging folder (renameat2 RENAME_EXCHANGE), which watchdog's
+        recursive inotify bookkeeping does not survive (its reader thread dies on a KeyError)."""
+        from .build import _TMP_MARK
+
+        if not _under(out, folder) or out == folder:
+            return [(folder, True)]
+        watches = [(folder, False)]
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return watches
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            path = os.path.join(folder, entry.name)
+            if not is_dir or entry.name.startswith(".") or path == out or _in_staging(path, out, _TMP_MARK):
+                continue
+            watches += self._tree_watches(path, out)
+        return watches
+
     def _desired_watches(self) -> list[tuple[str, bool]]:
-        src, _ = self._paths()
-        wanted = [(src, True)] if os.path.isdir(src) else []
+        src, out = self._paths()
+        wanted = self._tree_watches(src, out) if os.path.isdir(src) else []
         # the source folder's parent, to see the folder itself created, deleted or renamed
         anchors = {os.path.dirname(src), *self._config_dirs}
         wanted += [(folder, False) for folder in sorted(anchors) if os.path.isdir(folder)]
@@ -273,12 +307,11 @@ class Watcher:
         observer = self._observer
         if observer is None:
             return
-        src, _ = self._paths()
         with self._cond:
-            stale, self._src_watch_stale = self._src_watch_stale, False
+            stale, self._stale_watches = self._stale_watches, set()
         wanted = set(self._desired_watches())
         for key in list(self._watches):
-            if key not in wanted or (stale and key == (src, True)):
+            if key not in wanted or key[0] in stale:
                 watch = self._watches.pop(key)
                 try:
                     observer.unschedule(watch)
@@ -299,9 +332,12 @@ class Watcher:
         for key in sorted(wanted - self._watches.keys()):
             folder, recursive = key
             try:
-                self._watches[key] = observer.schedule(self._handler, folder, recursive=recursive, event_filter=event_filter)
-            except OSError:
+                self._watches[key] = observer.schedule(
+                    self._handler, folder, recursive=recursive, event_filter=event_filter
+                )
+            except (FileNotFoundError, NotADirectoryError):
                 continue  # vanished between the check and the call; the next build tries again
+            # any other OSError (the inotify watch limit) propagates: a watcher that cannot watch must say so
 
     def _open(self) -> None:
         from watchdog.events import FileSystemEventHandler
@@ -348,7 +384,9 @@ class Watcher:
             self._building = True
             return batch
 
-    def _build(self, changes: tuple[str, ...] = (), config_changed: bool = False, *, initial: bool = False) -> WatchBuild:
+    def _build(
+        self, changes: tuple[str, ...] = (), config_changed: bool = False, *, initial: bool = False
+    ) -> WatchBuild:
         started = time.perf_counter()
         result = None
         exception: BaseException | None = None
@@ -356,6 +394,8 @@ class Watcher:
             if config_changed and self.config_loader is not None:
                 config, diagnostics = self.config_loader()
                 self.config, self.config_diagnostics = config, tuple(diagnostics)
+                if Path(config.out) != self.out:
+                    self._artifact_names = None  # a new output folder: nothing was removed from it
                 self.src, self.out = Path(config.src), Path(config.out)
             self._sync_watches()
             builder = self._builder
@@ -463,6 +503,12 @@ class Watcher:
             return self._count
 
     @property
+    def pending(self) -> tuple[str, ...]:
+        """Changes recorded and not yet built (pyproject.toml included), sorted."""
+        with self._cond:
+            return tuple(sorted(self._changes)) + ((CONFIG_NAME,) if self._config_changed else ())
+
+    @property
     def last(self) -> WatchBuild | None:
         with self._cond:
             return self._last
@@ -541,7 +587,13 @@ def watch(
 
     def handler(signum: int, frame: object) -> None:
         if os.getpid() != owner:
-            return  # a forked build worker inherited this handler; let the parent decide
+            # A forked build worker inherited this handler. Ctrl-C reaches the whole process group:
+            # the worker ignores it and the parent decides. SIGTERM is how multiprocessing.Pool stops
+            # its workers, so it must still kill the worker (ignoring it hangs the pool's exit).
+            if signum == signal.SIGTERM:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+            return
         raise _Stop(signum)
 
     previous: dict[int, Any] = {}
@@ -555,7 +607,7 @@ def watch(
             watcher.join()
         except (_Stop, KeyboardInterrupt):
             try:
-                watcher.stop()
+                watcher.stop(timeout=None)  # let a running build land; a second signal stops waiting
             except (_Stop, KeyboardInterrupt):
                 return  # a second Ctrl-C: do not wait for the build
         else:

@@ -78,6 +78,7 @@ class WatchProcess:
             stderr=subprocess.STDOUT,
             text=True,
             bufsize=1,
+            start_new_session=True,  # its own process group, so a test can Ctrl-C it like a terminal does
         )
         self.lines: list[str] = []
         self._lock = threading.Lock()
@@ -124,9 +125,17 @@ class WatchProcess:
         finally:
             self._reader.join(TIMEOUT)
 
+    def interrupt_group(self) -> int:
+        """Ctrl-C as a terminal sends it: to the whole process group, build workers included."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            return self.proc.wait(TIMEOUT)
+        finally:
+            self._reader.join(TIMEOUT)
+
     def kill(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the group: forked build workers too
             self.proc.wait(TIMEOUT)
 
 
@@ -201,6 +210,30 @@ def test_watch_exits_cleanly_on_sigterm(project: Path, start_watch) -> None:
     watch = start_watch("prompts_src", "-o", "build")
     watch.wait_for_output("built 1 prompt in ")
     assert watch.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in watch.output
+
+
+def test_watch_with_a_process_pool(project: Path, start_watch) -> None:
+    # Enough prompts for the build to compile them in forked workers. The workers inherit watch's
+    # signal handlers: SIGTERM must still stop them (multiprocessing.Pool ends its workers with it,
+    # and waits), and Ctrl-C sent to the whole group must not leave tracebacks behind.
+    from compiler.build import PARALLEL_THRESHOLD
+
+    count = PARALLEL_THRESHOLD + 12
+    for i in range(count):
+        write(project, f"prompts_src/p{i:03}.prompt", f"You are assistant {i}. Be kind.\n")
+    watch = start_watch("prompts_src")
+    watch.wait_for_output(f"built {count} prompts in ")
+    for word in ("gentle", "patient"):
+        mark = watch.mark()
+        for i in range(count):
+            save(project / f"prompts_src/p{i:03}.prompt", f"You are assistant {i}. Be {word}.\n")
+        expected = f"Be {word}."
+        wait_until(lambda e=expected: all(e in (content(project / "build", f"p{i:03}") or "") for i in range(count)))
+        watch.wait_for_output(" 0 errors", mark)
+    for i in range(count):
+        (project / f"prompts_src/p{i:03}.prompt").write_text(f"You are assistant {i}. Be brief.\n")
+    assert watch.interrupt_group() == 0
     assert "Traceback" not in watch.output
 
 
