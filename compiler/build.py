@@ -25,11 +25,12 @@ from .config import Config
 from .context import SourceTree
 from .diagnostics import Diagnostic, Span, has_errors, ordered
 from .emit import dumps
+from .progress import progress
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "promptc.manifest/1"
 CACHE_DIR = ".promptc-cache"
-_TMP_MARK = ".promptc-tmp-"
+STAGING_MARK = ".promptc-tmp-"
 
 
 @dataclass
@@ -234,12 +235,21 @@ def compile_many(rels: list[str], tree: SourceTree, config: Config, *, jobs: int
         _WORKER_STATE.update(tree=tree, config=config, partials=partials)
         try:
             ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(jobs) as pool:
+            with ctx.Pool(jobs) as pool, progress(len(rels)) as bar:
                 chunk = max(8, len(rels) // (jobs * 8))
-                return pool.map(_compile_one, rels, chunksize=chunk)
+                compiled = []
+                for prompt in pool.imap(_compile_one, rels, chunksize=chunk):
+                    compiled.append(prompt)
+                    bar.advance()
+                return compiled
         finally:
             _WORKER_STATE.clear()
-    return [compile_source(rel, tree.files[rel], config, tree, partials) for rel in rels]
+    with progress(len(rels)) as bar:
+        compiled = []
+        for rel in rels:
+            compiled.append(compile_source(rel, tree.files[rel], config, tree, partials))
+            bar.advance()
+        return compiled
 
 
 def compile_tree(tree: SourceTree, config: Config) -> list[CompiledPrompt]:
@@ -515,7 +525,7 @@ def _exchange(a: Path, b: Path) -> None:
             raise OSError(err, os.strerror(err), str(b))
     # No atomic exchange on this platform: two renames; the window between them is recovered by
     # `_recover` at the start of the next build.
-    parked = b.with_name(f"{b.name}{_TMP_MARK}old")
+    parked = b.with_name(f"{b.name}{STAGING_MARK}old")
     os.rename(b, parked)
     os.rename(a, b)
     os.rename(parked, a)
@@ -524,10 +534,10 @@ def _exchange(a: Path, b: Path) -> None:
 def _recover(out: Path) -> None:
     """Undo what a killed build left behind: a parked old set (non-Linux two-rename swap) and
     staging folders."""
-    parked = out.with_name(f"{out.name}{_TMP_MARK}old")
+    parked = out.with_name(f"{out.name}{STAGING_MARK}old")
     if not out.exists() and parked.is_dir():
         os.rename(parked, out)
-    for leftover in out.parent.glob(f"{out.name}{_TMP_MARK}*"):
+    for leftover in out.parent.glob(f"{out.name}{STAGING_MARK}*"):
         shutil.rmtree(leftover, ignore_errors=True)
 
 
@@ -618,7 +628,7 @@ def write_output(out: Path, files: dict[str, bytes], keep: list[str] = ()) -> bo
     if _same_output(out, files, list(keep)):
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f"{out.name}{_TMP_MARK}{os.getpid()}")
+    staging = out.with_name(f"{out.name}{STAGING_MARK}{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()

@@ -117,8 +117,6 @@ def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer) -> None:
             sys.exit(reporter.emit([*config_diags, *preview.diagnostics], preview.source_count, summary="build failed"))
     result = build(config.src, config.out, config)
     diagnostics = [*config_diags, *result.diagnostics]
-    if result.ok and any(d.severity == "error" for d in diagnostics):
-        diagnostics = list(diagnostics)
     state = "unchanged" if result.unchanged else ("written" if result.written else "not written")
     summary = f"build {state}: {len(result.prompts)} prompt{'s' if len(result.prompts) != 1 else ''} → {config.out}"
     if not result.ok:

@@ -210,9 +210,9 @@ class Watcher:
         name = os.path.basename(path)
         if name == CONFIG_NAME and os.path.dirname(path) in self._config_dirs:
             return "config"
-        from .build import _TMP_MARK, CACHE_DIR
+        from .build import STAGING_MARK, CACHE_DIR
 
-        if _under(path, out) or _in_staging(path, out, _TMP_MARK):
+        if _under(path, out) or _in_staging(path, out, STAGING_MARK):
             return None
         if path == src:
             return "source"  # the source folder itself appeared, vanished or moved
@@ -263,7 +263,7 @@ class Watcher:
         and their other subfolders recursively. Watching the output folder would not only be noise:
         the build swaps it with its staging folder (renameat2 RENAME_EXCHANGE), which watchdog's
         recursive inotify bookkeeping does not survive (its reader thread dies on a KeyError)."""
-        from .build import _TMP_MARK
+        from .build import STAGING_MARK
 
         if not _under(out, folder) or out == folder:
             return [(folder, True)]
@@ -278,7 +278,7 @@ class Watcher:
             except OSError:
                 continue
             path = os.path.join(folder, entry.name)
-            if not is_dir or entry.name.startswith(".") or path == out or _in_staging(path, out, _TMP_MARK):
+            if not is_dir or entry.name.startswith(".") or path == out or _in_staging(path, out, STAGING_MARK):
                 continue
             watches += self._tree_watches(path, out)
         return watches
