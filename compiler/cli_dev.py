@@ -42,7 +42,11 @@ def _plural(count: int, word: str) -> str:
 def _watch_summary(record: Any) -> str:
     """`[12:01:02] rebuilt 1 prompt in 14 ms` (the reporter appends the error and warning counts)."""
     verb = "built" if record.initial else "rebuilt"
-    text = f"[{_stamp(record.finished_at)}] {verb} {_plural(record.compiled, 'prompt')}"
+    total = len(record.result.prompts) if record.result is not None else 0
+    if record.compiled == 0 and not record.removed and total:
+        text = f"[{_stamp(record.finished_at)}] {_plural(total, 'prompt')} up to date"
+    else:
+        text = f"[{_stamp(record.finished_at)}] {verb} {_plural(record.compiled, 'prompt')}"
     if record.removed:
         text += f", removed {_plural(len(record.removed), 'artifact')}"
     text += f" in {record.duration * 1000:.0f} ms"
