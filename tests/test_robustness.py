@@ -227,3 +227,87 @@ def test_every_construct_unterminated_at_end_of_file(source: str) -> None:
     result = compile_text(source, config=APPROX)
     for d in result.diagnostics:
         assert d.line == 1 and 1 <= d.col <= len(source) + 1
+
+
+def test_watch_under_churn_ends_identical_to_a_clean_build(tmp_path: Path) -> None:
+    """Hundreds of rapid edits, renames, deletions and broken saves across many files: once the
+    watcher is idle, its output is byte-identical to a clean build of the final sources."""
+    from compiler.watch import Watcher
+
+    rng = random.Random(11)
+    src, out = tmp_path / "prompts_src", tmp_path / "build"
+    names = [f"d{i % 4}/p{i:02d}.prompt" for i in range(24)]
+    for name in names:
+        write(src.parent, f"prompts_src/{name}", f"Prompt {name} v0 ${{x}}\n")
+    watcher = Watcher(src, out, APPROX, debounce=0.02).start()
+    try:
+        assert watcher.wait_for_build(timeout=30, after=0) is not None
+        for step in range(400):
+            name = rng.choice(names)
+            path = src / name
+            action = rng.random()
+            if action < 0.7:
+                text = f"Prompt {name} v{step} ${{x}} {{% if a %}}{{{{ a }}}}{{% endif %}}\n"
+                if rng.random() < 0.1:
+                    text = "broken {{ oops\n"  # a save in the middle of typing
+                temp = path.with_name(path.name + ".tmp")
+                temp.parent.mkdir(parents=True, exist_ok=True)
+                temp.write_text(text)
+                os.replace(temp, path)  # editors save by rename
+            elif action < 0.85 and path.exists():
+                path.unlink()
+            else:
+                write(src.parent, f"prompts_src/{name}", f"Recreated {name} {step}\n")
+            if step % 50 == 0:
+                time.sleep(0.05)
+        for name in names:  # end in a state where every source compiles
+            path = src / name
+            if path.exists() and "broken" in path.read_text():
+                write(src.parent, f"prompts_src/{name}", f"Fixed {name}\n")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.5)  # let the kernel deliver the last events
+            if watcher.wait_idle(timeout=30) and not watcher.pending:
+                break
+    finally:
+        watcher.stop()
+    clean = build(src, tmp_path / "clean", APPROX, incremental=False)
+    assert clean.ok, clean.diagnostics
+    assert snapshot(out) == snapshot(tmp_path / "clean")
+
+
+def test_file_deleted_while_the_build_reads_the_tree(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    write(project, "prompts_src/b.prompt", "B\n")
+    real_open = open
+
+    def deleting_open(path, *args, **kwargs):
+        if str(path).endswith("b.prompt"):
+            os.unlink(path)  # another process removes it between the listing and the read
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(build_module, "open", deleting_open, raising=False)
+    result = build("prompts_src", "build", APPROX)
+    assert [(d.path, d.code) for d in result.diagnostics] == [("prompts_src/b.prompt", "E106")]
+    assert not (project / "build").exists()
+
+
+@pytest.mark.parametrize("text", ["", "/// only a comment\n/// and a directive-looking: line\n", "\n\n  \n"])
+def test_empty_or_comment_only_file_warns_and_builds(project: Path, monkeypatch, text: str) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/empty.prompt", text)
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok and [d.code for d in result.diagnostics] == ["W403"]
+    assert json.loads((project / "build/empty.json").read_text())["messages"] == []
+
+
+def test_a_1mb_line_and_a_100000_line_file_compile() -> None:
+    from compiler.compile import compile_source
+
+    one_line = ("word " * 200_000 + "${x}\n").encode()
+    lines = "".join(f"line {i} /// note\n" if i % 10 else f"line {i} ${{v{i % 7}}}\n" for i in range(100_000)).encode()
+    for data in (one_line, lines):
+        assert len(data) > 1_000_000
+        result = compile_source("big.prompt", data, APPROX)
+        assert result.ok, result.diagnostics[:3]
