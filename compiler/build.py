@@ -16,13 +16,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .compile import CompiledPrompt, compile_source
 from .config import Config
-from .context import SourceTree
+from .context import LazyFiles, SourceTree
 from .diagnostics import Diagnostic, Span, has_errors, ordered
 from .emit import dumps
 from .progress import progress
@@ -48,7 +49,9 @@ class BuildResult:
     #: output paths an incremental build keeps as they are (their artifacts were reused)
     keep: list[str] = field(default_factory=list)
     fingerprint: str = ""
-    shas: dict[str, str] = field(default_factory=dict)
+    tree: SourceTree | None = None
+    #: the incremental cache as loaded (source → entry), to carry reused entries over unchanged
+    state: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -75,17 +78,32 @@ def _display_root(src: Path) -> str:
     return Path(rel).as_posix()
 
 
-def read_tree(src: Path, out: Path | None = None) -> tuple[SourceTree, list[Diagnostic]]:
-    """Read every `*.prompt` under `src` into memory, in sorted order.
+#: A file whose recorded mtime is this close to the end of the build that recorded it is read
+#: again next time: it may have changed within the same timestamp tick ("racily clean", as git
+#: calls it).
+RACY_WINDOW_NS = 2_000_000_000
 
-    Symlinks are followed only while they stay inside the source folder; a directory reached twice
-    (a symlink loop) is skipped with a warning.
+
+def read_tree(
+    src: Path, out: Path | None = None, known: dict[str, list] | None = None, known_at_ns: int = 0
+) -> tuple[SourceTree, list[Diagnostic]]:
+    """Read every `*.prompt` under `src`, in sorted order.
+
+    `known` maps paths to [size, mtime_ns, inode, sha256] from the last build: a file whose stat
+    still matches (and was not modified just before that build) is not read now; its bytes are
+    read later only if a compile needs them. Symlinks are followed only while they stay inside the
+    source folder; a directory reached twice (a symlink loop) is skipped with a warning.
     """
     diagnostics: list[Diagnostic] = []
     root_display = _display_root(src)
     root_real = os.path.realpath(src)
     out_real = os.path.realpath(out) if out is not None else None
     files: dict[str, bytes] = {}
+    deferred: dict[str, str] = {}
+    shas: dict[str, str] = {}
+    stats: dict[str, list[int]] = {}
+    known = known or {}
+    trust_before = known_at_ns - RACY_WINDOW_NS
     outside: dict[str, str] = {}
     seen_dirs: set[str] = set()
     stack: list[tuple[str, str]] = [(str(src), "")]
@@ -144,8 +162,18 @@ def read_tree(src: Path, out: Path | None = None) -> tuple[SourceTree, list[Diag
                     outside[rel] = target
                     continue
             try:
-                with open(path, "rb") as handle:
-                    files[rel] = handle.read()
+                st = os.stat(path)
+                stat = [st.st_size, st.st_mtime_ns, st.st_ino]
+                record = known.get(rel)
+                if record is not None and record[:3] == stat and stat[1] < trust_before:
+                    deferred[rel] = path
+                    shas[rel] = record[3]
+                else:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                    files[rel] = data
+                    shas[rel] = hashlib.sha256(data).hexdigest()
+                stats[rel] = stat
             except FileNotFoundError:
                 diagnostics.append(
                     Diagnostic(
@@ -169,7 +197,10 @@ def read_tree(src: Path, out: Path | None = None) -> tuple[SourceTree, list[Diag
                     )
                 )
         stack.extend(reversed(subfolders))
-    return SourceTree(files=dict(sorted(files.items())), outside=outside, root_display=root_display), diagnostics
+    tree = SourceTree(
+        files=LazyFiles(files, deferred), outside=outside, root_display=root_display, shas=shas, stats=stats
+    )
+    return tree, diagnostics
 
 
 def is_partial(rel: str) -> bool:
@@ -300,9 +331,15 @@ def _collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnos
 def compiler_fingerprint(config: Config) -> str:
     """Changes whenever anything that can change artifact bytes changes: the compiler's own files
     (code, grammar, built-in partials, data), its version, and the config."""
+    return hashlib.sha256(f"{_package_digest()}\0{config.fingerprint()}".encode()).hexdigest()
+
+
+@cache
+def _package_digest() -> str:
+    # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
     from .parse import grammar_text
 
-    digest = hashlib.sha256(f"{__version__}\0{config.fingerprint()}".encode())
+    digest = hashlib.sha256(__version__.encode())
     digest.update(grammar_text().encode())
     package = Path(__file__).resolve().parent
     for path in sorted(package.rglob("*")):
@@ -315,20 +352,23 @@ def _state_path(out: Path) -> Path:
     return out.parent / CACHE_DIR / f"{out.name}.state.json"
 
 
-def _load_state(out: Path, fingerprint: str) -> dict[str, Any]:
+def _load_state(out: Path, fingerprint: str) -> tuple[dict[str, Any], dict[str, list], int]:
+    """(artifact entries, source file records, when they were recorded) — empty when stale."""
     import orjson
 
     try:
         state = orjson.loads(_state_path(out).read_bytes())
     except (OSError, ValueError):
-        return {}
+        return {}, {}, 0
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
-        return {}
-    entries = state.get("entries")
-    return entries if isinstance(entries, dict) else {}
+        return {}, {}, 0
+    entries, files, saved = state.get("entries"), state.get("files"), state.get("saved_ns")
+    if not isinstance(entries, dict) or not isinstance(files, dict) or not isinstance(saved, int):
+        return {}, {}, 0
+    return entries, files, saved
 
 
-def _output_stat(path: Path) -> list[int] | None:
+def _output_stat(path: Path | str) -> list[int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -336,14 +376,23 @@ def _output_stat(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def _save_state(out: Path, fingerprint: str, prompts: list[CompiledPrompt], shas: dict[str, str]) -> None:
+def _save_state(
+    out: Path, fingerprint: str, prompts: list[CompiledPrompt], tree: SourceTree, previous: dict[str, Any]
+) -> None:
     import orjson
 
+    shas = tree.shas
+    files = {rel: [*stat, shas[rel]] for rel, stat in tree.stats.items() if rel in shas}
+
     entries = {}
+    base = str(out)
     for prompt in prompts:
         if prompt.summary is None or prompt.artifact_sha256 is None or has_errors(prompt.diagnostics):
             continue
-        stat = _output_stat(out / f"{prompt.name}.json")
+        if prompt.reused and prompt.source in previous:
+            entries[prompt.source] = previous[prompt.source]  # hard-linked: same inode, size, mtime
+            continue
+        stat = _output_stat(os.path.join(base, f"{prompt.name}.json"))
         if stat is None:
             continue
         entries[prompt.source] = {
@@ -359,7 +408,8 @@ def _save_state(out: Path, fingerprint: str, prompts: list[CompiledPrompt], shas
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(orjson.dumps({"fingerprint": fingerprint, "entries": entries}))
+        state = {"fingerprint": fingerprint, "saved_ns": time.time_ns(), "files": files, "entries": entries}
+        tmp.write_bytes(orjson.dumps(state))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)  # the cache is an optimisation; never fail a build over it
@@ -379,7 +429,7 @@ def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
     from .compile import name_of
 
     name = name_of(rel)
-    if _output_stat(out / f"{name}.json") != entry.get("stat"):
+    if _output_stat(os.path.join(out, f"{name}.json")) != entry.get("stat"):
         return None  # the file in the output folder is not the one this cache describes
     try:
         warnings = tuple(_diag_from_state(row) for row in entry["warnings"])
@@ -441,7 +491,9 @@ def compile_project(
             )
         )
         return result
-    tree, diagnostics = read_tree(src, out)
+    fingerprint = compiler_fingerprint(config) if (incremental and out is not None) else ""
+    state, known, known_at = _load_state(out, fingerprint) if (fingerprint and out is not None) else ({}, {}, 0)
+    tree, diagnostics = read_tree(src, out, known, known_at)
     for rel in tree.outside:
         if not is_partial(rel):
             diagnostics.append(
@@ -455,9 +507,7 @@ def compile_project(
                 )
             )
     rels = [rel for rel in tree.files if not is_partial(rel)]
-    shas = {rel: hashlib.sha256(data).hexdigest() for rel, data in tree.files.items()}
-    fingerprint = compiler_fingerprint(config) if (incremental and out is not None) else ""
-    state = _load_state(out, fingerprint) if (fingerprint and out is not None) else {}
+    shas = tree.shas
     reused: dict[str, CompiledPrompt] = {}
     for rel in rels:
         entry = state.get(rel)
@@ -478,7 +528,18 @@ def compile_project(
     result.prompts = prompts
     result.source_count = len(tree.files)
     result.fingerprint = fingerprint
-    result.shas = shas
+    result.tree = tree
+    result.state = state
+    for rel in getattr(tree.files, "failed", ()):
+        diagnostics.append(
+            Diagnostic(
+                "E106",
+                "error",
+                "cannot read file: it vanished while the build ran",
+                tree.display(rel),
+                Span(0, 0, 1, 1),
+            )
+        )
     for prompt in prompts:
         diagnostics.extend(prompt.diagnostics)
     diagnostics.extend(_collisions(prompts, tree))
@@ -538,7 +599,49 @@ def _recover(out: Path) -> None:
     if not out.exists() and parked.is_dir():
         os.rename(parked, out)
     for leftover in out.parent.glob(f"{out.name}{STAGING_MARK}*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+        _discard(leftover, out)
+
+
+def _discard(folder: Path, out: Path) -> None:
+    """Move a folder into the cache's trash (one rename) and delete it in the background.
+
+    Deleting a few thousand files and folders takes far longer than building them when only one
+    prompt changed; the folder is already out of the way, so nobody needs to wait for it."""
+    trash = out.parent / CACHE_DIR / "trash"
+    try:
+        trash.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, trash / f"{out.name}-{os.getpid()}-{time.monotonic_ns()}")
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    _empty_trash(trash)
+
+
+_EMPTYING: set[str] = set()
+
+
+def _empty_trash(trash: Path) -> None:
+    """Delete the trash in a daemon thread. A process that exits first leaves the rest for the next
+    build; entries are unique names, so two processes emptying one trash do not collide."""
+    import threading
+
+    key = str(trash)
+    if key in _EMPTYING:
+        return
+    _EMPTYING.add(key)
+
+    def run() -> None:
+        try:
+            for _ in range(3):  # pick up what another build moved in meanwhile
+                entries = list(trash.iterdir()) if trash.is_dir() else []
+                if not entries:
+                    break
+                for entry in entries:
+                    shutil.rmtree(entry, ignore_errors=True)
+        finally:
+            _EMPTYING.discard(key)
+
+    threading.Thread(target=run, name="promptc-trash", daemon=True).start()
 
 
 def list_output(out: Path) -> list[str]:
@@ -612,7 +715,7 @@ def _write_file(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-def _place(source: Path, target: Path) -> None:
+def _place(source: str, target: str) -> None:
     """Hard-link an unchanged artifact into the new set (no copy); copy where links are refused."""
     try:
         os.link(source, target)
@@ -632,25 +735,27 @@ def write_output(out: Path, files: dict[str, bytes], keep: list[str] = ()) -> bo
     shutil.rmtree(staging, ignore_errors=True)
     try:
         staging.mkdir()
-        made = {staging}
+        made = {""}
+        old_base, new_base = str(out), str(staging)
+
+        def ensure_folder(rel: str) -> str:
+            folder = rel.rpartition("/")[0]
+            if folder not in made:
+                os.makedirs(os.path.join(new_base, folder), exist_ok=True)
+                made.add(folder)
+            return os.path.join(new_base, rel)
+
         for rel in keep:
-            target = staging / rel
-            if target.parent not in made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                made.add(target.parent)
-            _place(out / rel, target)
+            _place(os.path.join(old_base, rel), ensure_folder(rel))
         for rel, data in files.items():
-            target = staging / rel
-            if target.parent not in made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                made.add(target.parent)
-            _write_file(target, data)
+            _write_file(Path(ensure_folder(rel)), data)
         if out.is_dir():
-            _exchange(staging, out)
+            _exchange(staging, out)  # staging now holds the old set
         else:
             os.rename(staging, out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging.exists():
+            _discard(staging, out)
     return True
 
 
@@ -693,7 +798,7 @@ def build(
             result.written = write_output(out, result.files, result.keep)
             result.unchanged = not result.written
             if result.fingerprint:
-                _save_state(out, result.fingerprint, result.prompts, result.shas)
+                _save_state(out, result.fingerprint, result.prompts, result.tree, result.state)
     except TimeoutError as exc:
         result.diagnostics.append(
             Diagnostic("E907", "error", str(exc), str(out), None, "wait for the other build to finish")

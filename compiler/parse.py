@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .diagnostics import DiagnosticSink, SourceText
+from .diagnostics import DiagnosticSink, SourceText, Span
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 
 PLACEHOLDER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
@@ -111,6 +111,7 @@ def _block(kind: str, value: str, start: int, src: SourceText, sink: DiagnosticS
 
 
 _OPENER_CLOSE = {"${": "}", "{{": "}}", "{#": "#}", "{%": "%}"}
+_TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY"))
 
 
 def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item]:
@@ -119,10 +120,12 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
     text_end = -1
     text = src.text
 
+    text_line = text_col = 0
+
     def flush() -> None:
         nonlocal text_start
         if text_start != -1:
-            items.append(Text(text[text_start:text_end], src.span(text_start, text_end)))
+            items.append(Text(text[text_start:text_end], Span(text_start, text_end, text_line, text_col, src)))
             text_start = -1
 
     for tok in tokens:
@@ -130,9 +133,9 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
         start = tok.start_pos
         value = tok.value
         end = start + len(value)
-        if kind in ("TEXT", "NEWLINE", "STRAY"):
+        if kind in _TEXT_KINDS:
             if text_start == -1:
-                text_start = start
+                text_start, text_line, text_col = start, tok.line, tok.column
             text_end = end
             continue
         flush()
@@ -263,18 +266,41 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
     unclosed(" before the end of the file")
 
 
-def parse(src: SourceText, sink: DiagnosticSink) -> tuple[Item, ...]:
+@cache
+def _lexer():
+    """Lark's lexer for the grammar's terminals, in the grammar's priorities: the same tokens the
+    LALR parser consumes, built once (Lark's own `Lark.lex` rebuilds it on every call)."""
+    from lark.lexer import BasicLexer
+
+    return BasicLexer(parser().lexer_conf)
+
+
+def tokens(text: str, *, full_parse: bool = False):
+    """The grammar's tokens for `text`.
+
+    The grammar's only rule, `start: _item*`, accepts every sequence of items, so an LALR parse
+    can never reject anything and its parse tree is just the token list: the default path runs
+    Lark's lexer alone, three times faster. `full_parse=True` runs the LALR parser, and
+    tests/test_parse.py checks that both give the same tokens and that the grammar stays flat.
+    """
+    if full_parse:
+        return parser().parse(text).children
+    from lark.lexer import LexerThread
+
+    return LexerThread.from_text(_lexer(), text).lex(None)
+
+
+def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) -> tuple[Item, ...]:
     """Parse a normalised source into items. Errors go to `sink`; the result is always usable."""
     from lark.exceptions import LarkError
 
     try:
-        tree = parser().parse(src.text)
+        items = _tokens_to_items(tokens(src.text, full_parse=full_parse), src, sink)
     except (LarkError, RecursionError) as exc:  # the grammar accepts any text; keep a net anyway
         line = getattr(exc, "line", 1) or 1
         col = getattr(exc, "column", 1) or 1
         offset = src.line_starts[min(line, len(src.line_starts)) - 1] + col - 1
         sink.error("E200", f"cannot parse the file: {type(exc).__name__}", src.span(offset), None)
         return ()
-    items = _tokens_to_items(tree.children, src, sink)
     _check_nesting(items, sink)
     return tuple(items)

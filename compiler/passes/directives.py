@@ -50,6 +50,8 @@ def did_you_mean(word: str, candidates, *, limit: int | None = None) -> str | No
     best = None
     best_distance = limit + 1
     for candidate in sorted(candidates):
+        if abs(len(candidate) - len(word)) > limit:
+            continue  # the distance is at least the difference in length
         distance = edit_distance(word, candidate)
         if distance < best_distance and candidate != word:
             best, best_distance = candidate, distance

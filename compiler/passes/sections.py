@@ -59,6 +59,9 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
     return replace(section, boundary=boundary)
 
 
+_LINT = re.compile("|".join(f"(?P<k{i}>{pattern.pattern})" for i, (_, pattern) in enumerate(DYNAMIC_LOOKING)))
+
+
 def _lint_stable_text(section: Section, ctx: Context) -> None:
     for item in section.items:
         if not isinstance(item, Text) or item.span.src is None:
@@ -66,19 +69,17 @@ def _lint_stable_text(section: Section, ctx: Context) -> None:
         # A define's value stands where its placeholder was; only lint text the author wrote.
         if item.span.end - item.span.start != len(item.value):
             continue
-        covered: list[tuple[int, int]] = []  # a datetime's time part is not reported again as a time
-        for what, pattern in DYNAMIC_LOOKING:
-            for match in pattern.finditer(item.value):
-                if any(a <= match.start() and match.end() <= b for a, b in covered):
-                    continue
-                covered.append((match.start(), match.end()))
-                start = item.span.start + match.start()
-                ctx.report(
-                    "W706",
-                    f"stable section `{section.name}` contains {what} (`{match.group(0)}`)",
-                    item.span.src.span(start, start + len(match.group(0))),
-                    "text that changes busts the prompt cache; move it to a dynamic section or an input",
-                )
+        # One pass with every pattern: leftmost match wins, so a datetime is reported once, not
+        # again as a time of day.
+        for match in _LINT.finditer(item.value):
+            what = DYNAMIC_LOOKING[int(match.lastgroup[1:])][0]
+            start = item.span.start + match.start()
+            ctx.report(
+                "W706",
+                f"stable section `{section.name}` contains {what} (`{match.group(0)}`)",
+                item.span.src.span(start, start + len(match.group(0))),
+                "text that changes busts the prompt cache; move it to a dynamic section or an input",
+            )
 
 
 def _ordered(sections: list[Section]) -> list[Section]:
