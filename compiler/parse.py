@@ -77,15 +77,16 @@ def parser():
 # ---------------------------------------------------------------------------------------------
 
 
-def _block(kind: str, value: str, start: int, src: SourceText, sink: DiagnosticSink) -> Block | None:
+def _block(kind: str, value: str, start: int, line: int, col: int, src: SourceText, sink: DiagnosticSink) -> Block | None:
     open_len = 2
     inner = value[2:-2]
     trim_left = inner.startswith("-")
     trim_right = inner.endswith("-") and len(inner) > (1 if trim_left else 0)
     code_start = start + open_len + (1 if trim_left else 0)
     code = inner[(1 if trim_left else 0) : len(inner) - (1 if trim_right else 0)]
-    span = src.span(start, start + len(value))
-    code_span = src.span(code_start, code_start + len(code))
+    span = Span(start, start + len(value), line, col, src)
+    # the code starts on the opener's line: `{{` or `{{-` holds no newline
+    code_span = Span(code_start, code_start + len(code), line, col + (code_start - start), src)
     if kind != "stmt" and ("\n" in value) and (_SEPARATOR.search(value) or _SECTION_DIRECTIVE.search(value)):
         sink.error(
             "E207",
@@ -184,7 +185,7 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
             else:
                 items.append(Placeholder(name, span))
         elif kind in ("EXPR_BLOCK", "EXEC_BLOCK", "STMT_BLOCK"):
-            block = _block(kind[:4].lower(), value, start, src, sink)
+            block = _block(kind[:4].lower(), value, start, tok.line, tok.column, src, sink)
             items.append(block if block is not None else Text(value, src.span(start, end)))
         elif kind == "UNTERMINATED":
             closer = _OPENER_CLOSE[value]

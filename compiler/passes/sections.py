@@ -20,20 +20,52 @@ USER_CONTEXT = "user_context"
 INTRO_SECTION = "user_context.intro"
 DISCLAIMER_SECTION = "user_context.disclaimer"
 
-#: Text that changes from run to run and silently busts the cache when it sits in a stable section.
-DYNAMIC_LOOKING = (
+#: Text that changes from run to run and silently busts the cache when it sits in a stable section:
+#: (what, pattern, characters that may not stand right before or after a match). Every pattern
+#: starts with a literal or a character class, so the regex engine scans for it in C; the
+#: boundaries are checked on the rare matches instead of with lookbehinds, which would make the
+#: engine try every position.
+DYNAMIC_LOOKING: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "an ISO date",
         re.compile(
-            r"\b(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-][0-2]\d:?[0-5]\d)?)?\b"
+            r"(?:19|20)\d\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+            r"(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-][0-2]\d:?[0-5]\d)?)?"
         ),
+        "0123456789",
     ),
-    ("a time of day", re.compile(r"(?<![\d:])(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?![\d:])")),
-    ("a UUID", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")),
-    ("a long hex id", re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b")),
-    ("an epoch timestamp", re.compile(r"(?<![\d.])1[5-9]\d{8}(?:\d{3})?(?![\d.])")),
-    ("an absolute home path", re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\Users\\)[A-Za-z0-9._-]+")),
+    ("a time of day", re.compile(r"[0-2]\d:[0-5]\d:[0-5]\d"), "0123456789:"),
+    (
+        "a UUID",
+        re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+        "0123456789abcdefABCDEF-",
+    ),
+    ("a long hex id", re.compile(r"[0-9a-f]{16,}"), "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+    ("an epoch timestamp", re.compile(r"1[5-9]\d{8}(?:\d{3})?"), "0123456789."),
+    ("an absolute home path", re.compile(r"/(?:home|Users)/[A-Za-z0-9._-]+"), ""),
+    ("an absolute home path", re.compile(r"[A-Za-z]:\\Users\\[A-Za-z0-9._-]+"), ""),
 )
+_HEX_LETTER = re.compile(r"[a-f]")
+_DIGIT = re.compile(r"\d")
+
+
+def dynamic_looking(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, what) of every run-to-run value in `text`, leftmost first, never overlapping."""
+    found: list[tuple[int, int, str]] = []
+    for what, pattern, fence in DYNAMIC_LOOKING:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if fence and ((start and text[start - 1] in fence) or (end < len(text) and text[end] in fence)):
+                continue
+            if what == "a long hex id" and not (_HEX_LETTER.search(match.group()) and _DIGIT.search(match.group())):
+                continue  # all digits is a number, all letters a word
+            found.append((start, end, what))
+    found.sort()
+    kept: list[tuple[int, int, str]] = []
+    for item in found:
+        if not kept or item[0] >= kept[-1][1]:  # a datetime's time part is not a second finding
+            kept.append(item)
+    return kept
 
 
 def _resolve_boundary(section: Section, ctx: Context) -> Section:
@@ -59,9 +91,6 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
     return replace(section, boundary=boundary)
 
 
-_LINT = re.compile("|".join(f"(?P<k{i}>{pattern.pattern})" for i, (_, pattern) in enumerate(DYNAMIC_LOOKING)))
-
-
 def _lint_stable_text(section: Section, ctx: Context) -> None:
     for item in section.items:
         if not isinstance(item, Text) or item.span.src is None:
@@ -69,15 +98,12 @@ def _lint_stable_text(section: Section, ctx: Context) -> None:
         # A define's value stands where its placeholder was; only lint text the author wrote.
         if item.span.end - item.span.start != len(item.value):
             continue
-        # One pass with every pattern: leftmost match wins, so a datetime is reported once, not
-        # again as a time of day.
-        for match in _LINT.finditer(item.value):
-            what = DYNAMIC_LOOKING[int(match.lastgroup[1:])][0]
-            start = item.span.start + match.start()
+        for start, end, what in dynamic_looking(item.value):
+            offset = item.span.start + start
             ctx.report(
                 "W706",
-                f"stable section `{section.name}` contains {what} (`{match.group(0)}`)",
-                item.span.src.span(start, start + len(match.group(0))),
+                f"stable section `{section.name}` contains {what} (`{item.value[start:end]}`)",
+                item.span.src.span(offset, offset + end - start),
                 "text that changes busts the prompt cache; move it to a dynamic section or an input",
             )
 
