@@ -226,7 +226,18 @@ def _compile_one(rel: str) -> CompiledPrompt:
     tree, config = _WORKER_STATE["tree"], _WORKER_STATE["config"]
     result = compile_source(rel, tree.files[rel], config, tree, _WORKER_STATE["partials"])
     # Send back bytes, not the dict: pickling the artifact twice would cost more than compiling it.
-    return replace(result, artifact=None)
+    return _spool(replace(result, artifact=None), _WORKER_STATE.get("spool"))
+
+
+def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
+    """Write the artifact into the spool folder and drop its bytes from memory: a 20,000-prompt
+    build would otherwise hold every artifact until the end."""
+    if spool is None or prompt.data is None:
+        return prompt
+    path = os.path.join(spool, f"{prompt.name}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write_file(Path(path), prompt.data)
+    return replace(prompt, data=None, spooled=path)
 
 
 _WORKER_STATE: dict[str, Any] = {}
@@ -247,9 +258,12 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def compile_many(rels: list[str], tree: SourceTree, config: Config, *, jobs: int | None = None) -> list[CompiledPrompt]:
+def compile_many(
+    rels: list[str], tree: SourceTree, config: Config, *, jobs: int | None = None, spool: str | None = None
+) -> list[CompiledPrompt]:
     """Compile prompts, on every core when there are enough of them. Output order is `rels` order,
-    and each artifact's bytes do not depend on which process compiled it."""
+    and each artifact's bytes do not depend on which process compiled it. With `spool`, artifacts
+    go to files in that folder as they are made instead of staying in memory."""
     partials: dict = {}
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
@@ -260,10 +274,10 @@ def compile_many(rels: list[str], tree: SourceTree, config: Config, *, jobs: int
 
         parser()  # load once here; forked workers inherit it
         try:
-            meter(config.tokenizer)
+            meter(config.tokenizer).encoder()
         except TokenizerError:
             pass  # each compile reports it as a diagnostic
-        _WORKER_STATE.update(tree=tree, config=config, partials=partials)
+        _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
         try:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(jobs) as pool, progress(len(rels)) as bar:
@@ -278,7 +292,7 @@ def compile_many(rels: list[str], tree: SourceTree, config: Config, *, jobs: int
     with progress(len(rels)) as bar:
         compiled = []
         for rel in rels:
-            compiled.append(compile_source(rel, tree.files[rel], config, tree, partials))
+            compiled.append(_spool(compile_source(rel, tree.files[rel], config, tree, partials), spool))
             bar.advance()
         return compiled
 
@@ -458,6 +472,36 @@ def _last_good(prompt: CompiledPrompt, previous: dict[str, Any], out: Path) -> C
     return replace(prompt, summary=summary, artifact_sha256=entry.get("sha256"), reused=True, data=None)
 
 
+def _preload_token_counts(out: Path, rels: list[str], config: Config) -> None:
+    """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
+    rebuild after an edit that leaves the texts alone (a comment, a directive) or changes one
+    section never loads the tokenizer for the rest."""
+    import orjson
+
+    from .compile import name_of
+    from .meter import TokenizerError, meter
+
+    if _read_manifest(out).get("tokenizer") != config.tokenizer:
+        return
+    try:
+        counter = meter(config.tokenizer)
+    except TokenizerError:
+        return
+    for rel in rels:
+        try:
+            artifact = orjson.loads((out / f"{name_of(rel)}.json").read_bytes())
+            counts = {}
+            for message in artifact["messages"]:
+                counts[message["content"]] = message["tokens"]
+                for block in message["blocks"]:
+                    counts[block["text"]] = block["tokens"]
+                    for section in block["sections"]:
+                        counts[section["text"]] = section["tokens"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        counter.preload(counts)
+
+
 def _read_manifest(out: Path) -> dict[str, Any]:
     import orjson
 
@@ -475,8 +519,9 @@ def compile_project(
     *,
     incremental: bool = False,
     keep_last_good: bool = False,
+    spool: str | None = None,
 ) -> BuildResult:
-    """Read and compile everything; no writing. `files` holds the bytes of every artifact compiled
+    """Read and compile everything; no writing (but artifacts go to `spool` files when given). `files` holds the bytes of every artifact compiled
     in this run plus the manifest; `keep` names artifacts reused from the output folder as they are."""
     result = BuildResult()
     if not src.is_dir():
@@ -520,7 +565,11 @@ def compile_project(
             prompt = _reuse(rel, entry, out)
             if prompt is not None:
                 reused[rel] = prompt
-    fresh = iter(compile_many([rel for rel in rels if rel not in reused], tree, config))
+    to_compile = [rel for rel in rels if rel not in reused]
+    if out is not None and incremental and 0 < len(to_compile) < PARALLEL_THRESHOLD:
+        _preload_token_counts(out, to_compile, config)
+    use_spool = spool if len(to_compile) >= PARALLEL_THRESHOLD else None
+    fresh = iter(compile_many(to_compile, tree, config, spool=use_spool))
     prompts = [reused[rel] if rel in reused else next(fresh) for rel in rels]
     if keep_last_good and out is not None:
         previous = _read_manifest(out).get("artifacts", {})
@@ -547,7 +596,9 @@ def compile_project(
     if result.ok or keep_last_good:
         writable = [p for p in prompts if p.artifact_sha256 is not None]
         result.manifest = manifest_for(writable, config)
-        files = {f"{p.name}.json": p.data for p in writable if p.data is not None and not p.reused}
+        files = {
+            f"{p.name}.json": p.data or Path(p.spooled) for p in writable if not p.reused and (p.data or p.spooled)
+        }
         files[MANIFEST] = dumps(result.manifest)
         result.files = dict(sorted(files.items()))
         result.keep = sorted(f"{p.name}.json" for p in writable if p.reused)
@@ -703,7 +754,7 @@ def _same_output(out: Path, files: dict[str, bytes], keep: list[str]) -> bool:
         return False
     for rel, data in files.items():
         try:
-            if (out / rel).read_bytes() != data:
+            if (out / rel).read_bytes() != (data.read_bytes() if isinstance(data, Path) else data):
                 return False
         except OSError:
             return False
@@ -723,7 +774,7 @@ def _place(source: str, target: str) -> None:
         shutil.copyfile(source, target)
 
 
-def write_output(out: Path, files: dict[str, bytes], keep: list[str] = ()) -> bool:
+def write_output(out: Path, files: dict[str, bytes | Path], keep: list[str] = ()) -> bool:
     """Replace `out` with exactly `files` plus the `keep` files already in it, atomically.
     Returns False (and touches nothing) when `out` already holds exactly that."""
     if out.exists() and not out.is_dir():
@@ -748,7 +799,10 @@ def write_output(out: Path, files: dict[str, bytes], keep: list[str] = ()) -> bo
         for rel in keep:
             _place(os.path.join(old_base, rel), ensure_folder(rel))
         for rel, data in files.items():
-            _write_file(Path(ensure_folder(rel)), data)
+            if isinstance(data, Path):
+                os.rename(data, ensure_folder(rel))  # already written to the spool
+            else:
+                _write_file(Path(ensure_folder(rel)), data)
         if out.is_dir():
             _exchange(staging, out)  # staging now holds the old set
         else:
@@ -789,10 +843,19 @@ def build(
     """
     src, out = Path(src), Path(out)
     config = config or Config()
-    result = compile_project(src, config, out, incremental=incremental and write, keep_last_good=keep_last_good)
-    if not write or result.manifest is None:
-        return result
+    spool = out.parent / CACHE_DIR / f"{out.name}.spool-{os.getpid()}" if write else None
+    result = BuildResult()
     try:
+        result = compile_project(
+            src,
+            config,
+            out,
+            incremental=incremental and write,
+            keep_last_good=keep_last_good,
+            spool=str(spool) if spool is not None else None,
+        )
+        if not write or result.manifest is None:
+            return result
         with output_lock(out):
             _recover(out)
             result.written = write_output(out, result.files, result.keep)
@@ -805,6 +868,9 @@ def build(
         )
     except OSError as exc:
         result.diagnostics.append(_write_error(out, exc))
+    finally:
+        if spool is not None and spool.exists():
+            _discard(spool, out)
     return result
 
 

@@ -30,6 +30,8 @@ class CompiledPrompt:
     artifact_sha256: str | None = None
     #: True when the artifact was not compiled in this build but taken from the output folder
     reused: bool = False
+    #: where the build's spool holds the artifact's bytes, when it does not keep them in memory
+    spooled: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -112,7 +114,12 @@ def compile_source(
         return CompiledPrompt(
             name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes
         )
-    artifact = build_artifact(doc, rel, data, tokens)
+    try:
+        artifact = build_artifact(doc, rel, data, tokens)
+    except TokenizerError as exc:
+        return CompiledPrompt(
+            name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes
+        )
     all_diagnostics += tuple(_check_prefix_minimum(artifact, config, src))
     encoded = dumps(artifact)
     return CompiledPrompt(

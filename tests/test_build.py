@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,32 @@ def test_missing_source_folder(project: Path, monkeypatch, bad: str) -> None:
     result = build(bad, "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E906"]
     assert not (project / "build").exists()
+
+
+def test_comment_only_edit_rebuilds_without_loading_the_tokenizer(project: Path) -> None:
+    """Counts of unchanged texts come from the previous artifact; tiktoken is not even imported."""
+    write(project, "prompts_src/a.prompt", "/// section: s stable\nStable text.\n/// section: d\nHello ${x}.\n")
+    write(project, "prompts_src/b.prompt", "B\n")
+    code = (
+        "import sys\n"
+        "if sys.argv[1] == 'blocked': sys.modules['tiktoken'] = None  # any import of it now fails\n"
+        "from compiler.build import build\n"
+        "r = build('prompts_src', 'build')\n"
+        "print(r.ok, [d.code for d in r.diagnostics], [p.name for p in r.prompts if not p.reused])\n"
+    )
+
+    def run(mode: str) -> str:
+        result = subprocess.run([sys.executable, "-c", code, mode], cwd=project, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert run("normal") == "True [] ['a', 'b']"
+    time.sleep(0.01)
+    write(
+        project,
+        "prompts_src/a.prompt",
+        "/// a new comment\n/// section: s stable\nStable text.\n/// section: d\nHello ${x}.\n",
+    )
+    assert run("blocked") == "True [] ['a']"
+    write(project, "prompts_src/a.prompt", "/// section: s stable\nChanged text.\n/// section: d\nHello ${x}.\n")
+    assert "E901" in run("blocked")  # a new text does need the tokenizer: proof the block works
