@@ -190,7 +190,8 @@ def render_text(d: Diagnostic) -> str:
     return "\n".join(lines)
 
 
-def _github_escape(value: str, *, prop: bool = False) -> str:
+def github_escape(value: str, *, prop: bool = False) -> str:
+    """Escape a value for a GitHub Actions workflow command (`prop`: a property like file=)."""
     value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     if prop:
         value = value.replace(":", "%3A").replace(",", "%2C")
@@ -201,9 +202,9 @@ def render_github(d: Diagnostic) -> str:
     kind = "error" if d.severity == "error" else "warning"
     message = f"[{d.code}] {d.message}" + (f" (hint: {d.hint})" if d.hint else "")
     props = (
-        f"file={_github_escape(d.path, prop=True)},line={d.line},col={d.col},title={_github_escape(d.code, prop=True)}"
+        f"file={github_escape(d.path, prop=True)},line={d.line},col={d.col},title={github_escape(d.code, prop=True)}"
     )
-    return f"::{kind} {props}::{_github_escape(message)}"
+    return f"::{kind} {props}::{github_escape(message)}"
 
 
 def summary_line(diagnostics: Iterable[Diagnostic], files: int | None = None) -> str:

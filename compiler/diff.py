@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .diagnostics import github_escape
+
 #: The kinds of change `--fail-on` can name.
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
 DIFF_SCHEMA = "promptc.diff/1"
@@ -255,16 +257,9 @@ def render_text(diff: ManifestDiff) -> str:
     return "\n".join(lines)
 
 
-def _escape(value: str, *, prop: bool = False) -> str:
-    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if prop:
-        value = value.replace(":", "%3A").replace(",", "%2C")
-    return value
-
-
 def _annotation(level: str, title: str, message: str, file: str | None) -> str:
-    props = f"file={_escape(file, prop=True)}," if file else ""
-    return f"::{level} {props}title={_escape(title, prop=True)}::{_escape(message)}"
+    props = f"file={github_escape(file, prop=True)}," if file else ""
+    return f"::{level} {props}title={github_escape(title, prop=True)}::{github_escape(message)}"
 
 
 def render_github(diff: ManifestDiff, fail_on: Iterable[str] = (), source_root: str | None = None) -> list[str]:
