@@ -75,7 +75,16 @@ def _config(src: str | None, out: str | None, defines: tuple[str, ...] = (), **o
         values["src"] = src
     if out is not None:
         values["out"] = out
+    context = click.get_current_context(silent=True)
+    provider = context.meta.get("promptc.provider") if context is not None else None
+    if provider is not None:
+        values["provider"] = provider
     config = replace(config, **values)
+    from .config import validate
+
+    problem = validate(config)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--provider")
     return with_defines(config, _parse_defines(defines)), diagnostics
 
 
@@ -89,6 +98,15 @@ def common_options(fn: Callable) -> Callable:
     fn = click.option("--tokenizer", default=None, help="Tokenizer for metering (default from config: cl100k_base).")(
         fn
     )
+    # Kept in the click context rather than passed as a parameter, so every command that takes the
+    # common options gets it without changing its signature.
+    fn = click.option(
+        "--provider",
+        default=None,
+        expose_value=False,
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__("promptc.provider", value),
+        help="Check prefixes against this provider's minimum (anthropic, openai, gemini:pro, ...).",
+    )(fn)
     return fn
 
 

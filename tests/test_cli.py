@@ -119,3 +119,16 @@ def test_cli_runner_wiring(project: Path, monkeypatch) -> None:
     result = runner.invoke(main, ["check", "--tokenizer", "nope"])
     assert result.exit_code == 1
     assert "error[E901]: unknown tokenizer `nope`" in result.output
+
+
+def test_provider_flag_checks_prefix_minimums(project: Path) -> None:
+    write(project, "prompts_src/short.prompt", "A short stable prompt.\n")
+    assert run_promptc("check", "--strict", cwd=project).returncode == 0
+    warned = run_promptc("check", "--provider", "anthropic:haiku", cwd=project)
+    assert warned.returncode == 0
+    assert (
+        "warning[W705]: cache-stable prefix is 5 tokens (22 chars); anthropic:haiku caches prefixes of at least 2048 tokens"
+        in warned.stdout
+    )
+    unknown = run_promptc("check", "--provider", "nope", cwd=project)
+    assert unknown.returncode == 2 and "unknown provider `nope`" in unknown.stderr
