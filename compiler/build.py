@@ -774,43 +774,136 @@ def _place(source: str, target: str) -> None:
         shutil.copyfile(source, target)
 
 
-def write_output(out: Path, files: dict[str, bytes | Path], keep: list[str] = ()) -> bool:
+def _shadow_path(out: Path) -> Path:
+    return out.parent / CACHE_DIR / f"{out.name}.shadow"
+
+
+def write_output(
+    out: Path, files: dict[str, bytes | Path], keep: list[str] = (), shas: dict[str, str] | None = None
+) -> bool:
     """Replace `out` with exactly `files` plus the `keep` files already in it, atomically.
-    Returns False (and touches nothing) when `out` already holds exactly that."""
+    Returns False (and touches nothing) when `out` already holds exactly that.
+
+    The new set is assembled in a staging folder and swapped in with one atomic exchange. The
+    exchanged-out old set is kept as a *shadow* (`.promptc-cache/<out>.shadow`): the next build
+    brings the shadow up to date instead of creating a whole new tree, because creating hundreds
+    of folders and links costs far more than the one artifact a watch rebuild changes. `shas`
+    (sha256 of every `keep` file) says which shadow files are already right."""
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "a file stands where the output folder should be", str(out))
     if _same_output(out, files, list(keep)):
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f"{out.name}{STAGING_MARK}{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    shadow = _shadow_path(out)
+    dirty = shadow.with_name(shadow.name + ".dirty")
+    reuse = shas is not None and out.is_dir() and shadow.is_dir() and not dirty.exists()
+    if reuse:
+        staging = shadow
+    else:
+        if shadow.exists():  # left half-updated by a build that died: start from scratch
+            _discard(shadow, out)
+        dirty.unlink(missing_ok=True)
+        staging = out.with_name(f"{out.name}{STAGING_MARK}{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
     try:
-        staging.mkdir()
-        made = {""}
-        old_base, new_base = str(out), str(staging)
-
-        def ensure_folder(rel: str) -> str:
-            folder = rel.rpartition("/")[0]
-            if folder not in made:
-                os.makedirs(os.path.join(new_base, folder), exist_ok=True)
-                made.add(folder)
-            return os.path.join(new_base, rel)
-
-        for rel in keep:
-            _place(os.path.join(old_base, rel), ensure_folder(rel))
-        for rel, data in files.items():
-            if isinstance(data, Path):
-                os.rename(data, ensure_folder(rel))  # already written to the spool
-            else:
-                _write_file(Path(ensure_folder(rel)), data)
+        if reuse:
+            dirty.touch()
+            _update_shadow(staging, out, files, keep, shas or {})
+        else:
+            _fill_staging(staging, out, files, keep)
         if out.is_dir():
-            _exchange(staging, out)  # staging now holds the old set
+            _exchange(staging, out)  # staging now holds the old set, complete
+            if staging != shadow:
+                shadow.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(staging, shadow)
+            dirty.unlink(missing_ok=True)
         else:
             os.rename(staging, out)
     finally:
-        if staging.exists():
+        if staging != shadow and staging.exists():
             _discard(staging, out)
     return True
+
+
+def _fill_staging(staging: Path, out: Path, files: dict[str, bytes | Path], keep: list[str]) -> None:
+    staging.mkdir()
+    made = {""}
+    old_base, new_base = str(out), str(staging)
+
+    def ensure_folder(rel: str) -> str:
+        folder = rel.rpartition("/")[0]
+        if folder not in made:
+            os.makedirs(os.path.join(new_base, folder), exist_ok=True)
+            made.add(folder)
+        return os.path.join(new_base, rel)
+
+    for rel in keep:
+        _place(os.path.join(old_base, rel), ensure_folder(rel))
+    for rel, data in files.items():
+        if isinstance(data, Path):
+            os.rename(data, ensure_folder(rel))  # already written to the spool
+        else:
+            _write_file(Path(ensure_folder(rel)), data)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return sa.st_ino == sb.st_ino and sa.st_dev == sb.st_dev
+
+
+def _file_sha(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _update_shadow(
+    shadow: Path, out: Path, files: dict[str, bytes | Path], keep: list[str], shas: dict[str, str]
+) -> None:
+    """Make the shadow hold exactly the new set. Files are only ever replaced (new file, then an
+    atomic rename), never rewritten in place: a shadow file may be a hard link of a live one."""
+    base, live = str(shadow), str(out)
+    existing = set(list_output(shadow))
+    wanted = {*files, *keep}
+    emptied: set[str] = set()
+    for rel in existing - wanted:
+        os.unlink(os.path.join(base, rel))
+        emptied.add(rel.rpartition("/")[0])
+
+    def replace_with(rel: str, produce) -> None:
+        target = os.path.join(base, rel)
+        folder = os.path.dirname(target)
+        if rel.rpartition("/")[0] not in existing_folders:
+            os.makedirs(folder, exist_ok=True)
+            existing_folders.add(rel.rpartition("/")[0])
+        temporary = f"{target}.promptc-new"
+        produce(temporary)
+        os.replace(temporary, target)
+
+    existing_folders = {rel.rpartition("/")[0] for rel in existing} | {""}
+    for rel in keep:
+        source, target = os.path.join(live, rel), os.path.join(base, rel)
+        if rel in existing and (_same_file(source, target) or _file_sha(target) == shas.get(rel)):
+            continue  # already the right bytes (usually the very same inode)
+        replace_with(rel, lambda temporary, source=source: _place(source, temporary))
+    for rel, data in files.items():
+        if isinstance(data, Path):
+            replace_with(rel, lambda temporary, data=data: os.rename(data, temporary))
+        else:
+            replace_with(rel, lambda temporary, data=data: _write_file(Path(temporary), data))
+    for folder in sorted(emptied - {""}, key=len, reverse=True):  # a deleted source's folders go too
+        path = os.path.join(base, folder)
+        while path != base:
+            try:
+                os.rmdir(path)
+            except OSError:
+                break
+            path = os.path.dirname(path)
 
 
 def _write_error(out: Path, exc: OSError) -> Diagnostic:
@@ -858,7 +951,8 @@ def build(
             return result
         with output_lock(out):
             _recover(out)
-            result.written = write_output(out, result.files, result.keep)
+            shas = {entry["path"]: entry["sha256"] for entry in result.manifest["artifacts"].values()}
+            result.written = write_output(out, result.files, result.keep, shas)
             result.unchanged = not result.written
             if result.fingerprint:
                 _save_state(out, result.fingerprint, result.prompts, result.tree, result.state)
