@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -256,8 +257,6 @@ def test_successive_incremental_builds_stay_identical_to_clean_builds(project: P
                     handle.write(b"{}")
         result = build("prompts_src", "build", APPROX)
         assert result.ok
-        clean = build("prompts_src", "clean", APPROX, incremental=False)
+        assert build("prompts_src", "clean", APPROX, incremental=False).ok
         assert snapshot(project / "build") == snapshot(project / "clean"), f"step {step}"
-        import shutil
-
         shutil.rmtree(project / "clean")
