@@ -92,19 +92,23 @@ CASES: list[Case] = [
         "a b",
     ),
     # A walrus in an `if` test always runs, so its target is bound after the whole statement.
-    case("walrus-in-if-test", "{% if (m := find()) %}{% endif %}{{ m }}", "", "find"),
+    case("walrus-in-if-test", "{% if (m := find()) %}.{% endif %}{{ m }}", "", "find"),
     # A walrus in an earlier test is visible in a later `elif` test.
-    case("walrus-visible-in-elif", "{% if (m := find()) %}{% elif m %}{% endif %}", "", "find"),
+    case("walrus-visible-in-elif", "{% if (m := find()) %}.{% elif m %}.{% endif %}", "", "find"),
     # The `for` target is bound inside the body.
     case("for-target-in-body", "{% for i in items %}{{ i }}{% endfor %}", "items"),
     # A `for` loop may run zero times: its target is not definite after it.
-    case("for-target-after-loop", "{% for i in items %}{% endfor %}{{ i }}", "items i"),
+    case("for-target-after-loop", "{% for i in items %}.{% endfor %}{{ i }}", "items i"),
     # Assignments in a loop body are not definite after the loop (zero iterations).
     case("for-body-assign-after", "{% for i in xs %}{# y = i #}{% endfor %}{{ y }}", "xs y"),
+    # Names read inside a loop body are inputs like any other.
+    case("read-inside-for-body", "{% for i in xs %}{{ i }}{{ y }}{% endfor %}", "xs y"),
+    # …also inside a Python `for` in a `{# #}` block.
+    case("read-inside-python-for", "{#\nfor i in xs:\n    out = z\n#}", "xs z"),
     # Tuple targets unpack into several bound names.
     case("for-tuple-target", "{% for k, v in d.items() %}{{ k }}={{ v }}{% endfor %}", "d"),
     # for … else: the else clause runs unless a `break` left the loop; with no break it always runs.
-    case("for-else-no-break", "{% for x in xs %}{% else %}{# z = 1 #}{% endfor %}{{ z }}", "xs"),
+    case("for-else-no-break", "{% for x in xs %}.{% else %}{# z = 1 #}{% endfor %}{{ z }}", "xs"),
     # With a reachable `break` the else clause may be skipped.
     case(
         "for-else-with-break",
@@ -113,6 +117,10 @@ CASES: list[Case] = [
     ),
     # `while` may run zero times too.
     case("while-body-assign", "{% while n %}{# m = 1 #}{% endwhile %}{{ m }}", "n m"),
+    # A `while` test runs at least once, so its walrus target is bound in the body and after the loop.
+    case(
+        "walrus-in-while-test", "{% while (line := next_line()) %}{{ line }}{% endwhile %}{{ line }}", "", "next_line"
+    ),
     # A `del` in a loop body unbinds the name for the next iteration's reads.
     case("del-in-loop", "{# x = 1 #}{% for i in xs %}{{ x }}{# del x #}{% endfor %}", "xs x"),
     # Lambda parameters are local to the lambda; other names in its body are free.
@@ -187,8 +195,14 @@ CASES: list[Case] = [
     case("global-top-level", "{# global g\ng = 1 #}{{ g }}{# global k #}{{ k }}", "k"),
     # `global gg` inside a def always reads the module globals, i.e. the context.
     case("global-in-def", "{# def f():\n    global gg\n    return gg #}", "gg"),
-    # `nonlocal q` in a def reads the template's q, which is never assigned.
-    case("nonlocal-in-def", "{# def f():\n    nonlocal q\n    return q #}", "q"),
+    # `nonlocal q` reads the template's q, assigned only after the def: conservatively an input.
+    case("nonlocal-in-def", "{# def f():\n    nonlocal q\n    return q\nq = 1 #}{{ f() }}", "q"),
+    # `nonlocal n` refers to the enclosing def's n, never to an input.
+    case(
+        "nonlocal-nested-def",
+        "{# def outer():\n    n = 0\n    def inner():\n        nonlocal n\n        n += 1\n#}",
+        "",
+    ),
     # Augmented assignment reads the name before writing it.
     case("augassign-undefined", "{# g += 1 #}", "g"),
     # The right-hand side is evaluated before the name is bound.
@@ -219,6 +233,25 @@ CASES: list[Case] = [
     ),
     # `continue` skips the rest of the body: `w` may stay unassigned.
     case("continue", "{#\nfor i in xs:\n    if i:\n        continue\n    w = i\n#}{{ w }}", "xs w"),
+    # Leaving an `except … as e` handler by `break` deletes e too.
+    case(
+        "break-from-handler-deletes-name",
+        "{#\nfor i in xs:\n    e = 1\n    try:\n        pass\n    except E as e:\n        break\nelse:\n    e = 2\n#}{{ e }}",
+        "xs E e",
+    ),
+    # A `break` inside `finally` leaves before the rest of the finally clause runs.
+    case(
+        "break-inside-finally",
+        "{#\nfor i in xs:\n    try:\n        pass\n    finally:\n        if c:\n            break\n        z = 1\n"
+        "else:\n    z = 2\n#}{{ z }}",
+        "xs c z",
+    ),
+    # A `break` inside `try` runs the finally clause on its way out.
+    case(
+        "break-through-finally",
+        "{#\nfor i in xs:\n    try:\n        break\n    finally:\n        z = 1\nelse:\n    z = 2\n#}{{ z }}",
+        "xs",
+    ),
     # `while True` only exits through `break`, after `got` is assigned.
     case("while-true-break", "{#\nwhile True:\n    got = f()\n    break\n#}{{ got }}", "", "f"),
     # A `break` in a `{# #}` block leaves the enclosing `{% for %}`.
@@ -372,6 +405,9 @@ def test_w603_dynamic_access() -> None:
 
 def test_break_outside_loop_and_import_star() -> None:
     assert only(analyse(items_of("{# break #}")), "E601")
+    assert only(analyse(items_of("{# nonlocal z #}")), "E601")
+    d = only(analyse(items_of("text\n{# def f():\n    nonlocal z\n    return z #}")), "E601")
+    assert "nonlocal 'z'" in d.message and d.line == 2
     assert only(analyse(items_of("{# from m import * #}")), "E601")
     assert not analyse(items_of("{% for i in xs %}{# break #}{% endfor %}")).diagnostics
 
@@ -434,3 +470,23 @@ def test_block_without_source_does_not_crash() -> None:
     result = analyse([Block("expr", " a + ", detached, detached), Text("x", detached), Placeholder("p", detached)])
     assert only(result, "E601").line == 1
     assert result.inputs == {"p"}
+
+
+def test_odd_blocks_never_raise() -> None:
+    src = SourceText.of("t.prompt", "x" * 40)
+    span = src.span(0, 40)
+    odd = [
+        Block("stmt", "", span, src.span(2, 2)),
+        Block("stmt", " include other ", span, src.span(2, 17), keyword="include"),
+        Block("stmt", " endfor ", span, src.span(2, 10), keyword="endfor"),
+        Block("expr", "a\x00b", span, src.span(2, 5)),
+        Block("exec", "\r\n  x = 1\r\n", span, src.span(2, 13)),
+        Block("expr", "", span, src.span(2, 2)),
+        Block("stmt", " elif ", span, src.span(2, 8), keyword="elif"),
+        Block("stmt", " if ", span, src.span(2, 6), keyword="if"),
+    ]
+    result = analyse(odd)
+    assert result.has_template
+    codes = {d.code for d in result.diagnostics}
+    assert {"E601", "E602", "E208", "E205"} <= codes
+    assert analyse([]) == type(result)(frozenset(), frozenset(), False, ())

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import builtins
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -89,7 +89,7 @@ class _Mapper:
 
     def __init__(
         self, src: SourceText | None, text: str, positions: list[int], prefix: str, suffix: str, fallback: Span
-    ):
+    ) -> None:
         self.src = src
         self.text = text
         self.prefix = prefix
@@ -287,10 +287,9 @@ def _scan(roots: Iterable[ast.AST]) -> _Scan:
         elif isinstance(node, ast.Lambda):
             stack.extend(_default_exprs(node.args))
         elif isinstance(node, _COMPREHENSIONS):
-            for index, gen in enumerate(node.generators):
-                stack.append(gen.iter)  # the first one runs in this scope; later ones may hold walrus
+            for gen in node.generators:  # targets are the comprehension's own; a walrus is ours
+                stack.append(gen.iter)
                 stack.extend(gen.ifs)
-                del index
             if isinstance(node, ast.DictComp):
                 stack.extend((node.key, node.value))
             else:
@@ -539,6 +538,9 @@ class _Analyser:
         self.assigned: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
         self._reported: set[tuple[str, int, int]] = set()
+        #: `nonlocal` names that refer to the render function's own variables: Python refuses
+        #: them unless the template assigns them somewhere, known only at the end
+        self.template_nonlocals: list[tuple[str, Span]] = []
         self.mapper: _Mapper | None = None
         self.block: Block | None = None
 
@@ -890,9 +892,26 @@ class _Analyser:
         # own assignments are not definite afterwards (the `as` targets are: bound before it).
         self.state = _join((self.state, _State(entry.names - _kills(node.body), entry.live)))
 
+    def _marks(self) -> list[tuple[_Loop, int, int]]:
+        return [(loop, len(loop.breaks), len(loop.continues)) for loop in self.loops]
+
+    @staticmethod
+    def _rewrite_jumps(
+        marks: list[tuple[_Loop, int, int]],
+        change: Callable[[_State], _State],
+        until: list[tuple[_Loop, int, int]] | None = None,
+    ) -> None:
+        """Apply `change` to the break/continue states recorded since `marks` (up to `until`):
+        leaving a handler, a `finally` or a case by a jump has the same effects as falling out."""
+        ends = {id(loop): (b, c) for loop, b, c in until} if until is not None else {}
+        for loop, breaks, continues in marks:
+            end_b, end_c = ends.get(id(loop), (len(loop.breaks), len(loop.continues)))
+            loop.breaks[breaks:end_b] = [change(s) for s in loop.breaks[breaks:end_b]]
+            loop.continues[continues:end_c] = [change(s) for s in loop.continues[continues:end_c]]
+
     def _try(self, node: ast.Try) -> None:
         entry = self.state
-        marks = [(loop, len(loop.breaks), len(loop.continues)) for loop in self.loops]
+        marks = self._marks()
         self.stmts(node.body)
         after_body = self.state
         # An exception can come from any point of the body: only what held before it, less
@@ -906,31 +925,32 @@ class _Analyser:
             self.state = raised
             if handler.type is not None:
                 self.expr(handler.type)
+            handler_marks = self._marks()
             if handler.name:
                 self.bind(handler.name)
             self.stmts(handler.body)
-            if handler.name:  # Python deletes the name when the handler ends
-                self.unbind(handler.name)
+            if handler.name:  # Python deletes the name however the handler is left
+                name = handler.name
+                self.unbind(name)
+                self._rewrite_jumps(handler_marks, lambda s, name=name: _State(s.names - {name}, s.live))
             ends.append(self.state)
         normal = _join(ends)
         if not node.finalbody:
             self.state = normal
             return
+        before_final = self._marks()
         # `finally` runs on every way out; only what no part of the statement deletes is sure.
         self.state = _State(entry.names - _kills([node]), entry.live)
-        start_final = self.state
         self.stmts(node.finalbody)
         gained = self.state.names
         lost = _kills(node.finalbody)
         final_live = self.state.live
-        del start_final
 
         def through_finally(state: _State) -> _State:
             return _State((state.names - lost) | gained, state.live and final_live)
 
-        for loop, breaks, continues in marks:  # break/continue inside try also run `finally`
-            loop.breaks[breaks:] = [through_finally(s) for s in loop.breaks[breaks:]]
-            loop.continues[continues:] = [through_finally(s) for s in loop.continues[continues:]]
+        # Jumps out of the body, handlers or else also run `finally` (not jumps from inside it).
+        self._rewrite_jumps(marks, through_finally, until=before_final)
         self.state = through_finally(normal)
 
     def _match(self, node: ast.Match) -> None:
@@ -940,14 +960,21 @@ class _Analyser:
         falls_through = True
         for case in node.cases:
             self.state = start
+            case_marks = self._marks()
             captures = self._pattern(case.pattern)
             for name in sorted(captures):
                 self.bind(name)
             if case.guard is not None:
                 self.expr(case.guard)
             self.stmts(case.body)
-            # captures count as bound inside their case only (conservative: SPEC)
-            ends.append(_State(self.state.names - (captures - start.names), self.state.live))
+
+            # captures count as bound inside their case only (SPEC; Python keeps them, so this
+            # only ever adds inputs)
+            def drop(state: _State, fresh: frozenset[str] = captures - start.names) -> _State:
+                return _State(state.names - fresh, state.live)
+
+            ends.append(drop(self.state))
+            self._rewrite_jumps(case_marks, drop)
             if _irrefutable(case):
                 falls_through = False
                 break
@@ -1062,6 +1089,8 @@ class _Analyser:
         params = _param_names(node.args)
         local = (scan.bound | params) - scan.globals - scan.nonlocals
         scope = _Scope("function", self.scope, self.state.names, local, scan.globals, True, scan.kills)
+        for name in sorted(scan.nonlocals):
+            self._check_nonlocal(name, node)
         outer = (self.scope, self.state, self.loops)
         self.scope, self.state, self.loops = scope, _State(params, True), []
         try:
@@ -1069,6 +1098,19 @@ class _Analyser:
         finally:
             self.scope, self.state, self.loops = outer
         self.bind(node.name)
+
+    def _check_nonlocal(self, name: str, node: ast.AST) -> None:
+        """`nonlocal name` needs an enclosing function that binds it; class bodies don't count."""
+        scope: _Scope | None = self.scope
+        while scope is not None and scope.kind != "template":
+            if scope.kind == "function" and name in scope.locals:
+                return
+            scope = scope.parent
+        span = self.mapper.node_span(node) if self.mapper is not None else None
+        if span is None and self.block is not None:
+            span = self.block.span
+        if span is not None:
+            self.template_nonlocals.append((name, span))
 
     def _class(self, node: ast.ClassDef) -> None:
         for decorator in node.decorator_list:
@@ -1379,6 +1421,11 @@ class _Template:
 
     def result(self) -> tuple[frozenset[str], frozenset[str], tuple[Diagnostic, ...]]:
         an = self.an
+        for name, span in an.template_nonlocals:
+            if name not in an.assigned:
+                an.diagnostics.append(
+                    make("E601", f"Python syntax error: no binding for nonlocal '{name}' found", span)
+                )
         helpers = frozenset(name for name, only_called in an.uses.items() if only_called and name not in an.assigned)
         inputs = frozenset(an.uses) - helpers
         return inputs, helpers, tuple(an.diagnostics)
