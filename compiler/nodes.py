@@ -116,7 +116,17 @@ class Spliced:
 
 
 Item = (
-    Text | Escape | NearSeparator | Comment | Directive | Separator | Placeholder | Block | SectionMarker | Include | Spliced
+    Text
+    | Escape
+    | NearSeparator
+    | Comment
+    | Directive
+    | Separator
+    | Placeholder
+    | Block
+    | SectionMarker
+    | Include
+    | Spliced
 )
 
 #: Items that carry message content (everything else is structure or metadata).

@@ -77,7 +77,9 @@ def parser():
 # ---------------------------------------------------------------------------------------------
 
 
-def _block(kind: str, value: str, start: int, line: int, col: int, src: SourceText, sink: DiagnosticSink) -> Block | None:
+def _block(
+    kind: str, value: str, start: int, line: int, col: int, src: SourceText, sink: DiagnosticSink
+) -> Block | None:
     open_len = 2
     inner = value[2:-2]
     trim_left = inner.startswith("-")

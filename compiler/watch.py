@@ -210,7 +210,7 @@ class Watcher:
         name = os.path.basename(path)
         if name == CONFIG_NAME and os.path.dirname(path) in self._config_dirs:
             return "config"
-        from .build import STAGING_MARK, CACHE_DIR
+        from .build import CACHE_DIR, STAGING_MARK
 
         if _under(path, out) or _in_staging(path, out, STAGING_MARK):
             return None
