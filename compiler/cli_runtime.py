@@ -8,6 +8,7 @@ on stderr and exit 1; bad usage (a malformed `--var`, an unreadable `--vars` fil
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -18,6 +19,19 @@ SHAPE_CHOICES = ("plain", "openai", "anthropic")
 def _fail(message: str) -> None:
     click.echo(f"error: {' '.join(str(message).split())}", err=True)
     sys.exit(1)
+
+
+@contextmanager
+def _one_line_errors():
+    """Render errors (and anything unexpected) become one line on stderr and exit 1, never a traceback."""
+    from .runtime import RenderError
+
+    try:
+        yield
+    except RenderError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the command line never shows a traceback
+        _fail(f"{type(exc).__name__}: {exc}")
 
 
 def _build_dir(out: str | None) -> str:
@@ -98,9 +112,9 @@ def render_cmd(
     inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
     for raw in variables:
         _parse_var(raw, inputs)
-    from .runtime import RenderError, load
+    from .runtime import load
 
-    try:
+    with _one_line_errors():
         runtime = load(_build_dir(out))
         if std_inputs:
             from .envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
@@ -111,12 +125,6 @@ def render_cmd(
                     inputs = {**collect(), **inputs}
         rendered = runtime.render(name, inputs)
         payload = rendered.as_shape(shape)
-    except RenderError as exc:
-        _fail(str(exc))
-        return
-    except Exception as exc:  # never a traceback on the command line
-        _fail(f"{type(exc).__name__}: {exc}")
-        return
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
@@ -203,17 +211,10 @@ def inspect_lines(artifact: dict[str, Any]) -> list[str]:
 @click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
 def inspect_cmd(name: str, out: str | None) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
-    from .runtime import RenderError, load
+    from .runtime import load
 
-    try:
-        artifact = load(_build_dir(out)).artifact(name)
-        lines = inspect_lines(artifact)
-    except RenderError as exc:
-        _fail(str(exc))
-        return
-    except Exception as exc:  # never a traceback on the command line
-        _fail(f"{type(exc).__name__}: {exc}")
-        return
+    with _one_line_errors():
+        lines = inspect_lines(load(_build_dir(out)).artifact(name))
     click.echo("\n".join(lines))
 
 
