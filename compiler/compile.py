@@ -153,4 +153,4 @@ def compile_text(
     return compile_source(rel, files[rel], config, SourceTree(files=files))
 
 
-__all__ = ["CompiledPrompt", "compile_source", "compile_text", "SourceText"]
+__all__ = ["CompiledPrompt", "compile_source", "compile_text", "summarize"]

@@ -86,7 +86,7 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def _coerce(key: str, value: Any, path: str) -> tuple[Any, str | None]:
+def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
     if key == "defines":
         if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
             return None, "`defines` must be a table of strings"
@@ -149,7 +149,7 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
                 )
             )
             continue
-        coerced, problem = _coerce(key, value, path)
+        coerced, problem = _coerce(key, value)
         if problem:
             diagnostics.append(make("E902", problem, span, "see docs/configuration.md"))
             continue

@@ -120,7 +120,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             )
         current_items = []
 
-    def close_message(next_span) -> None:
+    def close_message() -> None:
         nonlocal sections, current
         close_section()
         if in_message:
@@ -139,7 +139,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
 
     for item in items:
         if isinstance(item, Separator):
-            close_message(item.span)
+            close_message()
             name = item.role.lower()
             if name not in ROLES:
                 close = did_you_mean(name, ROLES, limit=2)
@@ -202,5 +202,5 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             current = item
             continue
         current_items.append(item)
-    close_message(None)
+    close_message()
     return replace(doc, messages=tuple(messages), items=())
