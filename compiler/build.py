@@ -106,10 +106,11 @@ def read_tree(
     trust_before = known_at_ns - RACY_WINDOW_NS
     outside: dict[str, str] = {}
     seen_dirs: set[str] = set()
-    stack: list[tuple[str, str]] = [(str(src), "")]
+    # Each folder travels with its real path: a plain subfolder's is its parent's plus its name,
+    # so `realpath` (an lstat per path component) runs only for symlinks.
+    stack: list[tuple[str, str, str]] = [(str(src), "", root_real)]
     while stack:
-        folder, rel_folder = stack.pop()
-        real = os.path.realpath(folder)
+        folder, rel_folder, real = stack.pop()
         if real in seen_dirs:
             diagnostics.append(
                 Diagnostic(
@@ -147,12 +148,13 @@ def read_tree(
             except OSError:
                 is_dir = False
             if is_dir:
-                target = os.path.realpath(path)
+                symlink = entry.is_symlink()
+                target = os.path.realpath(path) if symlink else os.path.join(real, entry.name)
                 if out_real is not None and target == out_real:
                     continue
-                if entry.is_symlink() and not (target == root_real or target.startswith(root_real + os.sep)):
+                if symlink and not (target == root_real or target.startswith(root_real + os.sep)):
                     continue  # a folder outside the source tree is not part of it
-                subfolders.append((path, rel + "/"))
+                subfolders.append((path, rel + "/", target))
                 continue
             if not entry.name.endswith(".prompt"):
                 continue
@@ -695,7 +697,12 @@ def _empty_trash(trash: Path) -> None:
 
 def list_output(out: Path) -> list[str]:
     """Every file under `out`, as sorted `/`-separated relative paths."""
-    found: list[str] = []
+    return sorted(output_inodes(out))
+
+
+def output_inodes(out: Path) -> dict[str, int]:
+    """Every file under `out` with its inode, which the directory listing gives without a stat."""
+    found: dict[str, int] = {}
     stack = [(str(out), "")]
     while stack:
         folder, prefix = stack.pop()
@@ -707,8 +714,8 @@ def list_output(out: Path) -> list[str]:
             if entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, f"{prefix}{entry.name}/"))
             else:
-                found.append(f"{prefix}{entry.name}")
-    return sorted(found)
+                found[f"{prefix}{entry.name}"] = entry.inode()
+    return found
 
 
 def current_files(out: Path) -> dict[str, bytes] | None:
@@ -844,14 +851,6 @@ def _fill_staging(staging: Path, out: Path, files: dict[str, bytes | Path], keep
             _write_file(Path(ensure_folder(rel)), data)
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        sa, sb = os.stat(a), os.stat(b)
-    except OSError:
-        return False
-    return sa.st_ino == sb.st_ino and sa.st_dev == sb.st_dev
-
-
 def _file_sha(path: str) -> str | None:
     try:
         with open(path, "rb") as handle:
@@ -866,7 +865,9 @@ def _update_shadow(
     """Make the shadow hold exactly the new set. Files are only ever replaced (new file, then an
     atomic rename), never rewritten in place: a shadow file may be a hard link of a live one."""
     base, live = str(shadow), str(out)
-    existing = set(list_output(shadow))
+    shadow_inodes = output_inodes(shadow)
+    live_inodes = output_inodes(out)
+    existing = set(shadow_inodes)
     wanted = {*files, *keep}
     emptied: set[str] = set()
     for rel in existing - wanted:
@@ -886,8 +887,8 @@ def _update_shadow(
     existing_folders = {rel.rpartition("/")[0] for rel in existing} | {""}
     for rel in keep:
         source, target = os.path.join(live, rel), os.path.join(base, rel)
-        if rel in existing and (_same_file(source, target) or _file_sha(target) == shas.get(rel)):
-            continue  # already the right bytes (usually the very same inode)
+        if rel in existing and (shadow_inodes[rel] == live_inodes.get(rel) or _file_sha(target) == shas.get(rel)):
+            continue  # already the right bytes (usually the very same inode: both trees are on one device)
         replace_with(rel, lambda temporary, source=source: _place(source, temporary))
     for rel, data in files.items():
         if isinstance(data, Path):
