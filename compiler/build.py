@@ -297,10 +297,6 @@ def compile_many(
         return compiled
 
 
-def compile_tree(tree: SourceTree, config: Config) -> list[CompiledPrompt]:
-    return compile_many([rel for rel in tree.files if not is_partial(rel)], tree, config)
-
-
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> dict[str, Any]:
     artifacts: dict[str, Any] = {}
     prefixes: dict[str, dict[str, Any]] = {}
@@ -609,6 +605,7 @@ def compile_project(
 # Writing
 
 
+@cache
 def _renameat2_exchange():
     if not sys.platform.startswith("linux"):
         return None

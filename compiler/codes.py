@@ -293,10 +293,6 @@ CODES: dict[str, Code] = _catalog(
 )
 
 
-def title(code: str) -> str:
-    return CODES[code].title
-
-
 def markdown(examples: dict[str, str]) -> str:
     """docs/diagnostics.md: every code, what it means, and real output (tests/cases/diagnostics)."""
     lines = [

@@ -129,9 +129,6 @@ Item = (
     | Spliced
 )
 
-#: Items that carry message content (everything else is structure or metadata).
-CONTENT_TYPES = (Text, Escape, NearSeparator, Placeholder, Block)
-
 
 # --------------------------------------------------------------------------------------------
 # Structure built by the passes
