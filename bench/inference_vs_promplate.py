@@ -1,5 +1,5 @@
 """Run the inference table (tests/test_inference.py CASES) through promplate-inspect and show where
-it disagrees with `compiler.analysis.inference`. Not part of the test suite.
+it disagrees with `promptc.analysis.inference`. Not part of the test suite.
 
     PYTHONPATH=. python bench/inference_vs_promplate.py            # markdown table on stdout
     PYTHONPATH=. python bench/inference_vs_promplate.py --all      # every case, not only differences
@@ -21,7 +21,7 @@ from inference_helpers import items_of  # noqa: E402
 from promplate_inspect import find_input_variables_in_template  # noqa: E402
 from test_inference import CASES  # noqa: E402
 
-from compiler.analysis.inference import analyse  # noqa: E402
+from promptc.analysis.inference import analyse  # noqa: E402
 
 #: Why promplate-inspect differs, per case (see docs/inference-vs-promplate-inspect.md). Its visitor
 #: has a handful of root causes, named here: LOOP = `visit_For` visits only the target and the

@@ -6,7 +6,7 @@
 # Prints two profiles:
 #   1. cProfile of the real CLI (`python -m cProfile -s cumulative promptc build …`), top entries. With a process
 #      pool the compile work happens in the workers and shows up here only as `pool.map` waiting on a lock.
-#   2. The same build in one process (the pool switched off by patching compiler.build), so that the compile
+#   2. The same build in one process (the pool switched off by patching promptc.driver), so that the compile
 #      pipeline itself is visible: pyinstrument's call tree when installed (`pip install pyinstrument`), else
 #      cProfile sorted by cumulative time, restricted to the compiler's own functions.
 set -euo pipefail
@@ -53,13 +53,13 @@ import importlib.util
 import pstats
 import sys
 
-import compiler.build as build_module
+import promptc.driver as build_module
 
 if hasattr(build_module, "_workers"):
     build_module._workers = lambda: 1
 if hasattr(build_module, "PARALLEL_THRESHOLD"):
     build_module.PARALLEL_THRESHOLD = 10**9
-from compiler.cli import main
+from promptc.cli import main
 
 top = int(sys.argv[1])
 sys.argv = ["promptc", "build", "src", "-o", "out", "-q"]
@@ -84,5 +84,5 @@ else:
     profile = cProfile.Profile()
     profile.runcall(run)
     stats = pstats.Stats(profile)
-    stats.sort_stats("cumulative").print_stats("compiler", top)
+    stats.sort_stats("cumulative").print_stats("compiler/", top)
 EOF

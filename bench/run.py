@@ -232,11 +232,11 @@ def machine_info() -> dict:
         pass
     from importlib import metadata
 
-    for dist in ("promptc", "jinja2", "promplate", "promplate-inspect"):
+    for dist, label in (("promptc-compiler", "promptc"), ("jinja2", "jinja2"), ("promplate", "promplate"), ("promplate-inspect", "promplate-inspect")):
         try:
-            info[f"{dist}_version"] = metadata.version(dist)
+            info[f"{label}_version"] = metadata.version(dist)
         except metadata.PackageNotFoundError:
-            info[f"{dist}_version"] = None
+            info[f"{label}_version"] = None
     return info
 
 
@@ -398,19 +398,19 @@ def watch_available(exe: str) -> bool:
 
 
 def debounce_seconds(explicit: float | None) -> tuple[float, str]:
-    """The watcher's debounce window: --debounce, else a module-level DEBOUNCE* number in compiler.watch."""
+    """The watcher's debounce window: --debounce, else a module-level DEBOUNCE* number in promptc.watch."""
     if explicit is not None:
         return explicit, "--debounce"
     try:
-        import compiler.watch as watch_module
+        import promptc.watch as watch_module
     except Exception:  # noqa: BLE001 - any import problem means "unknown"
-        return 0.0, "unknown (compiler.watch not importable)"
+        return 0.0, "unknown (promptc.watch not importable)"
     for name in sorted(dir(watch_module)):
         value = getattr(watch_module, name)
         if "DEBOUNCE" in name.upper() and isinstance(value, (int, float)) and not isinstance(value, bool):
             seconds = value / 1000 if "MS" in name.upper() else float(value)
-            return seconds, f"compiler.watch.{name}"
-    return 0.0, "unknown (no DEBOUNCE constant in compiler.watch)"
+            return seconds, f"promptc.watch.{name}"
+    return 0.0, "unknown (no DEBOUNCE constant in promptc.watch)"
 
 
 def _stat_key(path: Path) -> tuple | None:
@@ -794,7 +794,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--debounce",
         type=float,
-        help="debounce window in seconds, passed to `promptc watch --debounce` (default: compiler.watch.DEBOUNCE)",
+        help="debounce window in seconds, passed to `promptc watch --debounce` (default: promptc.watch.DEBOUNCE)",
     )
     args = parser.parse_args(argv)
 

@@ -1,43 +1,73 @@
 """promptc: a compiler for LLM prompt sources.
 
-Library API (imported lazily, so `import compiler` and `promptc --version` stay fast):
+The public API, importable by name (`from promptc import build`):
 
-- `compile_text(text, name=..., defines=...)` → `CompiledPrompt` (artifact + diagnostics)
-- `build(src, out, config)` → `BuildResult`; `check(src, out, config, locked=...)`
-- `load(build_dir)` → a runtime that renders artifacts: `load("build").render("name", **inputs)`
-- llmutils-style helpers: `process`, `strip_comments`, `extract_params`, `strip_comments_from_messages`
+- compiling: `compile_text(text, name=..., defines=...)` → `CompiledPrompt`;
+  `build(src, out, config)` and `check(src, out, config, locked=...)` → `BuildResult`
+- configuration: `Config`, `load_config(pyproject)`
+- diagnostics: `Diagnostic` (every problem is one, with a stable code and a `path:line:col`)
+- rendering: `load(build_dir)` → `Runtime`; `Runtime.render(name, **inputs)` → `Rendered`;
+  `RenderError`, `MissingInputsError`
+- llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
+  `strip_comments_from_messages`
+- inputs of the built-in partials: `env_inputs`, `git_inputs`, `date_inputs`
+
+Names are imported on first use, so `import promptc` and `promptc --version` stay fast; type
+checkers see the real definitions through the `TYPE_CHECKING` imports below.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from .compile import CompiledPrompt, compile_text
+    from .config import Config, load_config
+    from .diagnostics import Diagnostic
+    from .driver import BuildResult, build, check
+    from .envinfo import date_inputs, env_inputs, git_inputs
+    from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
+    from .runtime import MissingInputsError, Rendered, RenderError, Runtime, load
+
+#: public name → the module that defines it
 _EXPORTS = {
-    "compile_text": ("compiler.compile", "compile_text"),
-    "CompiledPrompt": ("compiler.compile", "CompiledPrompt"),
-    "build": ("compiler.build", "build"),
-    "check": ("compiler.build", "check"),
-    "BuildResult": ("compiler.build", "BuildResult"),
-    "Config": ("compiler.config", "Config"),
-    "load_config": ("compiler.config", "load_config"),
-    "load": ("compiler.runtime", "load"),
-    "process": ("compiler.llmutils", "process"),
-    "strip_comments": ("compiler.llmutils", "strip_comments"),
-    "extract_params": ("compiler.llmutils", "extract_params"),
-    "strip_comments_from_messages": ("compiler.llmutils", "strip_comments_from_messages"),
-    "ProcessedPrompt": ("compiler.llmutils", "ProcessedPrompt"),
-    "Diagnostic": ("compiler.diagnostics", "Diagnostic"),
+    "compile_text": "compile",
+    "CompiledPrompt": "compile",
+    "build": "driver",
+    "check": "driver",
+    "BuildResult": "driver",
+    "Config": "config",
+    "load_config": "config",
+    "Diagnostic": "diagnostics",
+    "load": "runtime",
+    "Runtime": "runtime",
+    "Rendered": "runtime",
+    "RenderError": "runtime",
+    "MissingInputsError": "runtime",
+    "process": "llmutils",
+    "strip_comments": "llmutils",
+    "extract_params": "llmutils",
+    "strip_comments_from_messages": "llmutils",
+    "ProcessedPrompt": "llmutils",
+    "env_inputs": "envinfo",
+    "git_inputs": "envinfo",
+    "date_inputs": "envinfo",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str):
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module 'compiler' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
-    globals()[name] = value
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'promptc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__; no submodule shares a public name
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -66,7 +66,7 @@ def _config(src: str | None, out: str | None, defines: tuple[str, ...] = (), **o
     """Config from pyproject.toml (found from the current folder upward), then CLI flags."""
     from dataclasses import replace
 
-    from .build import with_defines
+    from .driver import with_defines
     from .config import find_pyproject, load_config
 
     config, diagnostics = load_config(find_pyproject(Path.cwd()))
@@ -122,13 +122,13 @@ def main() -> None:
 @common_options
 def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer) -> None:
     """Compile SRC (default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
-    from .build import build
+    from .driver import build
 
     config, config_diags = _config(src, out, defines, tokenizer=tokenizer)
     reporter = Reporter(fmt, strict, quiet)
     if reporter.strict:
         # a strict build must not write when a warning would fail it: check first, then write
-        from .build import check
+        from .driver import check
 
         preview = check(config.src, config.out, config)
         if any(d.severity == "warning" for d in preview.diagnostics) or not preview.ok:
@@ -150,7 +150,7 @@ def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer) -> None:
 @common_options
 def check_cmd(src, out, locked, fmt, strict, quiet, defines, tokenizer) -> None:
     """Compile SRC without writing anything; with --locked, fail when OUT is stale."""
-    from .build import check
+    from .driver import check
 
     config, config_diags = _config(src, out, defines, tokenizer=tokenizer)
     result = check(config.src, config.out, config, locked=locked)

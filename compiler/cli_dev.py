@@ -7,7 +7,7 @@ compiler/cli.py registers them on the `main` group, after it has defined `common
     main.add_command(watch_cmd)
     main.add_command(diff_cmd)
 
-`watch_cmd` reuses `common_options` from compiler/cli.py, and cli.py imports this module, so it is
+`watch_cmd` reuses `common_options` from promptc/cli.py, and cli.py imports this module, so it is
 built on first access (module `__getattr__`) rather than at import: that works whichever of the two
 modules is imported first. Everything heavy (watchdog, the build driver, orjson) is imported inside
 the commands, so importing this module costs no more than click itself and `promptc --version`
@@ -136,7 +136,7 @@ def watch_cmd_impl(src, out, debounce, fmt, strict, quiet, defines, tokenizer) -
 
 
 # The decorators are applied on first access (see `__getattr__`) rather than stacked on the function,
-# so that `common_options` comes from compiler/cli.py without importing it while it imports us.
+# so that `common_options` comes from promptc/cli.py without importing it while it imports us.
 def _make_watch_cmd() -> click.Command:
     from .cli import common_options
 
@@ -232,7 +232,7 @@ def diff_cmd_impl(old_manifest: str, new_manifest: str | None, fmt: str, fail_on
         sys.exit(1)
 
 
-#: `compiler.diff.FAIL_KINDS`, spelled out so that registering the command at start-up does not import
+#: `promptc.diff.FAIL_KINDS`, spelled out so that registering the command at start-up does not import
 #: the diff module (a test keeps the two equal).
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
 

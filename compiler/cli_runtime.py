@@ -1,6 +1,6 @@
 """`promptc render` and `promptc inspect`: the runtime side of the command line.
 
-Registered on the main group by `compiler.cli` (`main.add_command(render_cmd)`, `main.add_command(inspect_cmd)`).
+Registered on the main group by `promptc.cli` (`main.add_command(render_cmd)`, `main.add_command(inspect_cmd)`).
 Imports stay inside the commands so that `promptc --version` does not pay for them. Errors are one line
 on stderr and exit 1; bad usage (a malformed `--var`, an unreadable `--vars` file) exits 2.
 """

@@ -307,7 +307,7 @@ def markdown(examples: dict[str, str]) -> str:
         "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",
         "The examples below are real output, checked by `tests/test_diagnostic_codes.py`.",
         "",
-        "This file is generated from `compiler/codes.py`: run `python -m compiler.codes > docs/diagnostics.md`.",
+        "This file is generated from `compiler/codes.py`: run `python -m promptc.codes > docs/diagnostics.md`.",
         "",
     ]
     for code in CODES.values():

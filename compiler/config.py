@@ -70,7 +70,7 @@ def provider_minimums() -> dict[str, int]:
     import json
     from importlib import resources
 
-    data = json.loads(resources.files("compiler.data").joinpath("providers.json").read_text(encoding="utf-8"))
+    data = json.loads(resources.files("promptc.data").joinpath("providers.json").read_text(encoding="utf-8"))
     return dict(data["minimums"])
 
 

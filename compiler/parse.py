@@ -39,7 +39,7 @@ MAX_NESTING = 90
 def grammar_text() -> str:
     """The grammar ships inside the wheel as package data (`compiler/grammar/prompt.lark`)."""
     try:
-        return resources.files("compiler.grammar").joinpath("prompt.lark").read_text(encoding="utf-8")
+        return resources.files("promptc.grammar").joinpath("prompt.lark").read_text(encoding="utf-8")
     except ModuleNotFoundError:  # running from a source checkout that is not installed
         return (Path(__file__).resolve().parent.parent / "grammar" / "prompt.lark").read_text(encoding="utf-8")
 

@@ -63,7 +63,7 @@ __all__ = [
     "SHAPES",
 ]
 
-JOINER = "\n\n"  # must equal compiler.emit.JOINER (checked by the tests)
+JOINER = "\n\n"  # must equal promptc.emit.JOINER (checked by the tests)
 MANIFEST = "manifest.json"
 SHAPES = ("plain", "openai", "anthropic")
 SYSTEM_ROLES = ("system", "developer")

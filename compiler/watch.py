@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
     from watchdog.observers.api import BaseObserver, ObservedWatch
 
-    from .build import BuildResult
+    from .driver import BuildResult
     from .config import Config
     from .diagnostics import Diagnostic
 
@@ -137,7 +137,7 @@ class Watcher:
     `on_result(WatchBuild)` is called after each build, on the loop's thread. `config_loader()`, when
     given, is called after `pyproject.toml` changes and returns `(config, diagnostics)`; the watcher
     then takes `src` and `out` from that config too (the CLI's loader re-applies its flags).
-    `builder` defaults to `compiler.build.build` and is there for tests and embedders.
+    `builder` defaults to `promptc.driver.build` and is there for tests and embedders.
 
     Use `run()` to loop in the calling thread, or `start()`/`stop()` (or `with Watcher(...) as w:`)
     to loop in a background thread; `wait_for_build()` waits for the next finished build.
@@ -210,7 +210,7 @@ class Watcher:
         name = os.path.basename(path)
         if name == CONFIG_NAME and os.path.dirname(path) in self._config_dirs:
             return "config"
-        from .build import CACHE_DIR, STAGING_MARK
+        from .driver import CACHE_DIR, STAGING_MARK
 
         if _under(path, out) or _in_staging(path, out, STAGING_MARK):
             return None
@@ -263,7 +263,7 @@ class Watcher:
         and their other subfolders recursively. Watching the output folder would not only be noise:
         the build swaps it with its staging folder (renameat2 RENAME_EXCHANGE), which watchdog's
         recursive inotify bookkeeping does not survive (its reader thread dies on a KeyError)."""
-        from .build import STAGING_MARK
+        from .driver import STAGING_MARK
 
         if not _under(out, folder) or out == folder:
             return [(folder, True)]
@@ -400,7 +400,7 @@ class Watcher:
             self._sync_watches()
             builder = self._builder
             if builder is None:
-                from .build import build as builder
+                from .driver import build as builder
             # A config change rebuilds everything: the cache would notice a changed config on its
             # own, but a full build is the answer that does not depend on it.
             result = builder(self.src, self.out, self.config, keep_last_good=True, incremental=not config_changed)

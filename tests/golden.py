@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from compiler.config import Config
-from compiler.context import Context, SourceTree
-from compiler.diagnostics import DiagnosticSink, SourceText, Span
-from compiler.nodes import Document
-from compiler.parse import parse
-from compiler.pipeline import PASSES
-from compiler.source import decode
+from promptc.config import Config
+from promptc.context import Context, SourceTree
+from promptc.diagnostics import DiagnosticSink, SourceText, Span
+from promptc.nodes import Document
+from promptc.parse import parse
+from promptc.pipeline import PASSES
+from promptc.source import decode
 
 PASS_NAMES = {p.__name__: p for p in PASSES}
 #: case folder → the pass whose output the case pins

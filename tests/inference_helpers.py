@@ -1,6 +1,6 @@
 """A small stand-in for the real parser, for the inference tests.
 
-It turns a template string into the items `compiler.analysis.inference.analyse` consumes: `Text`,
+It turns a template string into the items `promptc.analysis.inference.analyse` consumes: `Text`,
 `Placeholder` and `Block` nodes with real spans. It knows nothing about directives, separators or
 escapes; swap `items_of` for the real parser once it is in place.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from compiler.diagnostics import SourceText
-from compiler.nodes import Block, Item, Placeholder, Text
+from promptc.diagnostics import SourceText
+from promptc.nodes import Block, Item, Placeholder, Text
 
 # Non-greedy like promplate's own tokenizer: a block ends at the first closing delimiter.
 _TOKEN = re.compile(

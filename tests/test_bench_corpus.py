@@ -95,7 +95,7 @@ def test_shape_of_the_corpus(generated: Path) -> None:
 
 
 def test_every_file_compiles(generated: Path, tmp_path: Path) -> None:
-    from compiler.build import build
+    from promptc.driver import build
 
     result = build(generated, tmp_path / "out")
     errors = [d for d in result.diagnostics if d.severity == "error"]
@@ -108,10 +108,10 @@ def test_every_file_compiles(generated: Path, tmp_path: Path) -> None:
 
 
 def test_compile_text_agrees(generated: Path) -> None:
-    import compiler
+    import promptc
 
     for path in sorted(generated.rglob("*.prompt"))[:5]:
-        compiled = compiler.compile_text(path.read_text(), name=path.stem)
+        compiled = promptc.compile_text(path.read_text(), name=path.stem)
         assert compiled.ok, [d.message for d in compiled.diagnostics]
 
 

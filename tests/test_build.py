@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.build import build, check
-from compiler.config import Config
+from promptc.driver import build, check
+from promptc.config import Config
 
 from .conftest import ROOT, snapshot, write
 
@@ -147,7 +147,7 @@ def test_check_locked_lists_stale_missing_and_extra_files(project: Path, monkeyp
 def _build_with_hashseed(seed: str, project: Path, out: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed, "LC_ALL": "C", "TZ": "Pacific/Kiritimati"}
     subprocess.run(
-        [sys.executable, "-m", "compiler.cli", "build", "prompts_src", "-o", out],
+        [sys.executable, "-m", "promptc.cli", "build", "prompts_src", "-o", out],
         cwd=project,
         env=env,
         check=True,
@@ -166,7 +166,7 @@ def test_output_is_deterministic_across_hash_seeds(project: Path) -> None:
 
 
 def test_parallel_compile_matches_serial(project: Path, monkeypatch) -> None:
-    import compiler.build as build_module
+    import promptc.driver as build_module
 
     monkeypatch.chdir(project)
     for i in range(60):
@@ -207,7 +207,7 @@ def test_comment_only_edit_rebuilds_without_loading_the_tokenizer(project: Path)
     code = (
         "import sys\n"
         "if sys.argv[1] == 'blocked': sys.modules['tiktoken'] = None  # any import of it now fails\n"
-        "from compiler.build import build\n"
+        "from promptc.driver import build\n"
         "r = build('prompts_src', 'build')\n"
         "print(r.ok, [d.code for d in r.diagnostics], [p.name for p in r.prompts if not p.reused])\n"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from compiler.cli import main
+from promptc.cli import main
 
 from .conftest import run_promptc, snapshot, write
 

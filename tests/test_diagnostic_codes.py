@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.build import build, check
-from compiler.codes import CODES
-from compiler.compile import compile_text
-from compiler.config import Config, load_config
-from compiler.diagnostics import render_text
+from promptc.driver import build, check
+from promptc.codes import CODES
+from promptc.compile import compile_text
+from promptc.config import Config, load_config
+from promptc.diagnostics import render_text
 
 from .conftest import write
 
@@ -164,7 +164,7 @@ def test_exact_text(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "prompts_src").mkdir(exist_ok=True)
     if code == "E907":
-        import compiler.build as build_module
+        import promptc.driver as build_module
 
         original = build_module.output_lock
         monkeypatch.setattr(build_module, "output_lock", lambda out, timeout=0.2: original(out, timeout))

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from compiler.build import build
-from compiler.cli_dev import diff_cmd
-from compiler.diff import FAIL_KINDS, ManifestError, diff_manifests, render_github, render_text
+from promptc.driver import build
+from promptc.cli_dev import diff_cmd
+from promptc.diff import FAIL_KINDS, ManifestError, diff_manifests, render_github, render_text
 
 from .conftest import run_promptc, write
 
@@ -361,7 +361,7 @@ def test_cli_unreadable_manifest_exits_2_with_one_line(
 
 
 def test_cli_fail_kinds_match_the_library() -> None:
-    from compiler import cli_dev
+    from promptc import cli_dev
 
     assert cli_dev.FAIL_KINDS == FAIL_KINDS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from compiler.codes import CODES, markdown
+from promptc.codes import CODES, markdown
 
 from .conftest import ROOT
 
@@ -12,7 +12,7 @@ from .conftest import ROOT
 def test_diagnostics_doc_is_generated_from_the_codes() -> None:
     examples = {p.stem: p.read_text(encoding="utf-8") for p in (ROOT / "tests/cases/diagnostics").glob("*.txt")}
     doc = (ROOT / "docs/diagnostics.md").read_text(encoding="utf-8")
-    assert doc == markdown(examples), "run `python -m compiler.codes > docs/diagnostics.md`"
+    assert doc == markdown(examples), "run `python -m promptc.codes > docs/diagnostics.md`"
     for code in CODES:
         assert f"## {code}:" in doc
 

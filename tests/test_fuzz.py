@@ -8,11 +8,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.cli import main
-from compiler.compile import compile_source
-from compiler.config import Config
-from compiler.context import SourceTree
-from compiler.source import decode
+from promptc.cli import main
+from promptc.compile import compile_source
+from promptc.config import Config
+from promptc.context import SourceTree
+from promptc.source import decode
 
 APPROX = Config(tokenizer="approx-bytes/4")
 

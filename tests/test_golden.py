@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.compile import compile_text
-from compiler.config import Config
+from promptc.compile import compile_text
+from promptc.config import Config
 
 from .golden import FOLDERS, run_until
 

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from compiler.build import build, check
-from compiler.config import Config
+from promptc.driver import build, check
+from promptc.config import Config
 
 from .conftest import write
 

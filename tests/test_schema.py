@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from compiler.schemas import load
+from promptc.schemas import load
 
 from .conftest import ROOT
 

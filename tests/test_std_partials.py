@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler import compile_text, envinfo
-from compiler.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
-from compiler.runtime import render_artifact
+from promptc import compile_text, envinfo
+from promptc.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+from promptc.runtime import render_artifact
 
 HAS_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
@@ -38,7 +38,7 @@ def git(cwd: Path, *args: str) -> None:
 
 
 def std_text(name: str) -> str:
-    return resources.files("compiler.std").joinpath(f"{name}.prompt").read_text(encoding="utf-8")
+    return resources.files("promptc.std").joinpath(f"{name}.prompt").read_text(encoding="utf-8")
 
 
 def placeholders(text: str) -> set[str]:

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from compiler.build import build
-from compiler.config import Config
-from compiler.watch import WatchBuild, Watcher, is_editor_file
+from promptc.driver import build
+from promptc.config import Config
+from promptc.watch import WatchBuild, Watcher, is_editor_file
 
 from .conftest import promptc_executable, write
 
@@ -217,7 +217,7 @@ def test_watch_with_a_process_pool(project: Path, start_watch) -> None:
     # Enough prompts for the build to compile them in forked workers. The workers inherit watch's
     # signal handlers: SIGTERM must still stop them (multiprocessing.Pool ends its workers with it,
     # and waits), and Ctrl-C sent to the whole group must not leave tracebacks behind.
-    from compiler.build import PARALLEL_THRESHOLD
+    from promptc.driver import PARALLEL_THRESHOLD
 
     count = PARALLEL_THRESHOLD + 12
     for i in range(count):

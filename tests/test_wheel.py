@@ -23,32 +23,35 @@ def wheel(tmp_path_factory) -> Path:
     )
     if result.returncode != 0:
         pytest.fail(result.stdout + result.stderr)
-    (path,) = out.glob("promptc-*.whl")
+    (path,) = out.glob("promptc_compiler-*.whl")
     return path
 
 
 def test_wheel_contains_package_data(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
-        "compiler/grammar/prompt.lark",
-        "compiler/schemas/artifact.schema.json",
-        "compiler/schemas/manifest.schema.json",
-        "compiler/data/providers.json",
-        "compiler/std/env.prompt",
-        "compiler/std/git.prompt",
-        "compiler/std/date.prompt",
-        "compiler/cli.py",
+        "promptc/grammar/prompt.lark",
+        "promptc/schemas/artifact.schema.json",
+        "promptc/schemas/manifest.schema.json",
+        "promptc/data/providers.json",
+        "promptc/std/env.prompt",
+        "promptc/std/git.prompt",
+        "promptc/std/date.prompt",
+        "promptc/py.typed",
+        "promptc/__main__.py",
     ):
         assert required in names, required
+    # nothing installs a top-level `compiler` module (a distribution of that name exists elsewhere)
+    assert not any(n.split("/", 1)[0] in ("compiler", "grammar") for n in names), sorted(names)
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "promptc = compiler.cli:main" in entry_points
+    assert "promptc = promptc.cli:main" in entry_points
 
 
 def test_compiles_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:
     code = (
-        "import compiler, compiler.parse as p; "
-        f"assert compiler.__file__.startswith({str(wheel)!r}), compiler.__file__; "
-        "print(compiler.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact['inputs'])"
+        "import promptc, promptc.parse as p; "
+        f"assert promptc.__file__.startswith({str(wheel)!r}), promptc.__file__; "
+        "print(promptc.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact['inputs'])"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],

@@ -24,12 +24,12 @@ STD_DISPLAY = "<std>"
 
 
 def std_partials() -> tuple[str, ...]:
-    folder = resources.files("compiler.std")
+    folder = resources.files("promptc.std")
     return tuple(sorted(f"std/{p.name[:-7]}" for p in folder.iterdir() if p.name.endswith(".prompt")))
 
 
 def _std_bytes(name: str) -> bytes | None:
-    entry = resources.files("compiler.std").joinpath(f"{name}.prompt")
+    entry = resources.files("promptc.std").joinpath(f"{name}.prompt")
     try:
         return entry.read_bytes()
     except (FileNotFoundError, IsADirectoryError):

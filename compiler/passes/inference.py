@@ -1,7 +1,7 @@
 """Pass 6 — variable inference (SPEC §5) and the `/// input:` contract check.
 
 Each section is analysed on its own (sections render independently, so a name assigned in one
-section is not visible in another). The analysis itself lives in `compiler.analysis.inference`.
+section is not visible in another). The analysis itself lives in `promptc.analysis.inference`.
 """
 
 from __future__ import annotations
