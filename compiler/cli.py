@@ -66,8 +66,8 @@ def _config(src: str | None, out: str | None, defines: tuple[str, ...] = (), **o
     """Config from pyproject.toml (found from the current folder upward), then CLI flags."""
     from dataclasses import replace
 
-    from .driver import with_defines
     from .config import find_pyproject, load_config
+    from .driver import with_defines
 
     config, diagnostics = load_config(find_pyproject(Path.cwd()))
     values = {k: v for k, v in overrides.items() if v is not None}

@@ -1,295 +1,332 @@
-"""Every diagnostic code promptc can emit, in one place.
+"""Every diagnostic code promptc can emit, in one place, as named constants (mypy's errorcodes.py is
+the model): `UNDECLARED_INPUT` is code E501, an error. Passes report with the constant, never a bare
+string, so a typo is a NameError at import time and a type checker sees it.
 
 Codes are stable: once released a code keeps its meaning. `E` codes are errors, `W` codes warnings
 (``--strict`` promotes warnings to errors but the code stays). The hundreds digit says which stage
-owns the code. ``docs/diagnostics.md`` documents each one; a test keeps the two in step.
+owns the code. ``docs/diagnostics.md`` is generated from this file; a test keeps the two in step.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal
+
+Severity = Literal["error", "warning"]
 
 
-class Code(NamedTuple):
-    code: str
+class Code(str):
+    """A diagnostic code: the string itself ("E501"), plus its title, documentation and severity.
+
+    A `str` subclass, so a diagnostic's code compares, sorts, hashes and serialises as the plain code."""
+
     title: str
-    #: what the diagnostic means and when it fires; rendered into docs/diagnostics.md
-    explain: str = ""
+    explain: str
+
+    def __new__(cls, code: str, title: str, explain: str = "") -> Code:
+        if not (len(code) == 4 and code[0] in "EW" and code[1:].isdigit()):
+            raise ValueError(f"malformed diagnostic code {code!r}")
+        self = super().__new__(cls, code)
+        self.title = title
+        #: what the diagnostic means and when it fires; rendered into docs/diagnostics.md
+        self.explain = explain
+        return self
+
+    @property
+    def code(self) -> str:
+        return str(self)
+
+    @property
+    def severity(self) -> Severity:
+        return "warning" if self.startswith("W") else "error"
+
+    def __reduce__(self):  # pickles (to and from build workers) as a plain string
+        return (str, (str(self),))
 
 
-def _catalog(*codes: Code) -> dict[str, Code]:
-    return {c.code: c for c in codes}
+#: every code by its string, in definition order
+CODES: dict[str, Code] = {}
 
 
-CODES: dict[str, Code] = _catalog(
-    # 1xx: reading the source file
-    Code(
-        "E101",
-        "invalid UTF-8",
-        "The file is not valid UTF-8. promptc reads UTF-8 only and reports the first bad byte with its offset.",
-    ),
-    Code(
-        "E102",
-        "binary file (NUL byte)",
-        "The file contains a NUL byte, which text never does: it is probably a binary file saved with a `.prompt` name.",
-    ),
-    Code(
-        "W103",
-        "byte order mark dropped",
-        "The file starts with a UTF-8 byte order mark. It is dropped; the artifact is the same as without it.",
-    ),
-    Code(
-        "W104",
-        "CRLF or CR line endings normalised",
-        "The file has CRLF (Windows) or CR line endings. They are normalised to LF, so artifacts are identical on every platform; the warning points at the first one.",
-    ),
-    Code(
-        "E105",
-        "source file too large",
-        "The file is larger than the 8 MiB limit, which bounds the time and memory of a build whatever lands in the source folder.",
-    ),
-    Code(
-        "E106",
-        "source file unreadable",
-        "The file or folder could not be read: permissions, a dangling symlink, or a file deleted while the build ran.",
-    ),
-    Code(
-        "E107",
-        "UTF-16 or UTF-32 encoded file",
-        "The file starts with a UTF-16 or UTF-32 byte order mark. Save it as UTF-8.",
-    ),
-    # 2xx: syntax (the grammar and block structure)
-    Code(
-        "E200",
-        "syntax error",
-        "The parser failed in a way the grammar should make impossible. Please report it with the file.",
-    ),
-    Code(
-        "E201",
-        "unterminated placeholder or block",
-        "`${`, `{{`, `{#` or `{%` has no closing `}`, `}}`, `#}` or `%}` (for `{%`, on the same line). Write `\\${` (etc.) for a literal opener.",
-    ),
-    Code("E202", "empty placeholder", "`${}` names no input."),
-    Code(
-        "E203",
-        "invalid placeholder name",
-        "A placeholder holds something other than a name or a dotted path (`${user.name}`). Expressions belong in `{{ }}` blocks.",
-    ),
-    Code(
-        "E204",
-        "block never closed",
-        "An `{% if %}`, `{% for %}` or `{% while %}` is not closed before the end of the file, the next role separator or the next section directive.",
-    ),
-    Code(
-        "E205",
-        "closing tag without an opening tag",
-        "An `{% endif %}`, `{% endfor %}` or `{% endwhile %}` has no matching opening tag.",
-    ),
-    Code(
-        "E206", "mismatched closing tag", "A closing tag closes a different kind of block than the innermost open one."
-    ),
-    Code(
-        "E207",
-        "block spans a role separator or section",
-        "A `{{ }}` or `{# #}` block runs across a role separator or a section directive; blocks stay within one section.",
-    ),
-    Code(
-        "E208",
-        "unknown statement tag",
-        "`{% %}` holds only if / elif / else / for / while and their end tags. Other statements go in `{# #}`.",
-    ),
-    Code(
-        "E209",
-        "`elif`/`else` outside an `if`",
-        "`{% elif %}` outside an `{% if %}`, or `{% else %}` outside an if / for / while.",
-    ),
-    Code(
-        "E211",
-        "text cannot end right before this placeholder or block",
-        "Literal text that ends with a backslash right before a placeholder or block (or with `$` or `{` right before a block) would read as an escape or a different opener in the artifact's template text. It can only arise from a define's value or a partial that ends without a newline; add a space or a newline.",
-    ),
-    Code(
-        "E210",
-        "line too long or nesting too deep",
-        "`{% %}` nesting deeper than 90 levels, or Python nested too deeply to parse. CPython cannot compile such a template, so it could never render.",
-    ),
-    # 3xx: directives
-    Code("E301", "directive given twice", "`flow` or `node` (or `role`) is given twice; a prompt has one."),
-    Code(
-        "W302",
-        "key given twice; the later value wins",
-        "A `param` or metadata key is given twice; the later value wins.",
-    ),
-    Code(
-        "W303",
-        "unknown directive key close to a reserved one",
-        "A directive key is one typo away from a reserved key (`sectoin` → `section`). It is kept as generic metadata.",
-    ),
-    Code(
-        "E304",
-        "malformed directive value",
-        "A directive value is malformed: a `param` without `key=value`, an input name that is not an identifier, an empty `flow`, `node` or `include`.",
-    ),
-    Code("E305", "invalid role", "`/// role:` names a role other than system, developer, user, assistant."),
-    Code(
-        "W306",
-        "directive ignored here",
-        "A directive that only a prompt can hold (generic metadata) stands in a partial and is ignored.",
-    ),
-    # 4xx: roles and messages
-    Code(
-        "E401",
-        "unknown role in separator",
-        "A separator line names an unknown role (`----- tool -----`). The valid roles are listed.",
-    ),
-    Code(
-        "E402",
-        "text before the first role separator",
-        "A file with role separators has text before the first one. Comments and directives may stand there; text may not.",
-    ),
-    Code(
-        "W403",
-        "empty message left out",
-        "A message is empty once comments are removed; it is left out of the artifact.",
-    ),
-    Code(
-        "W404",
-        "line looks like a role separator but is not one",
-        "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
-    ),
-    # 5xx: inputs and placeholders
-    Code(
-        "E501",
-        "input used but not declared",
-        "With `/// input:` declared, the prompt uses an input that is not declared (often a typo: the hint names the closest declared input).",
-    ),
-    Code("W502", "declared input never used", "A declared input is never used."),
-    Code(
-        "E503",
-        "no `/// input:` declaration",
-        "`require_declared_inputs = true` is set in config and the prompt has inputs but no `/// input:` declaration.",
-    ),
-    Code(
-        "E504",
-        "invalid build-time define",
-        "A build-time define is used with attributes (`${product.name}`), but defines are plain strings.",
-    ),
-    # 6xx: template blocks and inference
-    Code(
-        "E601",
-        "Python syntax error in a template block",
-        "The Python inside a template block does not parse. The position is in the `.prompt` file.",
-    ),
-    Code(
-        "E602",
-        "`{{ }}` block does not end in an expression",
-        "A `{{ }}` block must end with an expression (its value is output). Use `{# #}` for statements only.",
-    ),
-    Code(
-        "W603",
-        "template block cannot be analysed completely",
-        "A block reads variables by name at run time (`locals()`, `globals()`, `vars()`, `eval`, `exec`, frame access), so its inputs cannot be inferred completely.",
-    ),
-    # 7xx: sections and the cache-stable prefix
-    Code(
-        "E701",
-        "section name used twice",
-        "Two sections in one file have the same name (the implicit `body` section included).",
-    ),
-    Code(
-        "E702",
-        "stable section uses a runtime input",
-        "A section declared `stable` uses a runtime input, so its bytes are not the same on every request. Reported at the use of the input.",
-    ),
-    Code(
-        "E703",
-        "user_context section but no user message",
-        "A `user_context` section needs a user message to go into; the prompt has none.",
-    ),
-    Code(
-        "E704",
-        "malformed section directive",
-        "A section directive is malformed: `/// section: NAME [stable|dynamic] [system|user_context]`.",
-    ),
-    Code(
-        "W705",
-        "cache-stable prefix below the provider minimum",
-        "The cache-stable prefix is shorter than the configured provider's minimum cacheable prefix, so the provider will not cache it.",
-    ),
-    Code(
-        "W706",
-        "text that looks dynamic in a stable section",
-        "Text in a stable section looks like it changes from run to run (a date or time, a UUID, a long hex id, an epoch timestamp, an absolute home path). When it changes, every cached prefix that contains it is lost.",
-    ),
-    Code(
-        "E707",
-        "stable section contains template code",
-        "A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.",
-    ),
-    # 8xx: partials and includes
-    Code(
-        "E801",
-        "included file not found",
-        "An included file does not exist (the hint names the closest partial), or a `std/` name is not a built-in partial.",
-    ),
-    Code(
-        "E802",
-        "include escapes the source folder",
-        "An include path is absolute, leaves the source folder with `..`, or is a symlink that points outside it. A prompt source that is such a symlink is not compiled either.",
-    ),
-    Code("E803", "include cycle", "Partials include each other in a cycle; the message shows the chain."),
-    Code(
-        "E804",
-        "partial has separators or file-level directives",
-        "A partial contains role separators or a prompt-level directive (`flow`, `node`, `param`, `role`).",
-    ),
-    Code(
-        "E805",
-        "include target is not a partial",
-        "`/// include:` names a prompt (a file whose name does not start with `_`), not a partial.",
-    ),
-    # 9xx: configuration, tokenizer and the output folder
-    Code(
-        "E901",
-        "unknown or unavailable tokenizer",
-        "The configured tokenizer is unknown or not available offline. promptc never falls back to another tokenizer silently.",
-    ),
-    Code(
-        "E902",
-        "invalid configuration",
-        "A value in `[tool.promptc]` has the wrong type or an unknown value (a role, a provider).",
-    ),
-    Code(
-        "W903",
-        "unknown configuration key",
-        "`[tool.promptc]` has a key promptc does not know (the hint names the closest one).",
-    ),
-    Code(
-        "E904",
-        "cannot write the output folder",
-        "The output folder could not be written (permissions, a file where the folder should be, disk full). The previous build is unchanged.",
-    ),
-    Code(
-        "E905",
-        "build/ is stale",
-        "`check --locked`: a file in the output folder differs from what `promptc build` would write, is missing, or should not be there.",
-    ),
-    Code("E906", "source folder not found", "The source folder does not exist."),
-    Code(
-        "E907",
-        "output folder locked by another build",
-        "Another build holds the output folder's lock and did not release it in time. Builds of one output folder never interleave.",
-    ),
-    Code(
-        "E908",
-        "two sources map to the same artifact",
-        "A source would be written where the manifest goes (`manifest.prompt` at the top of the source folder).",
-    ),
-    Code(
-        "W909",
-        "symlink loop in the source tree",
-        "A symlink makes the source tree loop back on itself; the folder already read is skipped.",
-    ),
+def _code(code: str, title: str, explain: str = "") -> Code:
+    if code in CODES:
+        raise ValueError(f"diagnostic code {code} defined twice")
+    CODES[code] = entry = Code(code, title, explain)
+    return entry
+
+
+# 1xx: reading the source file
+INVALID_UTF8 = _code(
+    "E101",
+    "invalid UTF-8",
+    "The file is not valid UTF-8. promptc reads UTF-8 only and reports the first bad byte with its offset.",
+)
+BINARY_FILE = _code(
+    "E102",
+    "binary file (NUL byte)",
+    "The file contains a NUL byte, which text never does: it is probably a binary file saved with a `.prompt` name.",
+)
+BOM_DROPPED = _code(
+    "W103",
+    "byte order mark dropped",
+    "The file starts with a UTF-8 byte order mark. It is dropped; the artifact is the same as without it.",
+)
+CRLF_NORMALISED = _code(
+    "W104",
+    "CRLF or CR line endings normalised",
+    "The file has CRLF (Windows) or CR line endings. They are normalised to LF, so artifacts are identical on every platform; the warning points at the first one.",
+)
+FILE_TOO_LARGE = _code(
+    "E105",
+    "source file too large",
+    "The file is larger than the 8 MiB limit, which bounds the time and memory of a build whatever lands in the source folder.",
+)
+UNREADABLE = _code(
+    "E106",
+    "source file unreadable",
+    "The file or folder could not be read: permissions, a dangling symlink, or a file deleted while the build ran.",
+)
+WIDE_ENCODING = _code(
+    "E107",
+    "UTF-16 or UTF-32 encoded file",
+    "The file starts with a UTF-16 or UTF-32 byte order mark. Save it as UTF-8.",
+)
+
+# 2xx: syntax (the grammar and block structure)
+SYNTAX = _code(
+    "E200",
+    "syntax error",
+    "The parser failed in a way the grammar should make impossible. Please report it with the file.",
+)
+UNTERMINATED = _code(
+    "E201",
+    "unterminated placeholder or block",
+    "`${`, `{{`, `{#` or `{%` has no closing `}`, `}}`, `#}` or `%}` (for `{%`, on the same line). Write `\\${` (etc.) for a literal opener.",
+)
+EMPTY_PLACEHOLDER = _code("E202", "empty placeholder", "`${}` names no input.")
+INVALID_PLACEHOLDER = _code(
+    "E203",
+    "invalid placeholder name",
+    "A placeholder holds something other than a name or a dotted path (`${user.name}`). Expressions belong in `{{ }}` blocks.",
+)
+BLOCK_NEVER_CLOSED = _code(
+    "E204",
+    "block never closed",
+    "An `{% if %}`, `{% for %}` or `{% while %}` is not closed before the end of the file, the next role separator or the next section directive.",
+)
+CLOSES_NOTHING = _code(
+    "E205",
+    "closing tag without an opening tag",
+    "An `{% endif %}`, `{% endfor %}` or `{% endwhile %}` has no matching opening tag.",
+)
+MISMATCHED_CLOSE = _code(
+    "E206", "mismatched closing tag", "A closing tag closes a different kind of block than the innermost open one."
+)
+BLOCK_SPANS_SEPARATOR = _code(
+    "E207",
+    "block spans a role separator or section",
+    "A `{{ }}` or `{# #}` block runs across a role separator or a section directive; blocks stay within one section.",
+)
+UNKNOWN_TAG = _code(
+    "E208",
+    "unknown statement tag",
+    "`{% %}` holds only if / elif / else / for / while and their end tags. Other statements go in `{# #}`.",
+)
+MISPLACED_CONTINUATION = _code(
+    "E209",
+    "`elif`/`else` outside an `if`",
+    "`{% elif %}` outside an `{% if %}`, or `{% else %}` outside an if / for / while.",
+)
+AMBIGUOUS_ADJACENCY = _code(
+    "E211",
+    "text cannot end right before this placeholder or block",
+    "Literal text that ends with a backslash right before a placeholder or block (or with `$` or `{` right before a block) would read as an escape or a different opener in the artifact's template text. It can only arise from a define's value or a partial that ends without a newline; add a space or a newline.",
+)
+TOO_DEEP = _code(
+    "E210",
+    "line too long or nesting too deep",
+    "`{% %}` nesting deeper than 90 levels, or Python nested too deeply to parse. CPython cannot compile such a template, so it could never render.",
+)
+
+# 3xx: directives
+DIRECTIVE_TWICE = _code(
+    "E301", "directive given twice", "`flow` or `node` (or `role`) is given twice; a prompt has one."
+)
+KEY_TWICE = _code(
+    "W302", "key given twice; the later value wins", "A `param` or metadata key is given twice; the later value wins."
+)
+DIRECTIVE_TYPO = _code(
+    "W303",
+    "unknown directive key close to a reserved one",
+    "A directive key is one typo away from a reserved key (`sectoin` → `section`). It is kept as generic metadata.",
+)
+MALFORMED_DIRECTIVE = _code(
+    "E304",
+    "malformed directive value",
+    "A directive value is malformed: a `param` without `key=value`, an input name that is not an identifier, an empty `flow`, `node` or `include`.",
+)
+INVALID_ROLE = _code("E305", "invalid role", "`/// role:` names a role other than system, developer, user, assistant.")
+IGNORED_IN_PARTIAL = _code(
+    "W306",
+    "directive ignored here",
+    "A directive that only a prompt can hold (generic metadata) stands in a partial and is ignored.",
+)
+
+# 4xx: roles and messages
+UNKNOWN_SEPARATOR_ROLE = _code(
+    "E401",
+    "unknown role in separator",
+    "A separator line names an unknown role (`----- tool -----`). The valid roles are listed.",
+)
+TEXT_BEFORE_SEPARATOR = _code(
+    "E402",
+    "text before the first role separator",
+    "A file with role separators has text before the first one. Comments and directives may stand there; text may not.",
+)
+EMPTY_MESSAGE = _code(
+    "W403", "empty message left out", "A message is empty once comments are removed; it is left out of the artifact."
+)
+NEAR_SEPARATOR = _code(
+    "W404",
+    "line looks like a role separator but is not one",
+    "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
+)
+
+# 5xx: inputs and placeholders
+UNDECLARED_INPUT = _code(
+    "E501",
+    "input used but not declared",
+    "With `/// input:` declared, the prompt uses an input that is not declared (often a typo: the hint names the closest declared input).",
+)
+UNUSED_INPUT = _code("W502", "declared input never used", "A declared input is never used.")
+NO_INPUT_DECLARATION = _code(
+    "E503",
+    "no `/// input:` declaration",
+    "`require_declared_inputs = true` is set in config and the prompt has inputs but no `/// input:` declaration.",
+)
+DEFINE_WITH_ATTRIBUTE = _code(
+    "E504",
+    "invalid build-time define",
+    "A build-time define is used with attributes (`${product.name}`), but defines are plain strings.",
+)
+
+# 6xx: template blocks and inference
+PYTHON_SYNTAX = _code(
+    "E601",
+    "Python syntax error in a template block",
+    "The Python inside a template block does not parse. The position is in the `.prompt` file.",
+)
+EXPR_BLOCK_NOT_EXPRESSION = _code(
+    "E602",
+    "`{{ }}` block does not end in an expression",
+    "A `{{ }}` block must end with an expression (its value is output). Use `{# #}` for statements only.",
+)
+DYNAMIC_NAMES = _code(
+    "W603",
+    "template block cannot be analysed completely",
+    "A block reads variables by name at run time (`locals()`, `globals()`, `vars()`, `eval`, `exec`, frame access), so its inputs cannot be inferred completely.",
+)
+
+# 7xx: sections and the cache-stable prefix
+SECTION_TWICE = _code(
+    "E701",
+    "section name used twice",
+    "Two sections in one file have the same name (the implicit `body` section included).",
+)
+STABLE_USES_INPUT = _code(
+    "E702",
+    "stable section uses a runtime input",
+    "A section declared `stable` uses a runtime input, so its bytes are not the same on every request. Reported at the use of the input.",
+)
+NO_USER_MESSAGE = _code(
+    "E703",
+    "user_context section but no user message",
+    "A `user_context` section needs a user message to go into; the prompt has none.",
+)
+MALFORMED_SECTION = _code(
+    "E704",
+    "malformed section directive",
+    "A section directive is malformed: `/// section: NAME [stable|dynamic] [system|user_context]`.",
+)
+PREFIX_BELOW_MINIMUM = _code(
+    "W705",
+    "cache-stable prefix below the provider minimum",
+    "The cache-stable prefix is shorter than the configured provider's minimum cacheable prefix, so the provider will not cache it.",
+)
+DYNAMIC_LOOKING_TEXT = _code(
+    "W706",
+    "text that looks dynamic in a stable section",
+    "Text in a stable section looks like it changes from run to run (a date or time, a UUID, a long hex id, an epoch timestamp, an absolute home path). When it changes, every cached prefix that contains it is lost.",
+)
+STABLE_HAS_CODE = _code(
+    "E707",
+    "stable section contains template code",
+    "A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.",
+)
+
+# 8xx: partials and includes
+INCLUDE_NOT_FOUND = _code(
+    "E801",
+    "included file not found",
+    "An included file does not exist (the hint names the closest partial), or a `std/` name is not a built-in partial.",
+)
+INCLUDE_OUTSIDE = _code(
+    "E802",
+    "include escapes the source folder",
+    "An include path is absolute, leaves the source folder with `..`, or is a symlink that points outside it. A prompt source that is such a symlink is not compiled either.",
+)
+INCLUDE_CYCLE = _code("E803", "include cycle", "Partials include each other in a cycle; the message shows the chain.")
+PARTIAL_NOT_ALLOWED = _code(
+    "E804",
+    "partial has separators or file-level directives",
+    "A partial contains role separators or a prompt-level directive (`flow`, `node`, `param`, `role`).",
+)
+INCLUDE_NOT_PARTIAL = _code(
+    "E805",
+    "include target is not a partial",
+    "`/// include:` names a prompt (a file whose name does not start with `_`), not a partial.",
+)
+
+# 9xx: configuration, tokenizer and the output folder
+TOKENIZER_UNAVAILABLE = _code(
+    "E901",
+    "unknown or unavailable tokenizer",
+    "The configured tokenizer is unknown or not available offline. promptc never falls back to another tokenizer silently.",
+)
+INVALID_CONFIG = _code(
+    "E902",
+    "invalid configuration",
+    "A value in `[tool.promptc]` has the wrong type or an unknown value (a role, a provider).",
+)
+UNKNOWN_CONFIG_KEY = _code(
+    "W903",
+    "unknown configuration key",
+    "`[tool.promptc]` has a key promptc does not know (the hint names the closest one).",
+)
+OUTPUT_UNWRITABLE = _code(
+    "E904",
+    "cannot write the output folder",
+    "The output folder could not be written (permissions, a file where the folder should be, disk full). The previous build is unchanged.",
+)
+BUILD_STALE = _code(
+    "E905",
+    "build/ is stale",
+    "`check --locked`: a file in the output folder differs from what `promptc build` would write, is missing, or should not be there.",
+)
+SOURCE_NOT_FOUND = _code("E906", "source folder not found", "The source folder does not exist.")
+OUTPUT_LOCKED = _code(
+    "E907",
+    "output folder locked by another build",
+    "Another build holds the output folder's lock and did not release it in time. Builds of one output folder never interleave.",
+)
+ARTIFACT_COLLISION = _code(
+    "E908",
+    "two sources map to the same artifact",
+    "A source would be written where the manifest goes (`manifest.prompt` at the top of the source folder).",
+)
+SYMLINK_LOOP = _code(
+    "W909",
+    "symlink loop in the source tree",
+    "A symlink makes the source tree loop back on itself; the folder already read is skipped.",
 )
 
 

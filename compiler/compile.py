@@ -6,9 +6,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import codes
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span, has_errors, make
+from .diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
 from .emit import build_artifact, dumps
 from .meter import TokenizerError, meter
 from .nodes import Document
@@ -63,8 +64,12 @@ def name_of(rel: str) -> str:
 
 
 def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnostic:
-    return Diagnostic(
-        "E901", "error", str(exc), path, Span(0, 0, 1, 1), "set `tokenizer` in [tool.promptc] to cl100k_base"
+    return make(
+        codes.TOKENIZER_UNAVAILABLE,
+        str(exc),
+        file_span(),
+        "set `tokenizer` in [tool.promptc] to cl100k_base",
+        path=path,
     )
 
 
@@ -75,7 +80,7 @@ def _check_prefix_minimum(artifact: dict[str, Any], config: Config, src: SourceT
         return []
     return [
         make(
-            "W705",
+            codes.PREFIX_BELOW_MINIMUM,
             f"cache-stable prefix is {tokens} tokens ({artifact['cache']['prefix_chars']} chars); "
             f"{config.provider} caches prefixes of at least {minimum} tokens",
             src.span(0),

@@ -5,7 +5,6 @@ Only plain data lives here; reading the file is `load_config`, called by the CLI
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -13,7 +12,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .diagnostics import Diagnostic, SourceText, Span, make
+from . import codes
+from .diagnostics import Diagnostic, SourceText, Span, file_span, make
+from .suggest import did_you_mean
 
 DEFAULT_INTRO = "When answering the user's question you may refer to the following context:"
 DEFAULT_DISCLAIMER = (
@@ -127,37 +128,39 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return Config(origin=path), [
-            Diagnostic("E902", "error", f"cannot read {pyproject.name}: {exc}", path, Span(0, 0, 1, 1))
+            make(codes.INVALID_CONFIG, f"cannot read {pyproject.name}: {exc}", file_span(), path=path)
         ]
     table = data.get("tool", {}).get("promptc", {})
     if not isinstance(table, dict):
         return Config(origin=path), [
-            Diagnostic("E902", "error", "[tool.promptc] must be a table", path, Span(0, 0, 1, 1))
+            make(codes.INVALID_CONFIG, "[tool.promptc] must be a table", file_span(), path=path)
         ]
     values: dict[str, Any] = {}
     source = SourceText.of(path, pyproject.read_text(encoding="utf-8"))
     for key, value in table.items():
         span = _key_span(source, key)
         if key not in _KEYS:
-            close = difflib.get_close_matches(key, sorted(_KEYS), n=1)
+            close = did_you_mean(key, _KEYS, limit=3)
             diagnostics.append(
                 make(
-                    "W903",
+                    codes.UNKNOWN_CONFIG_KEY,
                     f"unknown key `{key}` in [tool.promptc]",
                     span,
-                    f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(sorted(_KEYS))}",
+                    f"did you mean `{close}`?" if close else f"known keys: {', '.join(sorted(_KEYS))}",
                 )
             )
             continue
         coerced, problem = _coerce(key, value)
         if problem:
-            diagnostics.append(make("E902", problem, span, "see docs/configuration.md"))
+            diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see docs/configuration.md"))
             continue
         values[key] = coerced
     config = replace(Config(origin=path), **values)
     problem = validate(config)
     if problem:
-        diagnostics.append(make("E902", problem, _key_span(source, "provider"), "see docs/configuration.md"))
+        diagnostics.append(
+            make(codes.INVALID_CONFIG, problem, _key_span(source, "provider"), "see docs/configuration.md")
+        )
         config = replace(config, provider="")
     return config, diagnostics
 

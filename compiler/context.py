@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from .codes import Code
 from .config import Config
 from .diagnostics import Diagnostic, SourceText, Span, make
 
@@ -87,7 +88,7 @@ class Context:
         #: parsed partials, shared across the files of one build
         self.partials = partials if partials is not None else {}
 
-    def report(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> None:
+    def report(self, code: Code, message: str, span: Span | None = None, hint: str | None = None) -> None:
         self.diagnostics.append(make(code, message, span, hint, source=self.source))
 
     def extend(self, diagnostics) -> None:

@@ -9,11 +9,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
-from .codes import CODES
-
-Severity = Literal["error", "warning"]
+from .codes import CODES, Code, Severity
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +100,34 @@ class Diagnostic:
         }
 
 
+def file_span() -> Span:
+    """The span of a diagnostic about a whole file (it has no better place): shown at 1:1."""
+    return Span(0, 0, 1, 1)
+
+
+def make(
+    code: Code,
+    message: str,
+    span: Span | None = None,
+    hint: str | None = None,
+    *,
+    source: SourceText | None = None,
+    path: str | None = None,
+    source_line: str | None = None,
+) -> Diagnostic:
+    """The one way to make a diagnostic. The severity is the code's own. The file is the span's
+    own when it has one, else `source`, else `path` (for diagnostics about a file that could not be
+    read, a folder or the configuration); the source line under the caret comes from the file."""
+    src = (span.src if span is not None and span.src is not None else None) or source
+    line = source_line
+    if line is None and span is not None and src is not None:
+        line = src.line_text(span.line)
+    if span is not None and span.src is not None:
+        span = replace(span, src=None)  # diagnostics travel between processes; keep them small
+    where = src.path if src is not None else (path if path is not None else "<unknown>")
+    return Diagnostic(str(code), code.severity, message, where, span, hint, line)
+
+
 class DiagnosticSink:
     """Collects diagnostics for one source file; knows the text so spans get their source line."""
 
@@ -112,45 +137,15 @@ class DiagnosticSink:
         self.source = source
         self.items: list[Diagnostic] = []
 
-    def add(
-        self,
-        code: str,
-        message: str,
-        span: Span | None = None,
-        hint: str | None = None,
-        *,
-        severity: Severity | None = None,
-        source: SourceText | None = None,
-    ) -> None:
-        self.items.append(make(code, message, span, hint, severity=severity, source=source or self.source))
-
-    def error(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> None:
-        self.add(code, message, span, hint)
+    def report(self, code: Code, message: str, span: Span | None = None, hint: str | None = None) -> None:
+        self.items.append(make(code, message, span, hint, source=self.source))
 
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.items.extend(diagnostics)
 
     @property
     def has_errors(self) -> bool:
-        return any(d.severity == "error" for d in self.items)
-
-
-def make(
-    code: str,
-    message: str,
-    span: Span | None = None,
-    hint: str | None = None,
-    *,
-    severity: Severity | None = None,
-    source: SourceText | None = None,
-) -> Diagnostic:
-    """Build a diagnostic; the file is the span's own when it has one, else `source`."""
-    src = (span.src if span is not None and span.src is not None else None) or source
-    sev: Severity = severity or ("warning" if code.startswith("W") else "error")
-    line = src.line_text(span.line) if (span is not None and src is not None) else None
-    if span is not None and span.src is not None:
-        span = replace(span, src=None)  # diagnostics travel between processes; keep them small
-    return Diagnostic(code, sev, message, src.path if src else "<unknown>", span, hint, line)
+        return has_errors(self.items)
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:

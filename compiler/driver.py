@@ -20,11 +20,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, codes
 from .compile import CompiledPrompt, compile_source
 from .config import Config
 from .context import LazyFiles, SourceTree
-from .diagnostics import Diagnostic, Span, has_errors, ordered
+from .diagnostics import Diagnostic, Span, file_span, has_errors, make, ordered
 from .emit import dumps
 from .progress import progress
 
@@ -113,13 +113,12 @@ def read_tree(
         folder, rel_folder, real = stack.pop()
         if real in seen_dirs:
             diagnostics.append(
-                Diagnostic(
-                    "W909",
-                    "warning",
+                make(
+                    codes.SYMLINK_LOOP,
                     "symlink loop: this folder was already read; skipped",
-                    f"{root_display}/{rel_folder}".rstrip("/"),
-                    Span(0, 0, 1, 1),
+                    file_span(),
                     "remove the symlink that points back into the tree",
+                    path=f"{root_display}/{rel_folder}".rstrip("/"),
                 )
             )
             continue
@@ -128,12 +127,11 @@ def read_tree(
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             diagnostics.append(
-                Diagnostic(
-                    "E106",
-                    "error",
+                make(
+                    codes.UNREADABLE,
                     f"cannot read folder: {exc.strerror}",
-                    f"{root_display}/{rel_folder}",
-                    Span(0, 0, 1, 1),
+                    file_span(),
+                    path=f"{root_display}/{rel_folder}",
                 )
             )
             continue
@@ -178,24 +176,22 @@ def read_tree(
                 stats[rel] = stat
             except FileNotFoundError:
                 diagnostics.append(
-                    Diagnostic(
-                        "E106",
-                        "error",
+                    make(
+                        codes.UNREADABLE,
                         "cannot read file: it vanished while the build ran, or is a dangling symlink",
-                        f"{root_display}/{rel}",
-                        Span(0, 0, 1, 1),
+                        file_span(),
                         "restore the file or remove the link",
+                        path=f"{root_display}/{rel}",
                     )
                 )
             except OSError as exc:
                 diagnostics.append(
-                    Diagnostic(
-                        "E106",
-                        "error",
+                    make(
+                        codes.UNREADABLE,
                         f"cannot read file: {exc.strerror or exc}",
-                        f"{root_display}/{rel}",
-                        Span(0, 0, 1, 1),
+                        file_span(),
                         "check the file's permissions",
+                        path=f"{root_display}/{rel}",
                     )
                 )
         stack.extend(reversed(subfolders))
@@ -322,13 +318,12 @@ def _collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnos
     for prompt in prompts:
         if prompt.name == MANIFEST[: -len(".json")]:
             problems.append(
-                Diagnostic(
-                    "E908",
-                    "error",
+                make(
+                    codes.ARTIFACT_COLLISION,
                     f"`{prompt.source}` would be written to {MANIFEST}, which the manifest owns",
-                    tree.display(prompt.source),
-                    Span(0, 0, 1, 1),
+                    file_span(),
                     "rename the file",
+                    path=tree.display(prompt.source),
                 )
             )
     return problems
@@ -522,13 +517,12 @@ def compile_project(
     result = BuildResult()
     if not src.is_dir():
         result.diagnostics.append(
-            Diagnostic(
-                "E906",
-                "error",
+            make(
+                codes.SOURCE_NOT_FOUND,
                 f"source folder `{src}` not found",
-                str(src),
                 None,
                 "pass the folder: `promptc build prompts_src`",
+                path=str(src),
             )
         )
         return result
@@ -538,13 +532,12 @@ def compile_project(
     for rel in tree.outside:
         if not is_partial(rel):
             diagnostics.append(
-                Diagnostic(
-                    "E802",
-                    "error",
+                make(
+                    codes.INCLUDE_OUTSIDE,
                     "symlink points outside the source folder; not compiled",
-                    tree.display(rel),
-                    Span(0, 0, 1, 1),
+                    file_span(),
                     "copy the file into the source folder instead of linking it",
+                    path=tree.display(rel),
                 )
             )
     rels = [rel for rel in tree.files if not is_partial(rel)]
@@ -577,12 +570,11 @@ def compile_project(
     result.state = state
     for rel in getattr(tree.files, "failed", ()):
         diagnostics.append(
-            Diagnostic(
-                "E106",
-                "error",
+            make(
+                codes.UNREADABLE,
                 "cannot read file: it vanished while the build ran",
-                tree.display(rel),
-                Span(0, 0, 1, 1),
+                file_span(),
+                path=tree.display(rel),
             )
         )
     for prompt in prompts:
@@ -909,8 +901,12 @@ def _write_error(out: Path, exc: OSError) -> Diagnostic:
         if exc.errno == errno.ENOSPC
         else "check the folder's permissions and that no file stands where a folder should be"
     )
-    return Diagnostic(
-        "E904", "error", f"cannot write `{out}`: {reason}; the previous build is unchanged", str(out), None, hint
+    return make(
+        codes.OUTPUT_UNWRITABLE,
+        f"cannot write `{out}`: {reason}; the previous build is unchanged",
+        None,
+        hint,
+        path=str(out),
     )
 
 
@@ -954,7 +950,7 @@ def build(
                 _save_state(out, result.fingerprint, result.prompts, result.tree, result.state)
     except TimeoutError as exc:
         result.diagnostics.append(
-            Diagnostic("E907", "error", str(exc), str(out), None, "wait for the other build to finish")
+            make(codes.OUTPUT_LOCKED, str(exc), None, "wait for the other build to finish", path=str(out))
         )
     except OSError as exc:
         result.diagnostics.append(_write_error(out, exc))
@@ -975,13 +971,12 @@ def check(
         result.stale = stale_paths(result.files, out)
         for path in result.stale:
             result.diagnostics.append(
-                Diagnostic(
-                    "E905",
-                    "error",
+                make(
+                    codes.BUILD_STALE,
                     f"`{(out / path).as_posix()}` is stale: it differs from what `promptc build` would write",
-                    (out / path).as_posix(),
                     None,
                     "run `promptc build` and commit the result",
+                    path=(out / path).as_posix(),
                 )
             )
     return result

@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from . import codes
 from .diagnostics import DiagnosticSink, SourceText, Span
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 
@@ -90,8 +91,8 @@ def _block(
     # the code starts on the opener's line: `{{` or `{{-` holds no newline
     code_span = Span(code_start, code_start + len(code), line, col + (code_start - start), src)
     if kind != "stmt" and ("\n" in value) and (_SEPARATOR.search(value) or _SECTION_DIRECTIVE.search(value)):
-        sink.error(
-            "E207",
+        sink.report(
+            codes.BLOCK_SPANS_SEPARATOR,
             f"`{value[:2]}` opened here is not closed before the next role separator or section",
             src.span(start, start + 2),
             f"close the block with `{value[-2:]}` before the separator",
@@ -102,8 +103,8 @@ def _block(
         stripped = code.strip()
         keyword = re.split(r"[\s(:]", stripped, maxsplit=1)[0] if stripped else ""
         if keyword not in STMT_KEYWORDS:
-            sink.error(
-                "E208",
+            sink.report(
+                codes.UNKNOWN_TAG,
                 f"unknown statement tag `{{% {keyword or stripped} %}}`" if stripped else "empty `{% %}` tag",
                 span,
                 "`{% %}` holds if / elif / else / for / while and endif / endfor / endwhile; "
@@ -174,7 +175,9 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
             name = value[2:-1]
             span = src.span(start, end)
             if not name.strip():
-                sink.error("E202", "empty placeholder `${}`", span, "write the input's name: `${name}`")
+                sink.report(
+                    codes.EMPTY_PLACEHOLDER, "empty placeholder `${}`", span, "write the input's name: `${name}`"
+                )
                 items.append(Text(value, span))
             elif not PLACEHOLDER_NAME.match(name):
                 hint = "a placeholder is `${name}` or `${name.attr}`: letters, digits and `_`"
@@ -182,7 +185,7 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
                     hint = f"remove the spaces: `${{{name.strip()}}}`"
                 elif "{" in name or "(" in name or " " in name.strip():
                     hint += "; use a `{{ }}` block for expressions"
-                sink.error("E203", f"invalid placeholder name `{name}`", span, hint)
+                sink.report(codes.INVALID_PLACEHOLDER, f"invalid placeholder name `{name}`", span, hint)
                 items.append(Text(value, span))
             else:
                 items.append(Placeholder(name, span))
@@ -192,8 +195,8 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
         elif kind == "UNTERMINATED":
             closer = _OPENER_CLOSE[value]
             where = " on the same line" if value == "{%" else ""
-            sink.error(
-                "E201",
+            sink.report(
+                codes.UNTERMINATED,
                 f"unterminated `{value}`: no `{closer}` follows{where}",
                 src.span(start, end),
                 f"close it with `{closer}`, or write `\\{value}` for a literal `{value}`",
@@ -211,8 +214,8 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
 
     def unclosed(barrier: str) -> None:
         for opener, construct in reversed(stack):
-            sink.error(
-                "E204",
+            sink.report(
+                codes.BLOCK_NEVER_CLOSED,
                 f"`{{% {construct} %}}` opened here is never closed{barrier}",
                 opener.span,
                 f"add `{{% end{construct} %}}`",
@@ -231,8 +234,8 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
         keyword = item.keyword
         if keyword in OPENERS:
             if len(stack) >= MAX_NESTING:
-                sink.error(
-                    "E210",
+                sink.report(
+                    codes.TOO_DEEP,
                     f"`{{% %}}` blocks nested more than {MAX_NESTING} deep",
                     item.span,
                     "flatten the template; Python cannot compile deeper nesting",
@@ -242,8 +245,8 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
         elif keyword in CONTINUERS:
             allowed = CONTINUERS[keyword]
             if not stack or stack[-1][1] not in allowed:
-                sink.error(
-                    "E209",
+                sink.report(
+                    codes.MISPLACED_CONTINUATION,
                     f"`{{% {keyword} %}}` outside {' / '.join(f'`{{% {a} %}}`' for a in allowed)}",
                     item.span,
                     "move it inside the block it belongs to",
@@ -251,13 +254,16 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
         elif keyword in CLOSERS:
             construct = CLOSERS[keyword]
             if not stack:
-                sink.error(
-                    "E205", f"`{{% {keyword} %}}` closes nothing", item.span, "remove it, or open the block first"
+                sink.report(
+                    codes.CLOSES_NOTHING,
+                    f"`{{% {keyword} %}}` closes nothing",
+                    item.span,
+                    "remove it, or open the block first",
                 )
             elif stack[-1][1] != construct:
                 opener, open_construct = stack[-1]
-                sink.error(
-                    "E206",
+                sink.report(
+                    codes.MISMATCHED_CLOSE,
                     f"`{{% {keyword} %}}` does not match `{{% {open_construct} %}}` "
                     f"opened at {opener.span.line}:{opener.span.col}",
                     item.span,
@@ -303,7 +309,7 @@ def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) ->
         line = getattr(exc, "line", 1) or 1
         col = getattr(exc, "column", 1) or 1
         offset = src.line_starts[min(line, len(src.line_starts)) - 1] + col - 1
-        sink.error("E200", f"cannot parse the file: {type(exc).__name__}", src.span(offset), None)
+        sink.report(codes.SYNTAX, f"cannot parse the file: {type(exc).__name__}", src.span(offset), None)
         return ()
     _check_nesting(items, sink)
     return tuple(items)

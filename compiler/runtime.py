@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import difflib
 import hashlib
 import json
 import linecache
@@ -50,6 +49,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import CodeType
 from typing import Any
+
+from .suggest import suggestions
 
 __all__ = [
     "load",
@@ -537,7 +538,7 @@ class Runtime:
             return cached
         entry = self.manifest.get("artifacts", {}).get(name)
         if entry is None:
-            close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.6)
+            close = suggestions(name, self.names(), limit=max(2, len(name) // 3))
             hint = f"; did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else ""
             known = "" if close else f"; prompts: {', '.join(self.names()) or '(none)'}"
             raise RenderError(f"no prompt `{name}` in `{self.build_dir}`{hint}{known}")

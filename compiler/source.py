@@ -5,7 +5,9 @@ Every rejection is a located diagnostic, never an exception.
 
 from __future__ import annotations
 
-from .diagnostics import Diagnostic, SourceText, Span
+from . import codes
+from .codes import Code
+from .diagnostics import Diagnostic, SourceText, Span, file_span, make
 
 #: Largest source file promptc reads (bytes). Bigger files get E105 before any parsing, which keeps
 #: time and memory bounded whatever lands in the source folder.
@@ -29,26 +31,25 @@ def _locate_byte(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def _byte_diag(path: str, data: bytes, offset: int, code: str, message: str, hint: str) -> Diagnostic:
+def _byte_diag(path: str, data: bytes, offset: int, code: Code, message: str, hint: str) -> Diagnostic:
     line, col = _locate_byte(data, offset)
     line_start = data.rfind(b"\n", 0, offset) + 1
     line_end = data.find(b"\n", offset)
     shown = data[line_start : line_end if line_end != -1 else len(data)][:400]
     shown_text = shown.decode("utf-8", errors="replace").replace("\x00", "\u2400")
-    return Diagnostic(code, "error", message, path, Span(offset, offset + 1, line, col), hint, shown_text)
+    return make(code, message, Span(offset, offset + 1, line, col), hint, path=path, source_line=shown_text)
 
 
 def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]:
     """Decode and normalise a source file. Returns (None, errors) when the file cannot be used."""
     if len(data) > MAX_SOURCE_BYTES:
         return None, [
-            Diagnostic(
-                "E105",
-                "error",
+            make(
+                codes.FILE_TOO_LARGE,
                 f"source file is {len(data):,} bytes; the limit is {MAX_SOURCE_BYTES:,}",
-                path,
-                Span(0, 0, 1, 1),
+                file_span(),
                 "split the prompt into smaller files and `/// include:` partials",
+                path=path,
             )
         ]
     for bom, encoding in _WIDE_BOMS:
@@ -58,7 +59,7 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
                     path,
                     data,
                     0,
-                    "E107",
+                    codes.WIDE_ENCODING,
                     f"file is {encoding} encoded; promptc reads UTF-8 only",
                     "save the file as UTF-8",
                 )
@@ -70,7 +71,7 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
                 path,
                 data,
                 nul,
-                "E102",
+                codes.BINARY_FILE,
                 f"NUL byte at byte offset {nul}: this looks like a binary file",
                 "prompt sources must be UTF-8 text; remove the file or the NUL byte",
             )
@@ -79,13 +80,12 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
         warnings.append(
-            Diagnostic(
-                "W103",
-                "warning",
+            make(
+                codes.BOM_DROPPED,
                 "byte order mark dropped",
-                path,
-                Span(0, 0, 1, 1),
+                file_span(),
                 "save the file as UTF-8 without a BOM",
+                path=path,
             )
         )
     try:
@@ -97,7 +97,7 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
                 path,
                 data,
                 exc.start,
-                "E101",
+                codes.INVALID_UTF8,
                 f"invalid UTF-8 byte 0x{bad} at byte offset {exc.start}",
                 "save the file as UTF-8",
             )
@@ -109,14 +109,13 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
         line_text = src_before.line_text(span.line).rstrip("\r")
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         warnings.append(
-            Diagnostic(
-                "W104",
-                "warning",
+            make(
+                codes.CRLF_NORMALISED,
                 "CRLF or CR line endings normalised to LF",
-                path,
                 Span(span.start, span.end, span.line, span.col),
                 "configure your editor or .gitattributes for LF line endings",
-                line_text,
+                path=path,
+                source_line=line_text,
             )
         )
     return SourceText.of(path, text), warnings

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
     from watchdog.observers.api import BaseObserver, ObservedWatch
 
-    from .driver import BuildResult
     from .config import Config
     from .diagnostics import Diagnostic
+    from .driver import BuildResult
 
 #: Default quiet window, seconds: long enough to cover an editor's write-then-rename, short enough
 #: that the rebuild feels immediate.

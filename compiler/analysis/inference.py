@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .. import codes
 from ..diagnostics import Diagnostic, SourceText, Span, make
 from ..nodes import Block, Item, Placeholder, Spliced
 
@@ -462,18 +463,20 @@ def _parse_block(block: Block) -> _Parsed:
     except SyntaxError as error:
         message = str(error.msg or "invalid syntax")
         if any(marker in message for marker in _PARSE_TOO_DEEP):
-            raise _BlockError(make("E210", f"block nested too deeply for Python: {message}", block.span)) from None
+            raise _BlockError(
+                make(codes.TOO_DEEP, f"block nested too deeply for Python: {message}", block.span)
+            ) from None
         if error.lineno is None:
             span = block.span
         else:
             col = (error.offset or 1) - 1  # SyntaxError columns are 1-based and count characters
             end_col = (error.end_offset - 1) if error.end_offset else None
             span = mapper.span(error.lineno, col, error.end_lineno, end_col)
-        raise _BlockError(make("E601", f"Python syntax error: {message}", span)) from None
+        raise _BlockError(make(codes.PYTHON_SYNTAX, f"Python syntax error: {message}", span)) from None
     except (RecursionError, MemoryError):
-        raise _BlockError(make("E210", "block nested too deeply to parse", block.span)) from None
+        raise _BlockError(make(codes.TOO_DEEP, "block nested too deeply to parse", block.span)) from None
     except ValueError as error:  # e.g. NUL bytes
-        raise _BlockError(make("E601", f"Python syntax error: {error}", block.span)) from None
+        raise _BlockError(make(codes.PYTHON_SYNTAX, f"Python syntax error: {error}", block.span)) from None
 
     if block.kind == "stmt":
         return _Parsed(block, mapper, [], _header_node(module, keyword, block), keyword)
@@ -482,13 +485,18 @@ def _parse_block(block: Block) -> _Parsed:
     if block.kind == "expr":
         hint = "end it with the value to output, or use `{# #}` for statements"
         if not body:
-            problem = make("E602", "empty `{{ }}` block", block.span, hint)
+            problem = make(codes.EXPR_BLOCK_NOT_EXPRESSION, "empty `{{ }}` block", block.span, hint)
         elif not isinstance(body[-1], ast.Expr):
-            problem = make("E602", "`{{ }}` block does not end in an expression", mapper.node_span(body[-1]), hint)
+            problem = make(
+                codes.EXPR_BLOCK_NOT_EXPRESSION,
+                "`{{ }}` block does not end in an expression",
+                mapper.node_span(body[-1]),
+                hint,
+            )
         elif "\n" not in text and len(body) > 1:
             # promplate pastes a one-line `{{ }}` into `__append__(...)`: it must be one expression
             problem = make(
-                "E602",
+                codes.EXPR_BLOCK_NOT_EXPRESSION,
                 "a one-line `{{ }}` block must be a single expression",
                 mapper.node_span(body[1]),
                 "put the statements on their own lines, or use `{# #}` for them",
@@ -515,7 +523,7 @@ def _header_node(module: ast.Module, keyword: str, block: Block) -> ast.AST | No
         inner_body = node.body  # type: ignore[union-attr]
         ok = len(inner_body) == 1 and isinstance(inner_body[0], ast.Pass) and not getattr(node, "orelse", None)
     if not ok:
-        raise _BlockError(make("E601", f"malformed `{{% {keyword} %}}` header", block.span))
+        raise _BlockError(make(codes.PYTHON_SYNTAX, f"malformed `{{% {keyword} %}}` header", block.span))
     return node
 
 
@@ -598,7 +606,7 @@ class _Analyser:
         if name in BUILTIN_NAMES:
             if name in _DYNAMIC and not (name == "vars" and callee and nargs):
                 self.report(
-                    "W603",
+                    codes.DYNAMIC_NAMES,
                     f"`{name}` reads variables by name at run time; the inputs of this template cannot be inferred completely",
                     node,
                     "pass the values explicitly, or declare them with `/// input:`",
@@ -705,7 +713,7 @@ class _Analyser:
         elif isinstance(node, ast.Attribute):
             if node.attr in _FRAME_ATTRS:
                 self.report(
-                    "W603",
+                    codes.DYNAMIC_NAMES,
                     f"`.{node.attr}` inspects frames; the inputs of this template cannot be inferred completely",
                     node,
                 )
@@ -1028,14 +1036,14 @@ class _Analyser:
 
     def _break(self, node: ast.Break) -> None:
         if not self.loops:
-            self.report("E601", "Python syntax error: 'break' outside loop", node)
+            self.report(codes.PYTHON_SYNTAX, "Python syntax error: 'break' outside loop", node)
         elif self.state.live:
             self.loops[-1].breaks.append(self.state)
         self.dead()
 
     def _continue(self, node: ast.Continue) -> None:
         if not self.loops:
-            self.report("E601", "Python syntax error: 'continue' not properly in loop", node)
+            self.report(codes.PYTHON_SYNTAX, "Python syntax error: 'continue' not properly in loop", node)
         elif self.state.live:
             self.loops[-1].continues.append(self.state)
         self.dead()
@@ -1055,7 +1063,7 @@ class _Analyser:
         for alias in node.names:
             if alias.name == "*":
                 self.report(
-                    "E601",
+                    codes.PYTHON_SYNTAX,
                     "Python syntax error: `from … import *` is only allowed at module level "
                     "(a template compiles into a function)",
                     node,
@@ -1063,7 +1071,9 @@ class _Analyser:
                 continue
             if node.module in ("builtins", "inspect", "sys") and alias.name in (_DYNAMIC | _FRAME_ATTRS):
                 self.report(
-                    "W603", f"`{alias.name}` reads variables by name; the inputs cannot be inferred completely", node
+                    codes.DYNAMIC_NAMES,
+                    f"`{alias.name}` reads variables by name; the inputs cannot be inferred completely",
+                    node,
                 )
             self.bind(alias.asname or alias.name)
 
@@ -1073,7 +1083,9 @@ class _Analyser:
 
     def _nonlocal(self, node: ast.Nonlocal) -> None:
         if self.scope.kind == "template":
-            self.report("E601", f"Python syntax error: no binding for nonlocal '{node.names[0]}' found", node)
+            self.report(
+                codes.PYTHON_SYNTAX, f"Python syntax error: no binding for nonlocal '{node.names[0]}' found", node
+            )
 
     def _pass(self, node: ast.stmt) -> None:
         return
@@ -1275,17 +1287,26 @@ class _Template:
                 elif entry is not None:
                     self.code(item, entry)
             except (RecursionError, MemoryError):
-                an.diagnostics.append(make("E210", "block nested too deeply to analyse", item.span))
+                an.diagnostics.append(make(codes.TOO_DEEP, "block nested too deeply to analyse", item.span))
                 self.recover(before, entry)
             except Exception as error:  # never let one odd block stop the build
                 an.diagnostics.append(
-                    make("W603", f"template block could not be analysed completely ({type(error).__name__})", item.span)
+                    make(
+                        codes.DYNAMIC_NAMES,
+                        f"template block could not be analysed completely ({type(error).__name__})",
+                        item.span,
+                    )
                 )
                 self.recover(before, entry)
         for frame in self.frames:
             keyword = "if" if isinstance(frame, _TIf) else frame.keyword
             an.diagnostics.append(
-                make("E204", f"`{{% {keyword} %}}` is never closed", frame.block.span, f"add `{{% end{keyword} %}}`")
+                make(
+                    codes.BLOCK_NEVER_CLOSED,
+                    f"`{{% {keyword} %}}` is never closed",
+                    frame.block.span,
+                    f"add `{{% end{keyword} %}}`",
+                )
             )
 
     def recover(self, before: _State, entry: _Parsed | None) -> None:
@@ -1318,7 +1339,7 @@ class _Template:
         else:
             return
         self.too_deep = True
-        self.an.diagnostics.append(make("E210", message, block.span, "flatten the template"))
+        self.an.diagnostics.append(make(codes.TOO_DEEP, message, block.span, "flatten the template"))
 
     def code(self, block: Block, entry: _Parsed) -> None:
         indent, loops = _nesting(entry.body)
@@ -1343,7 +1364,7 @@ class _Template:
                     an.expr(header.test)
                 top.cond = an.state
             else:
-                an.diagnostics.append(make("E209", "`{% elif %}` outside `{% if %}`", block.span))
+                an.diagnostics.append(make(codes.MISPLACED_CONTINUATION, "`{% elif %}` outside `{% if %}`", block.span))
         elif keyword == "else":
             if isinstance(top, _TIf) and not top.has_else:
                 top.ends.append(an.state)
@@ -1353,18 +1374,22 @@ class _Template:
                 self.leave_loop(top)
                 top.in_else = True
             else:
-                an.diagnostics.append(make("E209", "`{% else %}` outside `{% if/for/while %}`", block.span))
+                an.diagnostics.append(
+                    make(codes.MISPLACED_CONTINUATION, "`{% else %}` outside `{% if/for/while %}`", block.span)
+                )
         elif keyword in ("for", "while"):
             self.open_loop(index, block, keyword, header)
         elif keyword.startswith("end"):
             if top is None:
-                an.diagnostics.append(make("E205", f"`{{% {keyword} %}}` without an opening tag", block.span))
+                an.diagnostics.append(
+                    make(codes.CLOSES_NOTHING, f"`{{% {keyword} %}}` without an opening tag", block.span)
+                )
                 return
             opened = "if" if isinstance(top, _TIf) else top.keyword
             if keyword != "end" + opened:
                 an.diagnostics.append(
                     make(
-                        "E206",
+                        codes.MISMATCHED_CLOSE,
                         f"`{{% {keyword} %}}` closes `{{% {opened} %}}`",
                         block.span,
                         f"use `{{% end{opened} %}}`",
@@ -1381,7 +1406,7 @@ class _Template:
                     self.leave_loop(top)
                 an.state = _join((an.state, *top.loop.breaks))
         else:
-            an.diagnostics.append(make("E208", f"unknown statement tag `{{% {keyword} %}}`", block.span))
+            an.diagnostics.append(make(codes.UNKNOWN_TAG, f"unknown statement tag `{{% {keyword} %}}`", block.span))
 
     def open_loop(self, index: int, block: Block, keyword: str, header: ast.AST | None) -> None:
         an = self.an
@@ -1424,7 +1449,7 @@ class _Template:
         for name, span in an.template_nonlocals:
             if name not in an.assigned:
                 an.diagnostics.append(
-                    make("E601", f"Python syntax error: no binding for nonlocal '{name}' found", span)
+                    make(codes.PYTHON_SYNTAX, f"Python syntax error: no binding for nonlocal '{name}' found", span)
                 )
         helpers = frozenset(name for name, only_called in an.uses.items() if only_called and name not in an.assigned)
         inputs = frozenset(an.uses) - helpers
@@ -1449,12 +1474,14 @@ def analyse(items: Sequence[Item]) -> Analysis:
             parsed[index] = None
             continue
         except (RecursionError, MemoryError):
-            problems[index] = make("E210", "block nested too deeply to parse", item.span)
+            problems[index] = make(codes.TOO_DEEP, "block nested too deeply to parse", item.span)
             parsed[index] = None
             continue
         except Exception as error:  # a bug of ours must not stop the build
             problems[index] = make(
-                "W603", f"template block could not be analysed ({type(error).__name__}: {error})", item.span
+                codes.DYNAMIC_NAMES,
+                f"template block could not be analysed ({type(error).__name__}: {error})",
+                item.span,
             )
             parsed[index] = None
             continue

@@ -12,10 +12,12 @@ import math
 import re
 from dataclasses import replace
 
+from .. import codes
 from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
 from ..nodes import Directive, Document, Header, Include, Item, SectionMarker
+from ..suggest import did_you_mean
 
 #: Keys with a meaning of their own; anything else is generic metadata.
 RESERVED_KEYS = ("param", "flow", "node", "tag", "input", "section", "include", "role")
@@ -26,36 +28,6 @@ BOUNDARIES = ("stable", "dynamic")
 TARGETS = ("system", "user_context")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Damerau–Levenshtein (optimal string alignment): a transposition costs 1, as typos do."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        prev2, prev = prev, cur
-    return prev[-1]
-
-
-def did_you_mean(word: str, candidates, *, limit: int | None = None) -> str | None:
-    """The closest candidate within a typo's reach (1 edit for short words, 2 for longer ones)."""
-    if limit is None:
-        limit = 1 if len(word) <= 5 else 2
-    best = None
-    best_distance = limit + 1
-    for candidate in sorted(candidates):
-        if abs(len(candidate) - len(word)) > limit:
-            continue  # the distance is at least the difference in length
-        distance = edit_distance(word, candidate)
-        if distance < best_distance and candidate != word:
-            best, best_distance = candidate, distance
-    return best
 
 
 def split_list(value: str) -> list[str]:
@@ -157,14 +129,14 @@ class _HeaderBuilder:
         if current is not None:
             first = current[1]
             self.ctx.report(
-                "E301",
+                codes.DIRECTIVE_TWICE,
                 f"`{d.key}` given twice (first at line {first.line})",
                 d.span,
                 f"a prompt has one {d.key}; remove one of them",
             )
             return current
         if not d.value:
-            self.ctx.report("E304", f"`{d.key}` needs a value", d.span, f"write `/// {d.key}: name`")
+            self.ctx.report(codes.MALFORMED_DIRECTIVE, f"`{d.key}` needs a value", d.span, f"write `/// {d.key}: name`")
         return d.value, d.value_span
 
     def add(self, d: Directive) -> None:
@@ -172,7 +144,7 @@ class _HeaderBuilder:
         ctx = self.ctx
         if self.partial and key in PROMPT_ONLY_KEYS:
             ctx.report(
-                "E804",
+                codes.PARTIAL_NOT_ALLOWED,
                 f"a partial may not set `{key}`",
                 d.span,
                 f"move `/// {key}:` into the prompts that include this partial",
@@ -181,13 +153,18 @@ class _HeaderBuilder:
         if key == "param":
             pieces = split_list(d.value)
             if not pieces:
-                ctx.report("E304", "`param` needs `key=value` pairs", d.span, "write `/// param: temperature=0.7`")
+                ctx.report(
+                    codes.MALFORMED_DIRECTIVE,
+                    "`param` needs `key=value` pairs",
+                    d.span,
+                    "write `/// param: temperature=0.7`",
+                )
             for piece in pieces:
                 name, eq, raw = piece.partition("=")
                 name = name.strip()
                 if not eq or not name:
                     ctx.report(
-                        "E304",
+                        codes.MALFORMED_DIRECTIVE,
                         f"malformed param `{piece}`",
                         d.value_span,
                         'write `key=value`; quote values that contain commas: `stop="a, b"`',
@@ -195,7 +172,7 @@ class _HeaderBuilder:
                     continue
                 if name in self.params:
                     ctx.report(
-                        "W302",
+                        codes.KEY_TWICE,
                         f"param `{name}` given twice; the later value wins",
                         d.value_span,
                         f"first given at line {self.param_spans[name].line}",
@@ -217,7 +194,10 @@ class _HeaderBuilder:
             for name in names:
                 if not _NAME.match(name):
                     ctx.report(
-                        "E304", f"invalid input name `{name}`", d.value_span, "input names are Python identifiers"
+                        codes.MALFORMED_DIRECTIVE,
+                        f"invalid input name `{name}`",
+                        d.value_span,
+                        "input names are Python identifiers",
                     )
                 elif name not in self.inputs:
                     self.inputs.append(name)
@@ -227,7 +207,7 @@ class _HeaderBuilder:
             if role not in ROLES:
                 close = did_you_mean(role, ROLES, limit=2)
                 ctx.report(
-                    "E305",
+                    codes.INVALID_ROLE,
                     f"unknown role `{d.value}`",
                     d.value_span,
                     (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
@@ -240,18 +220,21 @@ class _HeaderBuilder:
             close = did_you_mean(key, RESERVED_KEYS)
             if close:
                 ctx.report(
-                    "W303",
+                    codes.DIRECTIVE_TYPO,
                     f"unknown directive `{key}`, kept as metadata",
                     d.span,
                     f"did you mean `{close}`?",
                 )
             if self.partial:
                 ctx.report(
-                    "W306", f"metadata `{key}` in a partial is ignored", d.span, "set it in the including prompt"
+                    codes.IGNORED_IN_PARTIAL,
+                    f"metadata `{key}` in a partial is ignored",
+                    d.span,
+                    "set it in the including prompt",
                 )
                 return
             if key in self.metadata:
-                ctx.report("W302", f"metadata `{key}` given twice; the later value wins", d.span, None)
+                ctx.report(codes.KEY_TWICE, f"metadata `{key}` given twice; the later value wins", d.span, None)
             self.metadata[key] = d.value
 
     def header(self) -> Header:
@@ -280,7 +263,7 @@ def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> 
             parsed = parse_section(item.value)
             if isinstance(parsed, str):
                 ctx.report(
-                    "E704",
+                    codes.MALFORMED_SECTION,
                     parsed,
                     item.value_span if item.value else item.span,
                     "write `/// section: NAME [stable|dynamic] [system|user_context]`",
@@ -290,7 +273,12 @@ def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> 
             kept.append(SectionMarker(name, boundary, target, item.span))
         elif item.key == "include":
             if not item.value:
-                ctx.report("E304", "`include` needs a path", item.span, "write `/// include: _partial.prompt`")
+                ctx.report(
+                    codes.MALFORMED_DIRECTIVE,
+                    "`include` needs a path",
+                    item.span,
+                    "write `/// include: _partial.prompt`",
+                )
                 continue
             kept.append(Include(item.value, item.value_span))
         else:

@@ -12,12 +12,14 @@ import posixpath
 from dataclasses import replace
 from importlib import resources
 
+from .. import codes
 from ..context import Context
 from ..diagnostics import DiagnosticSink
 from ..nodes import IMPLICIT_SECTION, Document, Include, Item, SectionMarker, Separator
 from ..source import decode
+from ..suggest import did_you_mean
 from .comments import strip_comments
-from .directives import collect, did_you_mean
+from .directives import collect
 
 STD_PREFIX = "std/"
 STD_DISPLAY = "<std>"
@@ -55,24 +57,24 @@ def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str |
             if _std_bytes(target[len(STD_PREFIX) :]) is not None
             else (
                 None,
-                "E801",
+                codes.INCLUDE_NOT_FOUND,
                 f"no built-in partial `{target}`; built-ins: {', '.join(std_partials())}",
             )
         )
     if target.startswith(("/", "\\")) or (len(target) > 1 and target[1] == ":"):
-        return None, "E802", f"include path `{target}` is absolute"
+        return None, codes.INCLUDE_OUTSIDE, f"include path `{target}` is absolute"
     base = "" if includer.startswith(STD_PREFIX) else posixpath.dirname(includer)
     joined = posixpath.normpath(posixpath.join(base, target.replace("\\", "/")))
     if joined == ".." or joined.startswith("../"):
-        return None, "E802", f"include path `{target}` leaves the source folder"
+        return None, codes.INCLUDE_OUTSIDE, f"include path `{target}` leaves the source folder"
     if not joined.endswith(".prompt"):
         joined += ".prompt"
     if joined in ctx.tree.outside:
-        return None, "E802", f"`{target}` is a symlink that points outside the source folder"
+        return None, codes.INCLUDE_OUTSIDE, f"`{target}` is a symlink that points outside the source folder"
     if joined not in ctx.tree.files:
-        return None, "E801", f"included file `{target}` not found (looked for {joined})"
+        return None, codes.INCLUDE_NOT_FOUND, f"included file `{target}` not found (looked for {joined})"
     if not posixpath.basename(joined).startswith("_"):
-        return None, "E805", f"`{target}` is a prompt, not a partial"
+        return None, codes.INCLUDE_NOT_PARTIAL, f"`{target}` is a prompt, not a partial"
     return joined, None, None
 
 
@@ -101,7 +103,7 @@ def _load(ctx: Context, key: str, chain: tuple[str, ...]) -> _Partial:
     for item in items:
         if isinstance(item, Separator):
             sub.report(
-                "E804",
+                codes.PARTIAL_NOT_ALLOWED,
                 "a partial may not contain role separators",
                 item.span,
                 "a partial is spliced into one message; put separators in the including prompt",
@@ -129,19 +131,21 @@ def _expand(
         key, code, message = resolve(ctx, rel, item.path)
         if key is None:
             hint = None
-            if code == "E801":
+            if code == codes.INCLUDE_NOT_FOUND:
                 partials = [p for p in ctx.tree.files if posixpath.basename(p).startswith("_")]
                 close = did_you_mean(item.path, partials, limit=3)
                 hint = f"did you mean `{close}`?" if close else "partials are files named `_name.prompt`"
-            elif code == "E802":
+            elif code == codes.INCLUDE_OUTSIDE:
                 hint = "partials must live inside the source folder"
-            elif code == "E805":
+            elif code == codes.INCLUDE_NOT_PARTIAL:
                 hint = "rename it to start with `_` to make it a partial"
-            ctx.report(code or "E801", message or "", item.span, hint)
+            ctx.report(code or codes.INCLUDE_NOT_FOUND, message or "", item.span, hint)
             continue
         if key in chain or key == rel:
             cycle = " → ".join((*chain, key)) if key in chain else f"{rel} → {key}"
-            ctx.report("E803", f"include cycle: {cycle}", item.span, "remove one of the includes in the chain")
+            ctx.report(
+                codes.INCLUDE_CYCLE, f"include cycle: {cycle}", item.span, "remove one of the includes in the chain"
+            )
             continue
         partial = _load(ctx, key, (*chain, key))
         ctx.extend(partial.diagnostics)

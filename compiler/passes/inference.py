@@ -9,13 +9,16 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .. import codes
 from ..analysis.inference import analyse
 from ..context import Context
 from ..diagnostics import Span
 from ..nodes import Block, Document, Message, Placeholder, Section
-from .directives import did_you_mean
+from ..suggest import did_you_mean
 
-STRUCTURE_CODES = frozenset({"E204", "E205", "E206", "E209"})
+STRUCTURE_CODES = frozenset(
+    {codes.BLOCK_NEVER_CLOSED, codes.CLOSES_NOTHING, codes.MISMATCHED_CLOSE, codes.MISPLACED_CONTINUATION}
+)
 
 
 def first_use(section: Section, name: str) -> Span | None:
@@ -42,7 +45,9 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             analysis = analyse(section.items)
             # The parser already reported every unbalanced `{% %}` tag, at the same places, and
             # nesting too deep for Python; the analysis would only repeat them.
-            skip = STRUCTURE_CODES | ({"E210"} if any(d.code == "E210" for d in ctx.diagnostics) else set())
+            skip = STRUCTURE_CODES | (
+                {codes.TOO_DEEP} if any(d.code == codes.TOO_DEEP for d in ctx.diagnostics) else set()
+            )
             ctx.extend(d for d in analysis.diagnostics if d.code not in skip)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
@@ -62,7 +67,7 @@ def _check_declared(doc: Document, ctx: Context) -> None:
     if declared is None:
         if ctx.config.require_declared_inputs and doc.inputs:
             ctx.report(
-                "E503",
+                codes.NO_INPUT_DECLARATION,
                 f"no `/// input:` declaration (inputs used: {', '.join(doc.inputs)})",
                 ctx.source.span(0),
                 f"add `/// input: {', '.join(doc.inputs)}`",
@@ -78,7 +83,7 @@ def _check_declared(doc: Document, ctx: Context) -> None:
         )
         close = did_you_mean(name, declared, limit=2)
         ctx.report(
-            "E501",
+            codes.UNDECLARED_INPUT,
             f"unbound placeholder ${{{name}}}: `{name}` is not a declared input",
             span,
             f"did you mean `{close}`?"
@@ -89,7 +94,7 @@ def _check_declared(doc: Document, ctx: Context) -> None:
     for name in declared:
         if name not in doc.inputs:
             ctx.report(
-                "W502",
+                codes.UNUSED_INPUT,
                 f"declared input `{name}` is never used",
                 spans.get(name, doc.header.declared_inputs_span),
                 "remove it from `/// input:`",

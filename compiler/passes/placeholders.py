@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import codes
 from ..context import Context
 from ..nodes import Block, Document, Escape, Message, Placeholder, Section, Text
 
@@ -21,7 +22,7 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
             if root in defines:
                 if item.path != root:
                     ctx.report(
-                        "E504",
+                        codes.DEFINE_WITH_ATTRIBUTE,
                         f"`${{{item.path}}}`: `{root}` is a build-time define (a string) and has no attributes",
                         item.span,
                         f"use `${{{root}}}`, or stop defining `{root}` to make it a runtime input",
@@ -46,7 +47,7 @@ def _check_adjacency(items: list, ctx: Context) -> None:
         tail = before.value[-1:]
         if tail == "\\" or (tail in ("$", "{") and isinstance(after, Block)):
             ctx.report(
-                "E211",
+                codes.AMBIGUOUS_ADJACENCY,
                 f"text ends with `{tail}` right before `{after.raw[:2] if isinstance(after, Block) else '${'}`; "
                 "the artifact could not tell them apart",
                 after.span,

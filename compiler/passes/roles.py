@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import codes
 from ..config import ROLES
 from ..context import Context
 from ..nodes import (
@@ -26,7 +27,7 @@ from ..nodes import (
     Separator,
     Text,
 )
-from .directives import did_you_mean
+from ..suggest import did_you_mean
 
 
 def _retext(item: Text, start_cut: int, end_cut: int) -> Text:
@@ -99,7 +100,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             if _has_content(trimmed):
                 if IMPLICIT_SECTION in seen_sections and seen_sections[IMPLICIT_SECTION]:
                     ctx.report(
-                        "E701",
+                        codes.SECTION_TWICE,
                         f"text before the first section directive forms the section `{IMPLICIT_SECTION}`, "
                         f"which is also declared at line {seen_sections[IMPLICIT_SECTION]}",
                         trimmed[0].span,
@@ -128,7 +129,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                 messages.append(Message(role, message_span, tuple(sections)))
             else:
                 ctx.report(
-                    "W403",
+                    codes.EMPTY_MESSAGE,
                     f"empty `{role}` message left out",
                     message_span,
                     "remove the separator, or write the message's text",
@@ -144,7 +145,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             if name not in ROLES:
                 close = did_you_mean(name, ROLES, limit=2)
                 ctx.report(
-                    "E401",
+                    codes.UNKNOWN_SEPARATOR_ROLE,
                     f"unknown role `{item.role}` in separator",
                     item.role_span,
                     (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
@@ -155,7 +156,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             continue
         if isinstance(item, NearSeparator):
             ctx.report(
-                "W404",
+                codes.NEAR_SEPARATOR,
                 "line looks like a role separator but is not one; kept as text",
                 item.span,
                 "a separator is alone on its line: five or more dashes, a space, the role, a space, "
@@ -169,7 +170,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                 if not reported_preamble:
                     what = "section directive" if isinstance(item, SectionMarker) else "text"
                     ctx.report(
-                        "E402",
+                        codes.TEXT_BEFORE_SEPARATOR,
                         f"{what} before the first role separator",
                         item.span,
                         "move it below a `----- system -----` line, or make it a `///` comment",
@@ -192,7 +193,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             if earlier is not None:
                 where = f"first at line {earlier}" if earlier else "the implicit section before any section directive"
                 ctx.report(
-                    "E701",
+                    codes.SECTION_TWICE,
                     f"section `{item.name}` declared twice ({where})",
                     item.span,
                     "section names are unique within a file",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .. import codes
 from ..context import Context
 from ..nodes import Block, Document, Message, Section, Text
 from .inference import first_use
@@ -73,7 +74,7 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
     if section.declared_boundary == "stable":
         for name in section.inputs:
             ctx.report(
-                "E702",
+                codes.STABLE_USES_INPUT,
                 f"stable section `{section.name}` uses the runtime input `{name}`",
                 first_use(section, name),
                 f"declare the section `dynamic`, or bind `{name}` at build time with `-D {name}=…`",
@@ -81,7 +82,7 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
         if section.has_template and not section.inputs:
             block = next((i for i in section.items if isinstance(i, Block)), None)
             ctx.report(
-                "E707",
+                codes.STABLE_HAS_CODE,
                 f"stable section `{section.name}` contains template code, whose output cannot be proven at build time",
                 block.span if block else section.span,
                 "move the template block into a dynamic section",
@@ -101,7 +102,7 @@ def _lint_stable_text(section: Section, ctx: Context) -> None:
         for start, end, what in dynamic_looking(item.value):
             offset = item.span.start + start
             ctx.report(
-                "W706",
+                codes.DYNAMIC_LOOKING_TEXT,
                 f"stable section `{section.name}` contains {what} (`{item.value[start:end]}`)",
                 item.span.src.span(offset, offset + end - start),
                 "text that changes busts the prompt cache; move it to a dynamic section or an input",
@@ -144,7 +145,7 @@ def partition_sections(doc: Document, ctx: Context) -> Document:
     if not placed:
         first = user_context[0]
         ctx.report(
-            "E703",
+            codes.NO_USER_MESSAGE,
             f"section `{first.name}` targets user_context but the prompt has no user message",
             first.span,
             "add a `----- user -----` message, or target the section at `system`",
