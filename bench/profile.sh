@@ -54,11 +54,12 @@ import pstats
 import sys
 
 import promptc.driver as build_module
+import promptc.driver.pool as pool_module
 
-if hasattr(build_module, "_workers"):
-    build_module._workers = lambda: 1
-if hasattr(build_module, "PARALLEL_THRESHOLD"):
-    build_module.PARALLEL_THRESHOLD = 10**9
+if hasattr(pool_module, "_workers"):
+    pool_module._workers = lambda: 1
+for module in (build_module, pool_module):
+    module.PARALLEL_THRESHOLD = 10**9
 from promptc.cli import main
 
 top = int(sys.argv[1])

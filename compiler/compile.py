@@ -147,11 +147,7 @@ def compile_text(
     partials: dict[str, str] | None = None,
 ) -> CompiledPrompt:
     """Compile a prompt held in a string. `partials` maps source-relative paths to their text."""
-    from dataclasses import replace
-
-    config = config or Config()
-    if defines:
-        config = replace(config, defines=tuple(sorted({**config.defines_map, **defines}.items())))
+    config = (config or Config()).with_defines(defines or {})
     rel = f"{name}.prompt"
     files = {rel: text.encode("utf-8")}
     files.update({path: body.encode("utf-8") for path, body in (partials or {}).items()})

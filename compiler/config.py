@@ -46,6 +46,12 @@ class Config:
     def defines_map(self) -> dict[str, str]:
         return dict(self.defines)
 
+    def with_defines(self, defines: dict[str, str]) -> Config:
+        """This config with more build-time constants; a name given again takes the new value."""
+        if not defines:
+            return self
+        return replace(self, defines=tuple(sorted({**self.defines_map, **defines}.items())))
+
     def provider_minimum(self) -> int | None:
         """The chosen provider's minimum cacheable prefix (tokens), or None when no provider is set."""
         if not self.provider:

@@ -2,49 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .codes import Code
 from .config import Config
 from .diagnostics import Diagnostic, SourceText, Span, make
-
-
-class LazyFiles(Mapping[str, bytes]):
-    """Source bytes by path; files whose stat matches the last build are read only if asked for.
-
-    An incremental build after a one-file edit then reads one file, not the whole tree, while
-    partials stay available to any prompt that includes them."""
-
-    def __init__(self, loaded: dict[str, bytes], deferred: Mapping[str, str] | None = None) -> None:
-        self._data = loaded
-        self._paths = dict(deferred or {})
-        self._order = sorted({*loaded, *self._paths})
-        #: paths that could not be read when asked for (they vanished since the listing)
-        self.failed: list[str] = []
-
-    def __getitem__(self, rel: str) -> bytes:
-        data = self._data.get(rel)
-        if data is not None:
-            return data
-        path = self._paths[rel]
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            self.failed.append(rel)
-            data = b""
-        self._data[rel] = data
-        return data
-
-    def __contains__(self, rel: object) -> bool:
-        return rel in self._data or rel in self._paths
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
-
-    def __len__(self) -> int:
-        return len(self._order)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,11 +46,15 @@ def grammar_text() -> str:
 
 
 def _cache_path(grammar: str) -> str | None:
+    """Where Lark keeps the analysed grammar: the user's cache folder (platformdirs knows it on
+    Linux, macOS and Windows; `XDG_CACHE_HOME` wins where set), else the temporary folder."""
     import lark
+    import platformdirs
 
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    for folder in (os.path.join(base, "promptc"), os.path.join(tempfile.gettempdir(), f"promptc-{os.getuid()}")):
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = os.path.join(xdg, "promptc") if xdg else platformdirs.user_cache_dir("promptc", appauthor=False)
+    for folder in (base, os.path.join(tempfile.gettempdir(), "promptc-grammar")):
         try:
             os.makedirs(folder, exist_ok=True)
             if os.access(folder, os.W_OK):

@@ -6,12 +6,11 @@ is set (CI logs keep every carriage return as a new line), for small builds, and
 finish before `delay` seconds: a bar that flashes for 50 ms is noise. The bar erases itself on exit,
 so the diagnostics and the summary line that follow look the same with or without it.
 
-Usage from the build driver:
+The library never draws it: `promptc.build(..., on_progress=callback)` reports `(done, total)`
+and the CLI owns the bar:
 
-    with progress(len(rels), label="compiling") as bar:
-        for prompt in pool.imap(_compile_one, rels, chunksize=chunk):
-            results.append(prompt)
-            bar.advance()
+    with progress_callback() as on_progress:
+        result = build(src, out, config, on_progress=on_progress)
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TextIO
 
@@ -142,3 +143,24 @@ def progress(
 ) -> Progress:
     """A progress bar over `total` steps on stderr, or a silent stand-in when nobody would see it."""
     return Progress(total, label=label, stream=stream, delay=delay, min_total=min_total)
+
+
+@contextmanager
+def progress_callback(
+    *, label: str = "compiling", stream: TextIO | None = None
+) -> Iterator[Callable[[int, int], None]]:
+    """A `(done, total)` callback for `promptc.build(on_progress=...)` that draws a bar (when one
+    would help, see `progress`); the bar is created on the first call, when the total is known."""
+    bars: list[Progress] = []
+
+    def on_progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(progress(total, label=label, stream=stream).__enter__())
+        bar = bars[0]
+        bar.advance(done - bar.done)
+
+    try:
+        yield on_progress
+    finally:
+        for bar in bars:
+            bar.close()

@@ -7,7 +7,7 @@ one incremental build. Changes that arrive while a build runs are recorded under
 start the next build, so none is lost. Every build error is caught and reported; the loop goes on.
 
 The watcher never prints: each finished build is handed to `on_result` as a `WatchBuild`, and the CLI
-(`compiler/cli_dev.py`) turns it into text.
+(`promptc.cli.watch`) turns it into text.
 """
 
 from __future__ import annotations

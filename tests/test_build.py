@@ -135,19 +135,19 @@ def test_check_locked_lists_stale_missing_and_extra_files(project: Path, monkeyp
     write(project, "prompts_src/a.prompt", "A\n")
     write(project, "prompts_src/b.prompt", "B\n")
     build("prompts_src", "build", APPROX)
-    assert check("prompts_src", "build", APPROX, locked=True).stale == []
+    assert check("prompts_src", "build", APPROX, locked=True).stale == ()
     write(project, "prompts_src/a.prompt", "A changed\n")
     (project / "build/b.json").unlink()
     write(project, "build/extra.json", "{}")
     result = check("prompts_src", "build", APPROX, locked=True)
-    assert result.stale == ["a.json", "b.json", "extra.json", "manifest.json"]
+    assert result.stale == ("a.json", "b.json", "extra.json", "manifest.json")
     assert {d.code for d in result.diagnostics} == {"E905"}
 
 
 def _build_with_hashseed(seed: str, project: Path, out: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed, "LC_ALL": "C", "TZ": "Pacific/Kiritimati"}
     subprocess.run(
-        [sys.executable, "-m", "promptc.cli", "build", "prompts_src", "-o", out],
+        [sys.executable, "-m", "promptc", "build", "prompts_src", "-o", out],
         cwd=project,
         env=env,
         check=True,
@@ -166,7 +166,7 @@ def test_output_is_deterministic_across_hash_seeds(project: Path) -> None:
 
 
 def test_parallel_compile_matches_serial(project: Path, monkeypatch) -> None:
-    import promptc.driver as build_module
+    import promptc.driver.pool as pool_module
 
     monkeypatch.chdir(project)
     for i in range(60):
@@ -175,9 +175,9 @@ def test_parallel_compile_matches_serial(project: Path, monkeypatch) -> None:
             f"prompts_src/p{i:02d}.prompt",
             f"/// section: s{i} stable\nPrompt {i}.\n/// section: d\n${{x{i}}}\n",
         )
-    monkeypatch.setattr(build_module, "_workers", lambda: 2)
+    monkeypatch.setattr(pool_module, "_workers", lambda: 2)
     parallel = build("prompts_src", "par", APPROX, incremental=False)
-    monkeypatch.setattr(build_module, "_workers", lambda: 1)
+    monkeypatch.setattr(pool_module, "_workers", lambda: 1)
     serial = build("prompts_src", "ser", APPROX, incremental=False)
     assert parallel.ok and serial.ok
     assert snapshot(project / "par") == snapshot(project / "ser")

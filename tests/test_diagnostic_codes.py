@@ -165,8 +165,9 @@ def test_exact_text(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     (tmp_path / "prompts_src").mkdir(exist_ok=True)
     if code == "E907":
         import promptc.driver as build_module
+        import promptc.driver.output as output_module
 
-        original = build_module.output_lock
+        original = output_module.output_lock
         monkeypatch.setattr(build_module, "output_lock", lambda out, timeout=0.2: original(out, timeout))
     try:
         diagnostics = CASES[code](tmp_path)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from promptc.driver import build
-from promptc.cli_dev import diff_cmd
+from promptc.cli.diff import diff_cmd
 from promptc.diff import FAIL_KINDS, ManifestError, diff_manifests, render_github, render_text
 
 from .conftest import run_promptc, write
@@ -358,12 +358,6 @@ def test_cli_unreadable_manifest_exits_2_with_one_line(
     [line] = result.stderr.splitlines()
     assert line.startswith(message.format(old=old))
     assert "Traceback" not in result.output
-
-
-def test_cli_fail_kinds_match_the_library() -> None:
-    from promptc import cli_dev
-
-    assert cli_dev.FAIL_KINDS == FAIL_KINDS
 
 
 def test_installed_promptc_diff(manifests: tuple[Path, Path]) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import promptc.driver as build_module
+import promptc.driver.output as output_module
+import promptc.driver.sources as sources_module
 from promptc.driver import build
 from promptc.config import Config
 
@@ -95,7 +96,7 @@ def test_disk_full_is_a_diagnostic_and_keeps_the_previous_build(project: Path, m
         written.append(path)
         path.write_bytes(data)
 
-    monkeypatch.setattr(build_module, "_write_file", full_disk)
+    monkeypatch.setattr(output_module, "_write_file", full_disk)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"]
     assert "No space left on device" in result.diagnostics[0].message
@@ -111,7 +112,7 @@ def test_permission_denied_is_a_diagnostic(project: Path, monkeypatch) -> None:
     def denied(path: Path, data: bytes) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
 
-    monkeypatch.setattr(build_module, "_write_file", denied)
+    monkeypatch.setattr(output_module, "_write_file", denied)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"]
     assert "Permission denied" in result.diagnostics[0].message
@@ -287,7 +288,7 @@ def test_file_deleted_while_the_build_reads_the_tree(project: Path, monkeypatch)
             os.unlink(path)  # another process removes it between the listing and the read
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(build_module, "open", deleting_open, raising=False)
+    monkeypatch.setattr(sources_module, "open", deleting_open, raising=False)
     result = build("prompts_src", "build", APPROX)
     assert [(d.path, d.code) for d in result.diagnostics] == [("prompts_src/b.prompt", "E106")]
     assert not (project / "build").exists()

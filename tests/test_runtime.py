@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from promptc import compile_text
 from promptc.driver import build
-from promptc.cli_runtime import inspect_cmd, render_cmd
+from promptc.cli.runtime import inspect_cmd, render_cmd
 from promptc.config import Config
 from promptc.emit import JOINER as EMIT_JOINER
 from promptc.runtime import (

@@ -24,7 +24,7 @@ def _fail(message: str) -> None:
 @contextmanager
 def _one_line_errors():
     """Render errors (and anything unexpected) become one line on stderr and exit 1, never a traceback."""
-    from .runtime import RenderError
+    from ..runtime import RenderError
 
     try:
         yield
@@ -35,17 +35,12 @@ def _one_line_errors():
 
 
 def _build_dir(out: str | None) -> str:
+    """The build folder: `--out`, else `out` from [tool.promptc], else `build`."""
     if out is not None:
         return out
-    from pathlib import Path
+    from .common import settings
 
-    from .config import find_pyproject, load_config
-
-    try:
-        config, _ = load_config(find_pyproject(Path.cwd()))
-    except Exception:  # a broken pyproject.toml must not hide the default
-        return "build"
-    return config.out or "build"
+    return settings().config.out or "build"
 
 
 def _parse_var(raw: str, into: dict[str, Any]) -> None:
@@ -112,12 +107,12 @@ def render_cmd(
     inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
     for raw in variables:
         _parse_var(raw, inputs)
-    from .runtime import load
+    from ..runtime import load
 
     with _one_line_errors():
         runtime = load(_build_dir(out))
         if std_inputs:
-            from .envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+            from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
 
             wanted = set(runtime.artifact(name).get("inputs", ()))
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
@@ -211,7 +206,7 @@ def inspect_lines(artifact: dict[str, Any]) -> list[str]:
 @click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
 def inspect_cmd(name: str, out: str | None) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
-    from .runtime import load
+    from ..runtime import load
 
     with _one_line_errors():
         lines = inspect_lines(load(_build_dir(out)).artifact(name))

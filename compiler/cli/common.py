@@ -1,0 +1,151 @@
+"""What every `promptc` command shares: the configuration, the common options, the reporter.
+
+The group (`promptc.cli.main`) reads `[tool.promptc]` once and hands it to click as the
+`default_map` of every command, so a flag on the command line wins over the file by click's own
+precedence (command line, then environment, then default map, then the option's default).
+Commands import this module; this module imports no command, so there is no import cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..diagnostics import Diagnostic
+
+FORMATS = ("text", "json", "github")
+#: exit code for usage errors, as click uses for bad options
+USAGE_ERROR = 2
+#: command name → the config fields its options take defaults from
+_OPTION_FIELDS = {
+    "build": ("src", "out", "tokenizer", "provider"),
+    "check": ("src", "out", "tokenizer", "provider"),
+    "watch": ("src", "out", "tokenizer", "provider"),
+    "render": ("out",),
+    "inspect": ("out",),
+}
+
+
+class Settings:
+    """The project configuration as read by the group, kept on the click context (`ctx.obj`)."""
+
+    def __init__(self) -> None:
+        from ..config import find_pyproject, load_config
+
+        self.pyproject = find_pyproject(Path.cwd())
+        self.config, self.diagnostics = load_config(self.pyproject)
+
+    def default_map(self) -> dict[str, dict[str, Any]]:
+        values = {
+            "src": self.config.src,
+            "out": self.config.out,
+            "tokenizer": self.config.tokenizer,
+            "provider": self.config.provider or None,
+        }
+        return {command: {key: values[key] for key in keys} for command, keys in _OPTION_FIELDS.items()}
+
+    def reload(self) -> tuple[Config, list[Diagnostic]]:
+        fresh = Settings()
+        self.pyproject, self.config, self.diagnostics = fresh.pyproject, fresh.config, fresh.diagnostics
+        return self.config, list(self.diagnostics)
+
+
+def settings() -> Settings:
+    """The current invocation's settings (read on first use when a command runs on its own)."""
+    ctx = click.get_current_context()
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings()
+    return root.obj
+
+
+def project_config(
+    src: str | None,
+    out: str | None,
+    defines: tuple[str, ...] = (),
+    *,
+    tokenizer: str | None = None,
+    provider: str | None = None,
+) -> tuple[Config, list[Diagnostic]]:
+    """The file's config with this command's values (flags or defaults from the file) applied,
+    and the file's own diagnostics. Raises a usage error for a value that cannot work."""
+    from ..config import validate
+
+    current = settings()
+    values: dict[str, Any] = {}
+    for key, value in (("src", src), ("out", out), ("tokenizer", tokenizer), ("provider", provider)):
+        if value is not None:
+            values[key] = value
+    config = replace(current.config, **values)
+    problem = validate(config)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--provider")
+    return config.with_defines(parse_defines(defines)), list(current.diagnostics)
+
+
+def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
+    defines = {}
+    for value in values:
+        name, eq, text = value.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="-D")
+        defines[name] = text
+    return defines
+
+
+def common_options(fn: Any) -> Any:
+    """The options of the commands that compile: format, strictness, defines, tokenizer, provider."""
+    fn = click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
+    )(fn)
+    fn = click.option("--strict", is_flag=True, help="Treat warnings as errors.")(fn)
+    fn = click.option("--quiet", "-q", is_flag=True, help="Print errors only.")(fn)
+    fn = click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Build-time constant for ${NAME}.")(fn)
+    fn = click.option("--tokenizer", default=None, help="Tokenizer for metering (config: tokenizer; cl100k_base).")(fn)
+    fn = click.option(
+        "--provider",
+        default=None,
+        help="Check prefixes against this provider's minimum (anthropic, openai, gemini:pro, ...).",
+    )(fn)
+    return fn
+
+
+class Reporter:
+    """Prints diagnostics in the chosen format and decides the exit code."""
+
+    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False) -> None:
+        self.fmt = fmt
+        self.strict = strict
+        self.quiet = quiet
+
+    def promote(self, diagnostics):
+        if not self.strict:
+            return list(diagnostics)
+        return [d.as_error() if d.severity == "warning" else d for d in diagnostics]
+
+    def emit(self, diagnostics, files: int | None = None, extra: dict | None = None, summary: str | None = None) -> int:
+        from ..diagnostics import render_github, render_text, summary_line
+
+        diagnostics = self.promote(diagnostics)
+        errors = any(d.severity == "error" for d in diagnostics)
+        if self.fmt == "json":
+            import orjson
+
+            payload = {"diagnostics": [d.to_json() for d in diagnostics], **(extra or {})}
+            payload["errors"] = sum(1 for d in diagnostics if d.severity == "error")
+            payload["warnings"] = sum(1 for d in diagnostics if d.severity == "warning")
+            click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+            return 1 if errors else 0
+        shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        for d in shown:
+            click.echo(render_github(d) if self.fmt == "github" else render_text(d) + "\n")
+        if not self.quiet or errors:
+            line = summary_line(diagnostics, files)
+            click.echo(f"{summary}: {line}" if summary else line)
+        return 1 if errors else 0

@@ -1,0 +1,133 @@
+"""`promptc watch`: build, then rebuild on every change until Ctrl-C (the loop is `promptc.watch`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from .common import Reporter, common_options, parse_defines, project_config, settings
+
+
+def _stamp(when: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(when))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _watch_summary(record: Any) -> str:
+    """`[12:01:02] rebuilt 1 prompt in 14 ms` (the reporter appends the error and warning counts)."""
+    verb = "built" if record.initial else "rebuilt"
+    total = len(record.result.prompts) if record.result is not None else 0
+    if record.compiled == 0 and not record.removed and total:
+        text = f"[{_stamp(record.finished_at)}] {_plural(total, 'prompt')} up to date"
+    else:
+        text = f"[{_stamp(record.finished_at)}] {verb} {_plural(record.compiled, 'prompt')}"
+    if record.removed:
+        text += f", removed {_plural(len(record.removed), 'artifact')}"
+    text += f" in {record.duration * 1000:.0f} ms"
+    result = record.result
+    if result is not None and not result.ok:
+        text += " (failing prompts keep their last good artifact)"
+    return text
+
+
+def _report_build(record: Any, reporter: Any) -> None:
+    if record.config_reloaded:
+        click.echo(f"[{_stamp(record.finished_at)}] pyproject.toml changed: configuration reloaded", err=True)
+    if record.error is not None:
+        # one line, never a traceback: the loop keeps watching and the next save tries again
+        click.echo(f"[{_stamp(record.finished_at)}] build crashed: {record.error}", err=True)
+        return
+    reporter.emit(record.diagnostics, summary=_watch_summary(record))
+
+
+def _report_build_json(record: Any, reporter: Any) -> None:
+    """One compact JSON object per line (a stream a tool can read line by line)."""
+    import orjson
+
+    payload: dict[str, Any] = {
+        "event": "build",
+        "seq": record.seq,
+        "initial": record.initial,
+        "time": round(record.finished_at, 3),
+        "duration_ms": round(record.duration * 1000, 1),
+        "config_reloaded": record.config_reloaded,
+    }
+    if record.error is not None:
+        payload.update(event="error", error=record.error)
+    else:
+        diagnostics = reporter.promote(record.diagnostics)
+        result = record.result
+        payload.update(
+            compiled=record.compiled,
+            removed=list(record.removed),
+            prompts=len(result.prompts),
+            written=result.written,
+            diagnostics=[d.to_json() for d in diagnostics],
+            errors=sum(1 for d in diagnostics if d.severity == "error"),
+            warnings=sum(1 for d in diagnostics if d.severity == "warning"),
+        )
+    click.echo(orjson.dumps(payload).decode())
+
+
+@click.command("watch")
+@click.argument("src", required=False)
+@click.option("-o", "--out", default=None, help="Output folder (config: out; default build).")
+@click.option(
+    "--debounce",
+    type=click.IntRange(0, 10_000),
+    default=50,
+    show_default=True,
+    metavar="MS",
+    help="Quiet window after a change before rebuilding, in milliseconds.",
+)
+@common_options
+def watch_cmd(src, out, debounce, fmt, strict, quiet, defines, tokenizer, provider) -> None:
+    """Build SRC into OUT, then rebuild on every change until Ctrl-C.
+
+    A prompt with errors keeps its last good artifact; the other prompts are still written. Changes
+    to pyproject.toml reload the configuration and rebuild everything.
+    """
+    from dataclasses import replace
+
+    from ..watch import watch
+
+    ctx = click.get_current_context()
+    given = {"src": src, "out": out, "tokenizer": tokenizer, "provider": provider}
+    # flags typed on the command line keep winning after pyproject.toml changes
+    explicit = {k: v for k, v in given.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider)
+    current = settings()  # the loop runs in another thread, where there is no click context
+    reporter = Reporter(fmt, strict, quiet)
+    report = _report_build_json if fmt == "json" else _report_build
+
+    def on_result(record: Any) -> None:
+        report(record, reporter)
+
+    def reload() -> tuple[Any, list]:
+        fresh, diagnostics = current.reload()
+        return replace(fresh, **explicit).with_defines(parse_defines(defines)), diagnostics
+
+    click.echo(f"watching {config.src} → {config.out} (Ctrl-C to stop)", err=True)
+    try:
+        watch(
+            config.src,
+            config.out,
+            config,
+            on_result=on_result,
+            debounce=debounce / 1000,
+            config_loader=reload,
+            config_diagnostics=config_diags,
+        )
+    except KeyboardInterrupt:
+        pass  # a Ctrl-C that arrived before the signal handlers were installed
+    except Exception as exc:  # noqa: BLE001 - e.g. the inotify watch limit; one line, no traceback
+        click.echo(f"promptc watch: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
+    click.echo("stopped watching", err=True)

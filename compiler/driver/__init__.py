@@ -1,0 +1,274 @@
+"""The build driver: read sources → plan (what is reused) → compile (pool) → manifest → write.
+
+Each stage is a module of this package, and `build()` below reads top to bottom like the stages:
+
+- `sources`  — read every `*.prompt` under the source folder (stat shortcut for unchanged files)
+- `plan`     — the incremental cache: which artifacts in the output folder can be kept as they are
+- `pool`     — compile the rest, on every core when there are enough prompts
+- `manifest` — what `manifest.json` records about every artifact
+- `output`   — swap the new set in atomically under a lock, or leave the old one exactly as it was
+
+The library never prints: progress goes to the `on_progress(done, total)` callback the caller
+passes (the CLI draws a bar with it), and every problem is a `Diagnostic` in the result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import codes
+from ..compile import CompiledPrompt
+from ..config import Config
+from ..context import SourceTree
+from ..diagnostics import Diagnostic, file_span, has_errors, make, ordered
+from ..emit import dumps
+from .manifest import MANIFEST, collisions, manifest_for, read_manifest
+from .output import CACHE_DIR, STAGING_MARK, discard, output_lock, recover, stale_paths, write_error, write_output
+from .plan import Plan, last_good, load_plan, save_state
+from .pool import PARALLEL_THRESHOLD, compile_many
+from .sources import is_partial, read_tree
+
+__all__ = ["build", "check", "BuildResult", "Progress", "CACHE_DIR", "STAGING_MARK", "MANIFEST", "PARALLEL_THRESHOLD"]
+
+#: `on_progress(done, total)`: called after each compiled prompt
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    """What a build or a check did. Frozen; every field is public and plain data."""
+
+    #: every prompt in source order: compiled now, or reused from the output folder
+    prompts: tuple[CompiledPrompt, ...] = ()
+    #: sorted by path, line, column
+    diagnostics: tuple[Diagnostic, ...] = ()
+    #: the manifest the build wrote or would write (None when the build failed)
+    manifest: dict[str, Any] | None = None
+    #: every file of the new output set, relative to the output folder, sorted (manifest included)
+    outputs: tuple[str, ...] = ()
+    #: the output folder was replaced by this build
+    written: bool = False
+    #: the output folder already held exactly this build, so nothing was touched
+    unchanged: bool = False
+    #: `check(locked=True)`: output files that differ from what build would write, are missing or extra
+    stale: tuple[str, ...] = ()
+    #: how many source files (prompts and partials) were read
+    source_count: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == "warning")
+
+
+@dataclass(slots=True)
+class _Compiled:
+    """The driver's working state between stages (private: `BuildResult` is what callers see)."""
+
+    prompts: list[CompiledPrompt] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    manifest: dict[str, Any] | None = None
+    #: new files → their bytes, or the spool file holding them (large builds)
+    files: dict[str, bytes | Path] = field(default_factory=dict)
+    #: artifacts the output folder already holds as they should be (reused)
+    keep: list[str] = field(default_factory=list)
+    tree: SourceTree | None = None
+    plan: Plan | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+    def result(self, **changes: Any) -> BuildResult:
+        return BuildResult(
+            prompts=tuple(self.prompts),
+            diagnostics=tuple(_dedupe(self.diagnostics)),
+            manifest=self.manifest,
+            outputs=tuple(sorted([*self.files, *self.keep])) if self.manifest is not None else (),
+            source_count=len(self.tree.files) if self.tree is not None else 0,
+            **changes,
+        )
+
+
+def build(
+    src: Path | str = "prompts_src",
+    out: Path | str = "build",
+    config: Config | None = None,
+    *,
+    write: bool = True,
+    incremental: bool = True,
+    keep_last_good: bool = False,
+    on_progress: Progress | None = None,
+) -> BuildResult:
+    """Compile `src` into `out`.
+
+    All or nothing: unless every source compiles, nothing in `out` changes. With `keep_last_good`
+    (the watch loop) a failing prompt keeps the artifact `out` already has and the rest is written.
+    With `incremental`, sources whose bytes, partials, config and compiler are unchanged are not
+    recompiled; the output is byte-identical to a clean build either way.
+    """
+    src, out = Path(src), Path(out)
+    config = config or Config()
+    spool = out.parent / CACHE_DIR / f"{out.name}.spool-{os.getpid()}" if write else None
+    project = _Compiled()
+    try:
+        project = _compile(
+            src,
+            out,
+            config,
+            incremental=incremental and write,
+            keep_last_good=keep_last_good,
+            spool=spool,
+            on_progress=on_progress,
+        )
+        if not write or project.manifest is None:
+            return project.result()
+        with output_lock(out):
+            recover(out)
+            shas = {entry["path"]: entry["sha256"] for entry in project.manifest["artifacts"].values()}
+            written = write_output(out, project.files, project.keep, shas)
+            if project.plan is not None and project.plan.fingerprint and project.tree is not None:
+                save_state(out, project.plan, project.prompts, project.tree)
+        return project.result(written=written, unchanged=not written)
+    except TimeoutError as exc:
+        project.diagnostics.append(
+            make(codes.OUTPUT_LOCKED, str(exc), None, "wait for the other build to finish", path=str(out))
+        )
+    except OSError as exc:
+        project.diagnostics.append(write_error(out, exc))
+    finally:
+        if spool is not None and spool.exists():
+            discard(spool, out)
+    return project.result()
+
+
+def check(
+    src: Path | str = "prompts_src", out: Path | str = "build", config: Config | None = None, *, locked: bool = False
+) -> BuildResult:
+    """Compile without writing (and without the incremental cache: check is the authority); with
+    `locked`, also report every output file that build would change, add or remove."""
+    src, out = Path(src), Path(out)
+    project = _compile(src, out, config or Config())
+    if not (locked and project.ok):
+        return project.result()
+    stale = stale_paths(project.files, out)
+    for path in stale:
+        project.diagnostics.append(
+            make(
+                codes.BUILD_STALE,
+                f"`{(out / path).as_posix()}` is stale: it differs from what `promptc build` would write",
+                None,
+                "run `promptc build` and commit the result",
+                path=(out / path).as_posix(),
+            )
+        )
+    return project.result(stale=tuple(stale))
+
+
+def _compile(
+    src: Path,
+    out: Path,
+    config: Config,
+    *,
+    incremental: bool = False,
+    keep_last_good: bool = False,
+    spool: Path | None = None,
+    on_progress: Progress | None = None,
+) -> _Compiled:
+    """Stages 1 to 4: everything but writing (large builds spool artifacts to files, though)."""
+    project = _Compiled()
+    if not src.is_dir():
+        project.diagnostics.append(
+            make(
+                codes.SOURCE_NOT_FOUND,
+                f"source folder `{src}` not found",
+                None,
+                "pass the folder: `promptc build prompts_src`",
+                path=str(src),
+            )
+        )
+        return project
+
+    # 1. read sources (files the cache knows unchanged by their stat are read only when needed)
+    plan = load_plan(out, config) if incremental else Plan()
+    tree, diagnostics = read_tree(src, out, plan.files, plan.saved_ns)
+    project.tree, project.plan = tree, plan
+    project.diagnostics += diagnostics
+    project.diagnostics += _outside_symlinks(tree)
+    rels = [rel for rel in tree.files if not is_partial(rel)]
+
+    # 2. plan: which artifacts the output folder already holds as they should be
+    reused = plan.reusable(rels, tree, out)
+    to_compile = [rel for rel in rels if rel not in reused]
+    if incremental and 0 < len(to_compile) < PARALLEL_THRESHOLD:
+        plan.preload_token_counts(out, to_compile, config)
+
+    # 3. compile the rest
+    use_spool = str(spool) if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
+    fresh = iter(compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress))
+    prompts = [reused[rel] if rel in reused else next(fresh) for rel in rels]
+    if keep_last_good:
+        previous = read_manifest(out).get("artifacts", {})
+        prompts = [(last_good(p, previous, out) or p) if has_errors(p.diagnostics) else p for p in prompts]
+    project.prompts = prompts
+    for rel in getattr(tree.files, "failed", ()):
+        project.diagnostics.append(
+            make(
+                codes.UNREADABLE,
+                "cannot read file: it vanished while the build ran",
+                file_span(),
+                path=tree.display(rel),
+            )
+        )
+    for prompt in prompts:
+        project.diagnostics.extend(prompt.diagnostics)
+    project.diagnostics.extend(collisions(prompts, tree))
+
+    # 4. the manifest, and the set of files to write
+    if project.ok or keep_last_good:
+        writable = [p for p in prompts if p.artifact_sha256 is not None]
+        project.manifest = manifest_for(writable, config)
+        files: dict[str, bytes | Path] = {}
+        for p in writable:
+            if not p.reused and (p.data or p.spooled):
+                files[f"{p.name}.json"] = p.data or Path(p.spooled or "")
+        files[MANIFEST] = dumps(project.manifest)
+        project.files = dict(sorted(files.items()))
+        project.keep = sorted(f"{p.name}.json" for p in writable if p.reused)
+    return project
+
+
+def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:
+    return [
+        make(
+            codes.INCLUDE_OUTSIDE,
+            "symlink points outside the source folder; not compiled",
+            file_span(),
+            "copy the file into the source folder instead of linking it",
+            path=tree.display(rel),
+        )
+        for rel in tree.outside
+        if not is_partial(rel)
+    ]
+
+
+def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    seen = set()
+    unique = []
+    for d in diagnostics:
+        key = (d.path, d.line, d.col, d.code, d.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(d)
+    return ordered(unique)

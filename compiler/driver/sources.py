@@ -1,0 +1,188 @@
+"""Stage 1 — read sources: every `*.prompt` under the source folder, in sorted order, with the
+stat-based shortcut that lets an incremental build skip reading unchanged files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from .. import codes
+from ..context import SourceTree
+from ..diagnostics import Diagnostic, file_span, make
+
+# ---------------------------------------------------------------------------------------------
+# Reading the source tree
+
+
+class LazyFiles(Mapping[str, bytes]):
+    """Source bytes by path; files whose stat matches the last build are read only if asked for.
+
+    An incremental build after a one-file edit then reads one file, not the whole tree, while
+    partials stay available to any prompt that includes them."""
+
+    def __init__(self, loaded: dict[str, bytes], deferred: Mapping[str, str] | None = None) -> None:
+        self._data = loaded
+        self._paths = dict(deferred or {})
+        self._order = sorted({*loaded, *self._paths})
+        #: paths that could not be read when asked for (they vanished since the listing)
+        self.failed: list[str] = []
+
+    def __getitem__(self, rel: str) -> bytes:
+        data = self._data.get(rel)
+        if data is not None:
+            return data
+        path = self._paths[rel]
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            self.failed.append(rel)
+            data = b""
+        self._data[rel] = data
+        return data
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._data or rel in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+def _display_root(src: Path) -> str:
+    try:
+        rel = os.path.relpath(src)
+    except ValueError:
+        rel = str(src)
+    return Path(rel).as_posix()
+
+
+#: A file whose recorded mtime is this close to the end of the build that recorded it is read
+#: again next time: it may have changed within the same timestamp tick ("racily clean", as git
+#: calls it).
+RACY_WINDOW_NS = 2_000_000_000
+
+
+def read_tree(
+    src: Path, out: Path | None = None, known: dict[str, list] | None = None, known_at_ns: int = 0
+) -> tuple[SourceTree, list[Diagnostic]]:
+    """Read every `*.prompt` under `src`, in sorted order.
+
+    `known` maps paths to [size, mtime_ns, inode, sha256] from the last build: a file whose stat
+    still matches (and was not modified just before that build) is not read now; its bytes are
+    read later only if a compile needs them. Symlinks are followed only while they stay inside the
+    source folder; a directory reached twice (a symlink loop) is skipped with a warning.
+    """
+    diagnostics: list[Diagnostic] = []
+    root_display = _display_root(src)
+    root_real = os.path.realpath(src)
+    out_real = os.path.realpath(out) if out is not None else None
+    files: dict[str, bytes] = {}
+    deferred: dict[str, str] = {}
+    shas: dict[str, str] = {}
+    stats: dict[str, list[int]] = {}
+    known = known or {}
+    trust_before = known_at_ns - RACY_WINDOW_NS
+    outside: dict[str, str] = {}
+    seen_dirs: set[str] = set()
+    # Each folder travels with its real path: a plain subfolder's is its parent's plus its name,
+    # so `realpath` (an lstat per path component) runs only for symlinks.
+    stack: list[tuple[str, str, str]] = [(str(src), "", root_real)]
+    while stack:
+        folder, rel_folder, real = stack.pop()
+        if real in seen_dirs:
+            diagnostics.append(
+                make(
+                    codes.SYMLINK_LOOP,
+                    "symlink loop: this folder was already read; skipped",
+                    file_span(),
+                    "remove the symlink that points back into the tree",
+                    path=f"{root_display}/{rel_folder}".rstrip("/"),
+                )
+            )
+            continue
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            diagnostics.append(
+                make(
+                    codes.UNREADABLE,
+                    f"cannot read folder: {exc.strerror}",
+                    file_span(),
+                    path=f"{root_display}/{rel_folder}",
+                )
+            )
+            continue
+        subfolders = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = f"{rel_folder}{entry.name}"
+            path = entry.path
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                symlink = entry.is_symlink()
+                target = os.path.realpath(path) if symlink else os.path.join(real, entry.name)
+                if out_real is not None and target == out_real:
+                    continue
+                if symlink and not (target == root_real or target.startswith(root_real + os.sep)):
+                    continue  # a folder outside the source tree is not part of it
+                subfolders.append((path, rel + "/", target))
+                continue
+            if not entry.name.endswith(".prompt"):
+                continue
+            if entry.is_symlink():
+                target = os.path.realpath(path)
+                if not target.startswith(root_real + os.sep):
+                    outside[rel] = target
+                    continue
+            try:
+                st = os.stat(path)
+                stat = [st.st_size, st.st_mtime_ns, st.st_ino]
+                record = known.get(rel)
+                if record is not None and record[:3] == stat and stat[1] < trust_before:
+                    deferred[rel] = path
+                    shas[rel] = record[3]
+                else:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                    files[rel] = data
+                    shas[rel] = hashlib.sha256(data).hexdigest()
+                stats[rel] = stat
+            except FileNotFoundError:
+                diagnostics.append(
+                    make(
+                        codes.UNREADABLE,
+                        "cannot read file: it vanished while the build ran, or is a dangling symlink",
+                        file_span(),
+                        "restore the file or remove the link",
+                        path=f"{root_display}/{rel}",
+                    )
+                )
+            except OSError as exc:
+                diagnostics.append(
+                    make(
+                        codes.UNREADABLE,
+                        f"cannot read file: {exc.strerror or exc}",
+                        file_span(),
+                        "check the file's permissions",
+                        path=f"{root_display}/{rel}",
+                    )
+                )
+        stack.extend(reversed(subfolders))
+    tree = SourceTree(
+        files=LazyFiles(files, deferred), outside=outside, root_display=root_display, shas=shas, stats=stats
+    )
+    return tree, diagnostics
+
+
+def is_partial(rel: str) -> bool:
+    return os.path.basename(rel).startswith("_")
