@@ -43,6 +43,9 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
         assert required in names, required
     # nothing installs a top-level `compiler` module (a distribution of that name exists elsewhere)
     assert not any(n.split("/", 1)[0] in ("compiler", "grammar") for n in names), sorted(names)
+    for init in (ROOT / "compiler").rglob("__init__.py"):  # every subpackage ships
+        folder = init.parent.relative_to(ROOT / "compiler").as_posix()
+        assert f"promptc/{folder}/__init__.py".replace("/./", "/") in names, folder
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "promptc = promptc.cli:main" in entry_points
 
