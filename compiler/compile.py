@@ -9,12 +9,12 @@ from typing import Any
 from . import codes
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
+from .diagnostics import Diagnostic, SourceText, file_span, has_errors, make
 from .emit import build_artifact, dumps
+from .frontend import PartialLoader, read_source
 from .meter import TokenizerError, meter
 from .nodes import Document
 from .pipeline import run
-from .source import decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,21 +94,18 @@ def compile_source(
     data: bytes,
     config: Config,
     tree: SourceTree | None = None,
-    partials: dict | None = None,
+    partials: PartialLoader | None = None,
 ) -> CompiledPrompt:
+    """Compile the prompt `rel` of `tree` (its bytes are `data`). `partials` is the build's loader,
+    shared by every prompt of the build; a fresh one is made when it is not given."""
     tree = tree or SourceTree(files={rel: data})
     display = tree.display(rel)
     name = name_of(rel)
-    src, diagnostics = decode(display, data)
+    src, items, diagnostics = read_source(display, data)
     if src is None:
         return CompiledPrompt(name, rel, tuple(diagnostics))
-    sink = DiagnosticSink(src)
-    sink.extend(diagnostics)
-    from .parse import parse
-
-    items = parse(src, sink)
     ctx = Context(config, src, tree, partials)
-    ctx.extend(sink.items)  # passes can see what the parser already reported
+    ctx.extend(diagnostics)  # passes can see what the parser already reported
     doc = run(Document(src, name, items), ctx)
     all_diagnostics = tuple(ctx.diagnostics)
     if has_errors(all_diagnostics):

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .codes import Code
 from .config import Config
 from .diagnostics import Diagnostic, SourceText, Span, make
+
+if TYPE_CHECKING:
+    from .frontend import PartialLoader
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +46,18 @@ class Context:
         config: Config,
         source: SourceText,
         tree: SourceTree | None = None,
-        partials: dict | None = None,
+        partials: PartialLoader | None = None,
     ) -> None:
         self.config = config
         self.tree = tree or SourceTree()
         self.source = source
         self.diagnostics: list[Diagnostic] = []
-        #: parsed partials, shared across the files of one build
-        self.partials = partials if partials is not None else {}
+        if partials is None:
+            from .frontend import PartialLoader
+
+            partials = PartialLoader(config, self.tree)
+        #: loads partials once per build; the include pass splices what it returns
+        self.partials = partials
 
     def report(self, code: Code, message: str, span: Span | None = None, hint: str | None = None) -> None:
         self.diagnostics.append(make(code, message, span, hint, source=self.source))

@@ -11,6 +11,7 @@ from typing import Any
 from ..compile import CompiledPrompt, compile_source
 from ..config import Config
 from ..context import SourceTree
+from ..frontend import PartialLoader
 from .output import _write_file
 
 
@@ -62,7 +63,7 @@ def compile_many(
     """Compile prompts, on every core when there are enough of them. Output order is `rels` order,
     and each artifact's bytes do not depend on which process compiled it. With `spool`, artifacts
     go to files in that folder as they are made instead of staying in memory."""
-    partials: dict = {}
+    partials = PartialLoader(config, tree)  # each partial is parsed once per process
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
         import multiprocessing

@@ -1,7 +1,9 @@
-"""Pass 3 — includes (SPEC §7): splice partials in place.
+"""Pass 3 — includes (SPEC §7): resolve, check and splice partials in place.
 
-A partial is read from the in-memory source tree (the build driver read it), parsed, stripped of
-comments and its directives collected, then spliced where `/// include:` stood. Its items keep
+The pass reads nothing itself: `ctx.partials` (the build's `PartialLoader`) hands it each partial
+already parsed, comments removed and directives collected, once per build. The pass resolves the
+path, checks it (inside the source folder, a partial, no cycle, no separators) and splices the
+partial's items where `/// include:` stood. Its items keep
 spans into the partial's own text, so diagnostics point at the partial. Paths resolve relative to
 the including file and may not leave the source folder; `std/...` names the built-in partials.
 """
@@ -10,43 +12,12 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import replace
-from importlib import resources
 
 from .. import codes
 from ..context import Context
-from ..diagnostics import DiagnosticSink
+from ..frontend import STD_PREFIX, std_partials
 from ..nodes import IMPLICIT_SECTION, Document, Include, Item, SectionMarker, Separator
-from ..source import decode
 from ..suggest import did_you_mean
-from .comments import strip_comments
-from .directives import collect
-
-STD_PREFIX = "std/"
-STD_DISPLAY = "<std>"
-
-
-def std_partials() -> tuple[str, ...]:
-    folder = resources.files("promptc.std")
-    return tuple(sorted(f"std/{p.name[:-7]}" for p in folder.iterdir() if p.name.endswith(".prompt")))
-
-
-def _std_bytes(name: str) -> bytes | None:
-    entry = resources.files("promptc.std").joinpath(f"{name}.prompt")
-    try:
-        return entry.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
-        return None
-
-
-class _Partial:
-    __slots__ = ("items", "tags", "inputs", "diagnostics", "includes")
-
-    def __init__(self, items, tags, inputs, diagnostics, includes) -> None:
-        self.items = items
-        self.tags = tags
-        self.inputs = inputs
-        self.diagnostics = diagnostics
-        self.includes = includes
 
 
 def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:
@@ -54,7 +25,7 @@ def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str |
     if target.startswith(STD_PREFIX) and not target.endswith(".prompt"):
         return (
             (target, None, None)
-            if _std_bytes(target[len(STD_PREFIX) :]) is not None
+            if target in std_partials()
             else (
                 None,
                 codes.INCLUDE_NOT_FOUND,
@@ -78,40 +49,44 @@ def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str |
     return joined, None, None
 
 
-def _load(ctx: Context, key: str, chain: tuple[str, ...]) -> _Partial:
-    cached = ctx.partials.get(key)
-    if cached is not None:
-        return cached
-    if key.startswith(STD_PREFIX):
-        data = _std_bytes(key[len(STD_PREFIX) :]) or b""
-        display = f"{STD_DISPLAY}/{key[len(STD_PREFIX) :]}.prompt"
-    else:
-        data = ctx.tree.files[key]
-        display = ctx.tree.display(key)
-    from ..parse import parse  # local import: the parser is heavy and only needed when compiling
+class _Expanded:
+    """A partial with its own includes spliced in, as the includer receives it."""
 
-    src, diagnostics = decode(display, data)
-    if src is None:
-        partial = _Partial((), (), (), diagnostics, ())
-        ctx.partials[key] = partial
-        return partial
-    sink = DiagnosticSink(src)
-    sink.extend(diagnostics)
-    sub = Context(ctx.config, src, ctx.tree, ctx.partials)
-    doc = strip_comments(Document(src, key, parse(src, sink)), sub)
-    items, header = collect(doc.items, sub, partial=True)
-    for item in items:
-        if isinstance(item, Separator):
-            sub.report(
-                codes.PARTIAL_NOT_ALLOWED,
-                "a partial may not contain role separators",
-                item.span,
-                "a partial is spliced into one message; put separators in the including prompt",
-            )
-    items, includes = _expand(items, key, sub, chain)
-    partial = _Partial(items, header.tags, header.declared_inputs or (), sink.items + sub.diagnostics, includes)
-    ctx.partials[key] = partial
-    return partial
+    __slots__ = ("items", "tags", "inputs", "diagnostics", "includes")
+
+    def __init__(self, items, tags, inputs, diagnostics, includes) -> None:
+        self.items = items
+        self.tags = tags
+        self.inputs = inputs
+        self.diagnostics = diagnostics
+        self.includes = includes
+
+
+def _splice(ctx: Context, key: str, chain: tuple[str, ...]) -> _Expanded:
+    """The partial `key`, checked and with its includes expanded (once per build)."""
+    done = ctx.partials.expanded.get(key)
+    if isinstance(done, _Expanded):
+        return done
+    partial = ctx.partials.load(key)
+    if partial.source is None:
+        expanded = _Expanded((), (), (), partial.diagnostics, set())
+    else:
+        sub = Context(ctx.config, partial.source, ctx.tree, ctx.partials)
+        for item in partial.items:
+            if isinstance(item, Separator):
+                sub.report(
+                    codes.PARTIAL_NOT_ALLOWED,
+                    "a partial may not contain role separators",
+                    item.span,
+                    "a partial is spliced into one message; put separators in the including prompt",
+                )
+        items, includes = _expand(partial.items, key, sub, chain)
+        header = partial.header
+        expanded = _Expanded(
+            items, header.tags, header.declared_inputs or (), (*partial.diagnostics, *sub.diagnostics), includes
+        )
+    ctx.partials.expanded[key] = expanded
+    return expanded
 
 
 def _expand(
@@ -147,7 +122,7 @@ def _expand(
                 codes.INCLUDE_CYCLE, f"include cycle: {cycle}", item.span, "remove one of the includes in the chain"
             )
             continue
-        partial = _load(ctx, key, (*chain, key))
+        partial = _splice(ctx, key, (*chain, key))
         ctx.extend(partial.diagnostics)
         includes.add(key)
         includes.update(partial.includes)
@@ -168,7 +143,7 @@ def expand_includes(doc: Document, ctx: Context) -> Document:
     merged_tags = list(header.tags)
     merged_inputs = list(header.declared_inputs or ())
     for key in sorted(includes):
-        partial = ctx.partials[key]
+        partial = _splice(ctx, key, (key,))
         merged_tags += [t for t in partial.tags if t not in merged_tags]
         merged_inputs += [i for i in partial.inputs if i not in merged_inputs]
     # A partial's `/// input:` adds to the includer's declaration; it does not create one, or a
