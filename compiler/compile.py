@@ -13,6 +13,7 @@ from .diagnostics import Diagnostic, SourceText, file_span, has_errors, make
 from .emit import build_artifact, dumps
 from .frontend import PartialLoader, read_source
 from .meter import TokenizerError, meter
+from .model import Artifact
 from .nodes import Document
 from .pipeline import run
 
@@ -22,10 +23,10 @@ class CompiledPrompt:
     name: str
     source: str  # path under the source folder
     diagnostics: tuple[Diagnostic, ...]
-    artifact: dict[str, Any] | None = None
+    artifact: Artifact | None = None
     data: bytes | None = None  # the artifact's JSON bytes, exactly as written
     includes: tuple[str, ...] = field(default=())
-    #: what the manifest records about this artifact (see `summarize`)
+    #: what the manifest records about this artifact (`Artifact.summary()`)
     summary: dict[str, Any] | None = None
     #: sha256 of `data`; also set when an incremental build reused the file already in the output
     artifact_sha256: str | None = None
@@ -38,25 +39,13 @@ class CompiledPrompt:
     def ok(self) -> bool:
         return self.artifact_sha256 is not None and not has_errors(self.diagnostics)
 
-    def load_artifact(self) -> dict[str, Any] | None:
-        """The artifact as a dict, decoding `data` when the build kept only the bytes."""
+    def load_artifact(self) -> Artifact | None:
+        """The artifact, decoding `data` when the build kept only the bytes."""
         if self.artifact is not None or self.data is None:
             return self.artifact
         import orjson
 
-        return orjson.loads(self.data)
-
-
-def summarize(artifact: dict[str, Any]) -> dict[str, Any]:
-    cache = artifact["cache"]
-    return {
-        "source": artifact["source"],
-        "source_sha256": artifact["source_sha256"],
-        "inputs": artifact["inputs"],
-        "includes": artifact["includes"],
-        "prefix_sha256": cache["prefix_sha256"],
-        "prefix_tokens": cache["prefix_tokens"],
-    }
+        return Artifact.from_json(orjson.loads(self.data))
 
 
 def name_of(rel: str) -> str:
@@ -73,15 +62,15 @@ def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnosti
     )
 
 
-def _check_prefix_minimum(artifact: dict[str, Any], config: Config, src: SourceText) -> list[Diagnostic]:
+def _check_prefix_minimum(artifact: Artifact, config: Config, src: SourceText) -> list[Diagnostic]:
     minimum = config.provider_minimum()
-    tokens = artifact["cache"]["prefix_tokens"]
+    tokens = artifact.cache.prefix_tokens
     if minimum is None or tokens >= minimum:
         return []
     return [
         make(
             codes.PREFIX_BELOW_MINIMUM,
-            f"cache-stable prefix is {tokens} tokens ({artifact['cache']['prefix_chars']} chars); "
+            f"cache-stable prefix is {tokens} tokens ({artifact.cache.prefix_chars} chars); "
             f"{config.provider} caches prefixes of at least {minimum} tokens",
             src.span(0),
             "put more stable text before the first dynamic section, or accept that this prompt is not cached",
@@ -131,7 +120,7 @@ def compile_source(
         artifact,
         encoded,
         doc.includes,
-        summarize(artifact),
+        artifact.summary(),
         hashlib.sha256(encoded).hexdigest(),
     )
 
@@ -151,4 +140,4 @@ def compile_text(
     return compile_source(rel, files[rel], config, SourceTree(files=files))
 
 
-__all__ = ["CompiledPrompt", "compile_source", "compile_text", "summarize"]
+__all__ = ["CompiledPrompt", "compile_source", "compile_text"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diagnostics import github_escape
+from .model import ArtifactError, Manifest
 
 #: The kinds of change `--fail-on` can name.
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
@@ -136,59 +137,41 @@ class ManifestDiff:
 # Comparing
 
 
-def _artifacts(manifest: Any, which: str) -> dict[str, dict[str, Any]]:
-    if not isinstance(manifest, dict):
-        raise ManifestError(f"{which} manifest is not a JSON object")
-    schema = manifest.get("schema")
-    if schema is not None and not (isinstance(schema, str) and schema.startswith("promptc.manifest/")):
-        raise ManifestError(f"{which} manifest has schema {schema!r}, not a promptc manifest")
-    if schema is not None and schema != "promptc.manifest/1":
-        raise ManifestError(f"{which} manifest has schema {schema!r}; this promptc reads promptc.manifest/1")
-    artifacts = manifest.get("artifacts")
-    if not isinstance(artifacts, dict):
-        raise ManifestError(f"{which} manifest has no `artifacts` table")
-    for name, entry in artifacts.items():
-        if not isinstance(entry, dict):
-            raise ManifestError(f"{which} manifest: artifact `{name}` is not an object")
-        inputs = entry.get("inputs", [])
-        if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
-            raise ManifestError(f"{which} manifest: artifact `{name}` has malformed `inputs`")
-    return artifacts
+def _read(manifest: Manifest | Any, which: str) -> Manifest:
+    if isinstance(manifest, Manifest):
+        return manifest
+    try:
+        return Manifest.from_json(manifest)
+    except ArtifactError as exc:
+        raise ManifestError(f"{which} {exc}") from None
 
 
-def _tokens(entry: dict[str, Any]) -> int:
-    value = entry.get("prefix_tokens")
-    return value if isinstance(value, int) else 0
+def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any]) -> ManifestDiff:
+    """What changed between two manifests (model objects or decoded `manifest.json` documents),
+    prompt by prompt, in name order.
 
-
-def diff_manifests(old: dict[str, Any], new: dict[str, Any]) -> ManifestDiff:
-    """What changed between two manifests, prompt by prompt, in name order.
-
-    Raises `ManifestError` when either document is not a promptc manifest.
+    Raises `ManifestError` when either document is not a promptc manifest this version reads.
     """
-    old_artifacts = _artifacts(old, "old")
-    new_artifacts = _artifacts(new, "new")
+    before_manifest, after_manifest = _read(old, "old"), _read(new, "new")
+    old_artifacts, new_artifacts = before_manifest.artifacts, after_manifest.artifacts
     busts: list[CacheBust] = []
     contracts: list[ContractChange] = []
     changed: list[str] = []
     for name in sorted(old_artifacts.keys() & new_artifacts.keys()):
         before, after = old_artifacts[name], new_artifacts[name]
-        old_prefix, new_prefix = before.get("prefix_sha256"), after.get("prefix_sha256")
-        if old_prefix and old_prefix != new_prefix:
-            busts.append(CacheBust(name, old_prefix, new_prefix or None, _tokens(before), _tokens(after)))
-        old_inputs, new_inputs = set(before.get("inputs", [])), set(after.get("inputs", []))
+        if before.prefix_sha256 and before.prefix_sha256 != after.prefix_sha256:
+            busts.append(
+                CacheBust(name, before.prefix_sha256, after.prefix_sha256, before.prefix_tokens, after.prefix_tokens)
+            )
+        old_inputs, new_inputs = set(before.inputs), set(after.inputs)
         if old_inputs != new_inputs:
             contracts.append(
                 ContractChange(name, tuple(sorted(new_inputs - old_inputs)), tuple(sorted(old_inputs - new_inputs)))
             )
-        if before.get("sha256") != after.get("sha256"):
+        if before.sha256 != after.sha256:
             changed.append(name)
-    old_tokenizer, new_tokenizer = old.get("tokenizer"), new.get("tokenizer")
-    sources = {
-        name: entry["source"]
-        for name, entry in [*old_artifacts.items(), *new_artifacts.items()]
-        if isinstance(entry.get("source"), str)
-    }
+    old_tokenizer, new_tokenizer = before_manifest.tokenizer, after_manifest.tokenizer
+    sources = {name: entry.source for name, entry in [*old_artifacts.items(), *new_artifacts.items()]}
     return ManifestDiff(
         busts=tuple(busts),
         contracts=tuple(contracts),

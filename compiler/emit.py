@@ -16,9 +16,11 @@ from typing import Any
 import orjson
 
 from .meter import Meter
-from .nodes import Block, Document, Escape, Placeholder, Section, Text
+from .model import ARTIFACT_SCHEMA, Artifact, Block, Breakpoint, Cache, Message, PrefixEnd, Section, Totals
+from .nodes import Block as BlockNode
+from .nodes import Document, Escape, Placeholder, Text
+from .nodes import Section as SectionNode
 
-ARTIFACT_SCHEMA = "promptc.artifact/1"
 JOINER = "\n\n"  # between sections of a block, and between blocks of a message
 ANTHROPIC_MAX_BREAKPOINTS = 4
 
@@ -29,7 +31,7 @@ def escape_literal(text: str) -> str:
     return _OPENER.sub(lambda m: "\\" + m.group(0), text)
 
 
-def section_text(section: Section) -> tuple[str, str | None]:
+def section_text(section: SectionNode) -> tuple[str, str | None]:
     """(template text, rendered text if the section is literal-only else None)."""
     template: list[str] = []
     literal: list[str] = []
@@ -46,7 +48,7 @@ def section_text(section: Section) -> tuple[str, str | None]:
         has_code = True
         if isinstance(item, Placeholder):
             template.append(f"${{{item.path}}}")
-        elif isinstance(item, Block):
+        elif isinstance(item, BlockNode):
             template.append(item.raw)
     if run:
         template.append(escape_literal("".join(run)))
@@ -67,88 +69,67 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def build_artifact(doc: Document, rel_source: str, source_bytes: bytes, meter: Meter) -> dict[str, Any]:
-    header = doc.header
-    messages_out: list[dict[str, Any]] = []
+def build_artifact(doc: Document, rel_source: str, source_bytes: bytes, meter: Meter) -> Artifact:
+    messages_out: list[Message] = []
     # flattened blocks for the cache analysis: (message index, block index, boundary, rendered, chars, tokens)
     flat: list[tuple[int, int, str, str | None, int, int]] = []
     has_template = False
     for mi, message in enumerate(doc.messages):
-        groups: list[tuple[str, list[dict[str, Any]], list[str], list[str | None]]] = []
+        groups: list[tuple[str, list[Section], list[str | None]]] = []
         for section in message.sections:
             text, rendered = section_text(section)
             has_template = has_template or section.has_template
-            entry = {
-                "name": section.name,
-                "boundary": section.boundary,
-                "target": section.target,
-                "inputs": list(section.inputs),
-                "helpers": list(section.helpers),
-                "chars": len(text),
-                "tokens": meter.tokens(text),
-                "text": text,
-            }
+            entry = Section(
+                section.name,
+                section.boundary,  # type: ignore[arg-type]
+                section.target,  # type: ignore[arg-type]
+                tuple(section.inputs),
+                tuple(section.helpers),
+                len(text),
+                meter.tokens(text),
+                text,
+            )
             if groups and groups[-1][0] == section.boundary:
                 groups[-1][1].append(entry)
-                groups[-1][2].append(text)
-                groups[-1][3].append(rendered)
+                groups[-1][2].append(rendered)
             else:
-                groups.append((section.boundary, [entry], [text], [rendered]))
-        blocks_out = []
-        for bi, (boundary, sections, texts, rendered_parts) in enumerate(groups):
-            text = JOINER.join(texts)
-            tokens = sections[0]["tokens"] if len(sections) == 1 else meter.tokens(text)
+                groups.append((section.boundary, [entry], [rendered]))
+        blocks_out: list[Block] = []
+        for bi, (boundary, sections, rendered_parts) in enumerate(groups):
+            text = JOINER.join(s.text for s in sections)
+            tokens = sections[0].tokens if len(sections) == 1 else meter.tokens(text)
             rendered = JOINER.join(r for r in rendered_parts if r is not None) if boundary == "stable" else None
-            blocks_out.append(
-                {
-                    "boundary": boundary,
-                    "text": text,
-                    "sha256": _sha256(text),
-                    "chars": len(text),
-                    "tokens": tokens,
-                    "sections": sections,
-                }
-            )
+            blocks_out.append(Block(boundary, text, _sha256(text), len(text), tokens, tuple(sections)))  # type: ignore[arg-type]
             flat.append((mi, bi, boundary, rendered, len(text), tokens))
-        content = JOINER.join(b["text"] for b in blocks_out)
-        messages_out.append(
-            {
-                "role": message.role,
-                "content": content,
-                "chars": len(content),
-                "tokens": blocks_out[0]["tokens"] if len(blocks_out) == 1 else meter.tokens(content),
-                "blocks": blocks_out,
-            }
-        )
+        content = JOINER.join(b.text for b in blocks_out)
+        tokens = blocks_out[0].tokens if len(blocks_out) == 1 else meter.tokens(content)
+        messages_out.append(Message(message.role, content, len(content), tokens, tuple(blocks_out)))  # type: ignore[arg-type]
 
-    cache = _cache(doc, flat, meter)
-    return {
-        "schema": ARTIFACT_SCHEMA,
-        "name": doc.name,
-        "source": rel_source,
-        "source_sha256": hashlib.sha256(source_bytes).hexdigest(),
-        "flow": header.flow,
-        "node": header.node,
-        "params": dict(sorted(header.params)),
-        "tags": list(header.tags),
-        "metadata": dict(sorted(header.metadata)),
-        "inputs": list(doc.inputs),
-        "helpers": list(doc.helpers),
-        "renderer": "python" if has_template else "placeholder",
-        "includes": list(doc.includes),
-        "messages": messages_out,
-        "cache": cache,
-        "totals": {
-            "chars": sum(m["chars"] for m in messages_out),
-            "tokens": sum(m["tokens"] for m in messages_out),
-        },
-    }
+    header = doc.header
+    return Artifact(
+        ARTIFACT_SCHEMA,
+        doc.name,
+        rel_source,
+        hashlib.sha256(source_bytes).hexdigest(),
+        header.flow,
+        header.node,
+        dict(sorted(header.params)),
+        tuple(header.tags),
+        dict(sorted(header.metadata)),
+        tuple(doc.inputs),
+        tuple(doc.helpers),
+        "python" if has_template else "placeholder",
+        tuple(doc.includes),
+        tuple(messages_out),
+        _cache(doc, flat, meter),
+        Totals(sum(m.chars for m in messages_out), sum(m.tokens for m in messages_out)),
+    )
 
 
-def _cache(doc: Document, flat, meter: Meter) -> dict[str, Any]:
+def _cache(doc: Document, flat, meter: Meter) -> Cache:
     segments: list[tuple[str, str]] = []
     in_prefix = True
-    breakpoints: list[dict[str, Any]] = []
+    ends: list[tuple[int, int, int, int, bool]] = []  # (message, block, chars, tokens, stable prefix)
     chars = tokens = 0
     last_message = -1
     prefix_end: tuple[int, int] | None = None
@@ -172,41 +153,37 @@ def _cache(doc: Document, flat, meter: Meter) -> dict[str, Any]:
             in_prefix = False
         run_ends = stable and (index + 1 == len(flat) or flat[index + 1][2] != "stable")
         if run_ends:
-            breakpoints.append(
-                {
-                    "message": mi,
-                    "block": bi,
-                    "chars": chars,
-                    "tokens": tokens,
-                    "stable_prefix": prefix_end == (mi, bi) and in_prefix,
-                    "anthropic": False,
-                }
-            )
-    _mark_anthropic(breakpoints)
+            ends.append((mi, bi, chars, tokens, prefix_end == (mi, bi) and in_prefix))
+    marked = _anthropic_breakpoints(ends)
+    breakpoints = tuple(
+        Breakpoint(mi, bi, at_chars, at_tokens, prefix, i in marked)
+        for i, (mi, bi, at_chars, at_tokens, prefix) in enumerate(ends)
+    )
     if segments:
         prefix_text_chars = sum(len(text) for _, text in segments)
         prefix_tokens = sum(meter.tokens(text) for _, text in segments)
-        prefix_sha = prefix_digest(segments)
+        prefix_sha: str | None = prefix_digest(segments)
     else:
         prefix_text_chars = prefix_tokens = 0
         prefix_sha = None
-    return {
-        "prefix_sha256": prefix_sha,
-        "prefix_chars": prefix_text_chars,
-        "prefix_tokens": prefix_tokens,
-        "prefix_end": {"message": prefix_end[0], "block": prefix_end[1]} if prefix_end else None,
-        "breakpoints": breakpoints,
-    }
+    return Cache(
+        prefix_sha,
+        prefix_text_chars,
+        prefix_tokens,
+        PrefixEnd(prefix_end[0], prefix_end[1]) if prefix_end else None,
+        breakpoints,
+    )
 
 
-def _mark_anthropic(breakpoints: list[dict[str, Any]]) -> None:
+def _anthropic_breakpoints(ends: list[tuple[int, int, int, int, bool]]) -> set[int]:
     """Anthropic takes at most four cache breakpoints: always the end of the cache-stable prefix
     (the only one that hits across sessions), then the ones that cover the most tokens."""
-    chosen = [b for b in breakpoints if b["stable_prefix"]]
-    rest = sorted((b for b in breakpoints if not b["stable_prefix"]), key=lambda b: -b["tokens"])
-    for b in (chosen + rest)[:ANTHROPIC_MAX_BREAKPOINTS]:
-        b["anthropic"] = True
+    chosen = [i for i, end in enumerate(ends) if end[4]]
+    rest = sorted((i for i, end in enumerate(ends) if not end[4]), key=lambda i: -ends[i][3])
+    return set((chosen + rest)[:ANTHROPIC_MAX_BREAKPOINTS])
 
 
 def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+    """Deterministic JSON bytes of an artifact or manifest (a model object or plain data)."""
+    data = obj.to_json() if hasattr(obj, "to_json") else obj
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"

@@ -50,6 +50,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from .model import Artifact, ArtifactError, Manifest
 from .suggest import suggestions
 
 __all__ = [
@@ -463,37 +464,30 @@ def _render_section(text: str, inputs: Mapping[str, Any], prompt: str, section: 
 # Artifacts
 
 
-def _breakpoints(artifact: Mapping[str, Any]) -> dict[tuple[int, int], bool]:
-    cache = artifact.get("cache") or {}
-    return {(b["message"], b["block"]): bool(b.get("anthropic")) for b in cache.get("breakpoints") or ()}
-
-
-def render_artifact(artifact: Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> Rendered:
-    """Render one artifact dict (as written to `build/<name>.json`) with `inputs`."""
+def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> Rendered:
+    """Render one artifact (the model, or the decoded JSON of `build/<name>.json`) with `inputs`."""
+    if not isinstance(artifact, Artifact):
+        try:
+            artifact = Artifact.from_json(artifact)
+        except ArtifactError as exc:
+            raise RenderError(str(exc)) from None
     inputs = {} if inputs is None else inputs
-    name = str(artifact.get("name", "prompt"))
-    required = [*artifact.get("inputs", ()), *artifact.get("helpers", ())]
-    missing = sorted({n for n in required if n not in inputs})
+    name = artifact.name
+    missing = sorted({n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs})
     if missing:
         raise MissingInputsError(name, missing)
-    breakpoints = _breakpoints(artifact)
+    marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
     messages: list[dict[str, str]] = []
     all_blocks: list[list[RenderedBlock]] = []
-    for mi, message in enumerate(artifact.get("messages", ())):
-        blocks_in = message.get("blocks")
-        if blocks_in is None:  # no block layout recorded: the whole content is one dynamic block
-            blocks_in = [{"boundary": "dynamic", "sections": [{"name": "body", "text": message["content"]}]}]
+    for mi, message in enumerate(artifact.messages):
         blocks: list[RenderedBlock] = []
-        for bi, block in enumerate(blocks_in):
-            text = JOINER.join(
-                _render_section(s["text"], inputs, name, str(s.get("name", "?"))) for s in block["sections"]
-            )
-            marked = (mi, bi) in breakpoints
-            blocks.append(RenderedBlock(block["boundary"], text, marked, marked and breakpoints[(mi, bi)]))
-        messages.append({"role": message["role"], "content": JOINER.join(b.text for b in blocks)})
+        for bi, block in enumerate(message.blocks):
+            text = JOINER.join(_render_section(s.text, inputs, name, s.name) for s in block.sections)
+            marked = (mi, bi) in marks
+            blocks.append(RenderedBlock(block.boundary, text, marked, marked and marks[(mi, bi)]))
+        messages.append({"role": message.role, "content": JOINER.join(b.text for b in blocks)})
         all_blocks.append(blocks)
-    cache = artifact.get("cache") or {}
-    return Rendered(name, messages, all_blocks, cache.get("prefix_sha256"), dict(artifact.get("params") or {}))
+    return Rendered(name, messages, all_blocks, artifact.cache.prefix_sha256, dict(artifact.params))
 
 
 class Runtime:
@@ -501,14 +495,14 @@ class Runtime:
 
     def __init__(self, build_dir: str | Path) -> None:
         self.build_dir = Path(build_dir)
-        self._manifest: dict[str, Any] | None = None
-        self._artifacts: dict[str, dict[str, Any]] = {}
+        self._manifest: Manifest | None = None
+        self._artifacts: dict[str, Artifact] = {}
 
     def __repr__(self) -> str:
         return f"Runtime({str(self.build_dir)!r})"
 
     @property
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         if self._manifest is None:
             path = self.build_dir / MANIFEST
             try:
@@ -517,47 +511,47 @@ class Runtime:
                 raise RenderError(f"no {MANIFEST} in `{self.build_dir}`: run `promptc build` first") from None
             except (OSError, ValueError) as exc:
                 raise RenderError(f"cannot read `{path}`: {exc}") from None
-            if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("promptc.manifest/1"):
-                raise RenderError(f"`{path}` is not a promptc manifest (schema promptc.manifest/1)")
-            self._manifest = data
+            try:
+                self._manifest = Manifest.from_json(data)
+            except ArtifactError as exc:
+                raise RenderError(f"`{path}`: {exc}") from None
         return self._manifest
 
     def names(self) -> list[str]:
-        return sorted(self.manifest.get("artifacts", {}))
+        return sorted(self.manifest.artifacts)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.manifest.get("artifacts", {})
+        return name in self.manifest.artifacts
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
-    def artifact(self, name: str) -> dict[str, Any]:
-        """The artifact dict of prompt `name`, checked against the manifest's sha256."""
+    def artifact(self, name: str) -> Artifact:
+        """The artifact of prompt `name`, checked against the manifest's sha256."""
         cached = self._artifacts.get(name)
         if cached is not None:
             return cached
-        entry = self.manifest.get("artifacts", {}).get(name)
+        entry = self.manifest.artifacts.get(name)
         if entry is None:
             close = suggestions(name, self.names(), limit=max(2, len(name) // 3))
             hint = f"; did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else ""
             known = "" if close else f"; prompts: {', '.join(self.names()) or '(none)'}"
             raise RenderError(f"no prompt `{name}` in `{self.build_dir}`{hint}{known}")
         root = self.build_dir.resolve()
-        path = (self.build_dir / entry["path"]).resolve()
+        path = (self.build_dir / entry.path).resolve()
         if root != path and root not in path.parents:
             raise RenderError(f"manifest entry `{name}` points outside `{self.build_dir}`")
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise RenderError(f"cannot read the artifact of `{name}`: {exc}") from None
-        expected = entry.get("sha256")
-        if expected and hashlib.sha256(data).hexdigest() != expected:
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
             # A hand-edited or half-copied build would render something nobody compiled or checked.
             raise RenderError(f"`{path.name}` does not match {MANIFEST} (changed after the build); run `promptc build`")
         try:
-            artifact = json.loads(data)
-        except ValueError as exc:
-            raise RenderError(f"`{path}` is not valid JSON: {exc}") from None
+            artifact = Artifact.from_json(json.loads(data))
+        except ValueError as exc:  # ArtifactError is a ValueError too: both name the file
+            raise RenderError(f"`{path}`: {exc}") from None
         self._artifacts[name] = artifact
         return artifact
 

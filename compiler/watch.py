@@ -409,7 +409,7 @@ class Watcher:
         duration = time.perf_counter() - started
         removed: tuple[str, ...] = ()
         if result is not None and result.manifest is not None:
-            names = set(result.manifest.get("artifacts", {}))
+            names = set(result.manifest.artifacts)
             if self._artifact_names is not None and result.written:
                 removed = tuple(sorted(self._artifact_names - names))
             self._artifact_names = names

@@ -104,7 +104,7 @@ def test_every_file_compiles(generated: Path, tmp_path: Path) -> None:
     # template blocks are real: prompts have inferred inputs and need the python renderer
     manifest = result.manifest
     assert manifest is not None
-    assert all(entry["inputs"] for entry in manifest["artifacts"].values())
+    assert all(entry.inputs for entry in manifest.artifacts.values())
 
 
 def test_compile_text_agrees(generated: Path) -> None:

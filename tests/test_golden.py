@@ -47,7 +47,7 @@ def _actual(case: Path) -> dict:
     if folder == "emit":
         result = compile_text(text, name=case.stem, partials=_partials(case), config=_config(case))
         return {
-            "artifact": result.artifact,
+            "artifact": result.artifact.to_json() if result.artifact is not None else None,
             "diagnostics": [f"{d.path}:{d.line}:{d.col} {d.code} {d.message}" for d in result.diagnostics],
         }
     config = replace(_config(case), tokenizer="approx-bytes/4")

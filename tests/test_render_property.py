@@ -84,7 +84,7 @@ def compiled(name: str) -> dict:
     result = compile_text(PROMPTS[name], name=name)
     assert result.artifact is not None, result.diagnostics
     assert not [d for d in result.diagnostics if d.severity == "error"]
-    return result.artifact
+    return result.artifact.to_json()
 
 
 def unescape(template: str) -> str:
@@ -163,7 +163,7 @@ def source(stable: str, dynamic: str, dynamic_first: bool) -> str:
 def prefix_of(text: str) -> str:
     result = compile_text(text, name="edit")
     assert result.artifact is not None, result.diagnostics
-    return result.artifact["cache"]["prefix_sha256"]
+    return result.artifact.cache.prefix_sha256
 
 
 @settings(max_examples=30, deadline=None)

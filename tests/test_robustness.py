@@ -194,7 +194,7 @@ def test_tokenizer_never_loads_from_the_network(project: Path, monkeypatch) -> N
         "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
         "from promptc.compile import compile_text\n"
         "r = compile_text('Hello world, offline.')\n"
-        "print(r.artifact['totals']['tokens'])\n"
+        "print(r.artifact.totals.tokens)\n"
     )
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(project / "empty-cache"), "HOME": str(project)}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -32,7 +32,7 @@ def artifact(text: str, **kwargs) -> dict:
     compiled = compile_text(text, **kwargs)
     errors = [d for d in compiled.diagnostics if d.severity == "error"]
     assert compiled.artifact is not None and not errors, errors
-    return compiled.artifact
+    return compiled.artifact.to_json()
 
 
 def write_project(root: Path, files: dict[str, str]) -> tuple[Path, Path]:
@@ -488,7 +488,7 @@ def test_cli_render_shapes(built: Path):
     openai = json.loads(invoke(render_cmd, [*base, "--shape", "openai"]).stdout)
     assert openai == {"messages": json.loads(plain.stdout)}  # starts with dynamic text: no cache key
     hello = json.loads(invoke(render_cmd, ["hello", "-o", str(built), "--shape", "openai"]).stdout)
-    assert hello["prompt_cache_key"] == load(built).artifact("hello")["cache"]["prefix_sha256"]
+    assert hello["prompt_cache_key"] == load(built).artifact("hello").cache.prefix_sha256
     anthropic = json.loads(invoke(render_cmd, [*base, "--shape", "anthropic"]).stdout)
     assert anthropic["system"][0]["text"] == "You help with widgets."
 
@@ -572,14 +572,14 @@ def test_cli_inspect(tmp_path: Path):
         "user_context.intro",
         "dynamic",
         "stable",
-        art["cache"]["prefix_sha256"],
+        art.cache.prefix_sha256,
         "breakpoints:",
         "question",
     ):
         assert needle in text, needle
     row = next(line for line in text.splitlines() if " identity " in line)
-    section = art["messages"][0]["blocks"][0]["sections"][0]
-    assert row.split()[-2:] == [str(section["chars"]), str(section["tokens"])]
+    section = art.messages[0].blocks[0].sections[0]
+    assert row.split()[-2:] == [str(section.chars), str(section.tokens)]
 
 
 def test_cli_inspect_errors(built: Path):

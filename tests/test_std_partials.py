@@ -209,7 +209,7 @@ def compile_with(includes: str) -> dict:
     errors = [d for d in result.diagnostics if d.severity == "error"]
     assert result.artifact is not None and not errors, result.diagnostics
     assert not result.diagnostics, result.diagnostics
-    return result.artifact
+    return result.artifact.to_json()
 
 
 def sections(artifact: dict) -> dict[str, dict]:
@@ -267,5 +267,5 @@ def test_std_partials_render_outside_a_repository(tmp_path: Path):
 def test_env_partial_alone_in_a_file_without_separators():
     result = compile_text("/// include: std/env\n", name="env_only")
     assert result.artifact is not None and not result.diagnostics
-    assert result.artifact["inputs"] == sorted(ENV_KEYS)
-    assert result.artifact["cache"]["prefix_sha256"] is None
+    assert result.artifact.inputs == tuple(sorted(ENV_KEYS))
+    assert result.artifact.cache.prefix_sha256 is None

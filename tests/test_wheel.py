@@ -54,7 +54,7 @@ def test_compiles_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:
     code = (
         "import promptc, promptc.parse as p; "
         f"assert promptc.__file__.startswith({str(wheel)!r}), promptc.__file__; "
-        "print(promptc.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact['inputs'])"
+        "print(promptc.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact.inputs)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],

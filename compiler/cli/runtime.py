@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ..model import Artifact
 
 SHAPE_CHOICES = ("plain", "openai", "anthropic")
 
@@ -114,7 +117,7 @@ def render_cmd(
         if std_inputs:
             from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
 
-            wanted = set(runtime.artifact(name).get("inputs", ()))
+            wanted = set(runtime.artifact(name).inputs)
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
                     inputs = {**collect(), **inputs}
@@ -132,67 +135,61 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
     return lines
 
 
-def inspect_lines(artifact: dict[str, Any]) -> list[str]:
+def inspect_lines(artifact: Artifact) -> list[str]:
     """The human-readable report `promptc inspect` prints (a function so tests and tools can reuse it)."""
-    totals = artifact.get("totals", {})
-    messages = artifact.get("messages", [])
+    totals, messages, cache = artifact.totals, artifact.messages, artifact.cache
     lines = [
-        f"{artifact.get('name')}  (source {artifact.get('source')}, renderer {artifact.get('renderer')}, "
+        f"{artifact.name}  (source {artifact.source}, renderer {artifact.renderer}, "
         f"{len(messages)} message{'s' if len(messages) != 1 else ''}, "
-        f"{totals.get('chars', 0)} chars, {totals.get('tokens', 0)} tokens)",
-        f"inputs:  {', '.join(artifact.get('inputs') or ()) or '-'}",
-        f"helpers: {', '.join(artifact.get('helpers') or ()) or '-'}",
+        f"{totals.chars} chars, {totals.tokens} tokens)",
+        f"inputs:  {', '.join(artifact.inputs) or '-'}",
+        f"helpers: {', '.join(artifact.helpers) or '-'}",
     ]
-    if artifact.get("params"):
-        lines.append("params:  " + ", ".join(f"{k}={v!r}" for k, v in artifact["params"].items()))
+    if artifact.params:
+        lines.append("params:  " + ", ".join(f"{k}={v!r}" for k, v in artifact.params.items()))
     lines.append("")
     rows = [["msg", "role", "block", "boundary", "section", "target", "chars", "tokens"]]
     for mi, message in enumerate(messages):
-        for bi, block in enumerate(message.get("blocks", ())):
-            for section in block.get("sections", ()):
+        for bi, block in enumerate(message.blocks):
+            for section in block.sections:
                 rows.append(
                     [
                         str(mi),
-                        message["role"],
+                        message.role,
                         str(bi),
-                        section.get("boundary", block["boundary"]),
-                        section.get("name", "?"),
-                        section.get("target", "?"),
-                        str(section.get("chars", "")),
-                        str(section.get("tokens", "")),
+                        section.boundary,
+                        section.name,
+                        section.target,
+                        str(section.chars),
+                        str(section.tokens),
                     ]
                 )
-            if len(block.get("sections", ())) > 1:
-                rows.append(
-                    ["", "", "", "", "(block total)", "", str(block.get("chars", "")), str(block.get("tokens", ""))]
-                )
-        rows.append(
-            ["", "", "", "", "(message total)", "", str(message.get("chars", "")), str(message.get("tokens", ""))]
-        )
+            if len(block.sections) > 1:
+                rows.append(["", "", "", "", "(block total)", "", str(block.chars), str(block.tokens)])
+        rows.append(["", "", "", "", "(message total)", "", str(message.chars), str(message.tokens)])
     lines += _table(rows, right={6, 7})
-    cache = artifact.get("cache") or {}
     lines.append("")
-    if cache.get("prefix_sha256"):
-        end = cache.get("prefix_end") or {}
+    if cache.prefix_sha256:
+        end = cache.prefix_end
+        where = f"message {end.message} block {end.block}" if end is not None else "message None block None"
         lines.append(
-            f"cache prefix: sha256 {cache['prefix_sha256']}  chars {cache.get('prefix_chars', 0)}  "
-            f"tokens {cache.get('prefix_tokens', 0)}  ends at message {end.get('message')} block {end.get('block')}"
+            f"cache prefix: sha256 {cache.prefix_sha256}  chars {cache.prefix_chars}  "
+            f"tokens {cache.prefix_tokens}  ends at {where}"
         )
     else:
         lines.append("cache prefix: none (the request starts with dynamic content)")
-    breakpoints = cache.get("breakpoints") or []
-    if breakpoints:
+    if cache.breakpoints:
         lines.append("breakpoints:")
         rows = [["msg", "block", "chars", "tokens", "stable prefix", "anthropic"]]
-        for b in breakpoints:
+        for b in cache.breakpoints:
             rows.append(
                 [
-                    str(b.get("message")),
-                    str(b.get("block")),
-                    str(b.get("chars")),
-                    str(b.get("tokens")),
-                    "yes" if b.get("stable_prefix") else "no",
-                    "yes" if b.get("anthropic") else "no",
+                    str(b.message),
+                    str(b.block),
+                    str(b.chars),
+                    str(b.tokens),
+                    "yes" if b.stable_prefix else "no",
+                    "yes" if b.anthropic else "no",
                 ]
             )
         lines += ["  " + line for line in _table(rows, right={2, 3})]

@@ -26,6 +26,7 @@ from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, has_errors, make, ordered
 from ..emit import dumps
+from ..model import Manifest
 from .manifest import MANIFEST, collisions, manifest_for, read_manifest
 from .output import CACHE_DIR, STAGING_MARK, discard, output_lock, recover, stale_paths, write_error, write_output
 from .plan import Plan, last_good, load_plan, save_state
@@ -47,7 +48,7 @@ class BuildResult:
     #: sorted by path, line, column
     diagnostics: tuple[Diagnostic, ...] = ()
     #: the manifest the build wrote or would write (None when the build failed)
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     #: every file of the new output set, relative to the output folder, sorted (manifest included)
     outputs: tuple[str, ...] = ()
     #: the output folder was replaced by this build
@@ -78,7 +79,7 @@ class _Compiled:
 
     prompts: list[CompiledPrompt] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     #: new files → their bytes, or the spool file holding them (large builds)
     files: dict[str, bytes | Path] = field(default_factory=dict)
     #: artifacts the output folder already holds as they should be (reused)
@@ -136,7 +137,7 @@ def build(
             return project.result()
         with output_lock(out):
             recover(out)
-            shas = {entry["path"]: entry["sha256"] for entry in project.manifest["artifacts"].values()}
+            shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
             written = write_output(out, project.files, project.keep, shas)
             if project.plan is not None and project.plan.fingerprint and project.tree is not None:
                 save_state(out, project.plan, project.prompts, project.tree)

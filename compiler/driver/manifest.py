@@ -5,34 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, codes
+from .. import codes
 from ..compile import CompiledPrompt
 from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, make
+from ..model import Manifest, ManifestEntry
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "promptc.manifest/1"
 
 
-def manifest_for(prompts: list[CompiledPrompt], config: Config) -> dict[str, Any]:
-    artifacts: dict[str, Any] = {}
-    prefixes: dict[str, dict[str, Any]] = {}
-    for prompt in sorted(prompts, key=lambda p: p.name):
-        summary = prompt.summary
-        assert summary is not None and prompt.artifact_sha256 is not None
-        artifacts[prompt.name] = {"path": f"{prompt.name}.json", "sha256": prompt.artifact_sha256, **summary}
-        if summary["prefix_sha256"]:
-            entry = prefixes.setdefault(summary["prefix_sha256"], {"tokens": summary["prefix_tokens"], "artifacts": []})
-            entry["artifacts"].append(prompt.name)
-    return {
-        "schema": MANIFEST_SCHEMA,
-        "compiler": {"name": "promptc", "version": __version__},
-        "tokenizer": config.tokenizer,
-        "provider": config.provider or None,
-        "artifacts": artifacts,
-        "prefixes": dict(sorted(prefixes.items())),
-    }
+def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:
+    """The manifest of the prompts a build writes: each one's entry, and the prefixes they share."""
+    entries = []
+    for prompt in prompts:
+        assert prompt.summary is not None and prompt.artifact_sha256 is not None
+        raw = {"path": f"{prompt.name}.json", "sha256": prompt.artifact_sha256, **prompt.summary}
+        entries.append((prompt.name, ManifestEntry.from_json(raw)))
+    return Manifest.of(entries, tokenizer=config.tokenizer, provider=config.provider or None)
 
 
 def collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnostic]:
