@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 build: $(STAMP)
 	$(BIN)/promptc build prompts_src -o build
 
+# Two workers: the suite stays under a minute on a two-core machine. `.ci/run` adds the fuller
+# randomised profile (PROMPTC_TEST_PROFILE=ci).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 check: $(STAMP)
 	$(BIN)/promptc check prompts_src -o build --locked

@@ -9,8 +9,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+#: How hard the randomised tests work. `make test` runs the quick profile (the suite stays under a
+#: minute on two cores); `.ci/run` sets PROMPTC_TEST_PROFILE=ci for the fuller one.
+PROFILE = os.environ.get("PROMPTC_TEST_PROFILE", "dev")
+_SCALE = {"dev": 0.3, "ci": 2.0}.get(PROFILE, 1.0)
+settings.register_profile("dev", deadline=None, print_blob=True)
+settings.register_profile("ci", deadline=None, print_blob=True, derandomize=False)
+settings.load_profile("ci" if PROFILE == "ci" else "dev")
+
+
+def examples(count: int) -> int:
+    """`count` scaled by the test profile: how many examples a property test or fuzz loop runs."""
+    return max(10, int(count * _SCALE))
 
 
 def promptc_executable() -> str:

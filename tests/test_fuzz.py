@@ -14,6 +14,8 @@ from promptc.config import Config
 from promptc.context import SourceTree
 from promptc.source import decode
 
+from .conftest import examples
+
 APPROX = Config(tokenizer="approx-bytes/4")
 
 PIECES = [
@@ -101,7 +103,7 @@ def _lines(data: bytes) -> list[str]:
     return src.text.split("\n")
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=sources, partial=st.sampled_from([b"Shared ${p}\n", b"/// include: _p\n", b"----- user -----\n", b"\xff"]))
 def test_any_input_gives_diagnostics_inside_the_file(data: bytes, partial: bytes) -> None:
     tree = SourceTree(files={"f.prompt": data, "_p.prompt": partial})
@@ -118,7 +120,9 @@ def test_any_input_gives_diagnostics_inside_the_file(data: bytes, partial: bytes
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(data=sources)
 def test_cli_exit_code_is_0_or_1(data: bytes, tmp_path_factory) -> None:

@@ -27,6 +27,8 @@ from inference_helpers import items_of  # noqa: E402
 from promptc.analysis.inference import BUILTIN_NAMES, Analysis, _unwrap, analyse  # noqa: E402
 from promptc.codes import CODES  # noqa: E402
 
+from .conftest import examples
+
 NAMES = ["a", "b", "c", "x", "y", "f", "g", "i", "e", "len", "range", "str", "list"]
 BINDERS = ["a", "b", "x", "y", "f", "i", "e"]  # never rebinds the builtins the programs call
 
@@ -229,7 +231,9 @@ def templates(valid_only: bool) -> st.SearchStrategy[str]:
     return Grammar(hostile=not valid_only).templates()
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(templates(valid_only=False))
 def test_never_raises_and_positions_are_inside_the_text(text: str) -> None:
     result = analyse(items_of(text))
@@ -259,7 +263,7 @@ _TAGS = [
 ]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.sampled_from(_TAGS), min_size=50, max_size=400))
 def test_random_tag_sequences_never_raise(tags: list[str]) -> None:
     # long, deep and unbalanced `{% %}` sequences: the structure walk uses an explicit stack
@@ -270,7 +274,7 @@ def test_random_tag_sequences_never_raise(tags: list[str]) -> None:
         assert 1 <= d.line <= len(lines) and 1 <= d.col <= len(lines[d.line - 1]) + 1
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=" \t\nab#(", max_size=40), st.integers(0, 50))
 def test_unwrap_mirrors_promplate_and_keeps_positions(code: str, base: int) -> None:
     # promplate parses `dedent(inner).strip()`; error positions need each character's origin
@@ -431,7 +435,9 @@ def _module_code(script: str) -> CodeType | None:
         return None
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(templates(valid_only=True))
 def test_sound_against_promplate(text: str) -> None:
     template_module = pytest.importorskip("promplate.prompt.template")

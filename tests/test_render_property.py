@@ -13,6 +13,8 @@ from promptc import compile_text
 from promptc.emit import prefix_digest
 from promptc.runtime import JOINER, render_artifact
 
+from .conftest import examples
+
 #: Fragments that would mean something in a source file: openers, closers, escapes, comments,
 #: separator lines, section directives, blank lines.
 HOSTILE = [
@@ -125,7 +127,7 @@ def check_prefix(artifact: dict, inputs: dict) -> None:
             assert rendered.blocks[mi][bi].text == unescape(block["text"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(sorted(PROMPTS)), state=values, question=values, items=st.lists(values, max_size=4))
 def test_rendered_request_starts_with_the_prefix(name, state, question, items):
     artifact = compiled(name)
@@ -134,7 +136,7 @@ def test_rendered_request_starts_with_the_prefix(name, state, question, items):
     check_prefix(artifact, inputs)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(value=values)
 def test_values_appear_verbatim(value):
     artifact = compiled("two_messages")
@@ -166,13 +168,13 @@ def prefix_of(text: str) -> str:
     return result.artifact.cache.prefix_sha256
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(stable=safe_text, dynamic_a=safe_text, dynamic_b=safe_text, dynamic_first=st.booleans())
 def test_dynamic_source_edits_keep_the_prefix(stable, dynamic_a, dynamic_b, dynamic_first):
     assert prefix_of(source(stable, dynamic_a, dynamic_first)) == prefix_of(source(stable, dynamic_b, dynamic_first))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(stable_a=safe_text, stable_b=safe_text, dynamic=safe_text)
 def test_stable_source_edits_move_the_prefix(stable_a, stable_b, dynamic):
     assume(stable_a != stable_b)
