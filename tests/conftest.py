@@ -39,17 +39,45 @@ def promptc_executable() -> str:
     return found
 
 
-def run_promptc(*args: str, cwd: Path | str | None = None, env: dict | None = None, timeout: float = 120):
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("CI", None) if env is None or "CI" not in env else None
-    return subprocess.run(
-        [promptc_executable(), *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def run_promptc(
+    *args: str,
+    cwd: Path | str | None = None,
+    env: dict | None = None,
+    timeout: float = 120,
+    real: bool = False,
+    input: str | None = None,
+) -> subprocess.CompletedProcess:
+    """Run `promptc ARGS`. In-process through click's CliRunner by default (fast: no interpreter
+    start-up); `real=True` runs the installed console script in a subprocess, as a user would."""
+    if real:
+        full_env = {**os.environ, **(env or {})}
+        if env is None or "CI" not in env:
+            full_env.pop("CI", None)
+        return subprocess.run(
+            [promptc_executable(), *args],
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
+    import contextlib
+    import traceback
+
+    from click.testing import CliRunner
+
+    from promptc.cli import main
+
+    runner = CliRunner()
+    overrides = {"CI": None, **(env or {})}
+    with contextlib.chdir(cwd or os.getcwd()):
+        result = runner.invoke(main, list(args), env=overrides, input=input, prog_name="promptc")
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        # what the console script would print: a traceback (tests assert there is none)
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["promptc", *args], result.exit_code, result.stdout, stderr)
 
 
 @pytest.fixture

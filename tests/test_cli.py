@@ -15,7 +15,7 @@ GOOD = "/// input: name\nHello ${name}.\n"
 
 
 def test_version() -> None:
-    result = run_promptc("--version")
+    result = run_promptc("--version", real=True)
     assert result.returncode == 0
     assert result.stdout.startswith("promptc ")
 
@@ -39,7 +39,7 @@ def test_errors_exit_1_with_located_diagnostics_and_no_traceback(project: Path) 
     write(project, "prompts_src/ok.prompt", GOOD)
     write(project, "prompts_src/bad.prompt", "Hello ${}\n{{ a + }}\n")
     write(project, "prompts_src/binary.prompt", b"\x00\x01\x02")
-    result = run_promptc("build", "prompts_src", cwd=project)
+    result = run_promptc("build", "prompts_src", cwd=project, real=True)
     assert result.returncode == 1
     output = result.stdout + result.stderr
     assert "Traceback" not in output

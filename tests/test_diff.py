@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from promptc.driver import build
 from promptc.cli.diff import diff_cmd
 from promptc.diff import FAIL_KINDS, ManifestError, diff_manifests, render_github, render_text
+from promptc.driver import build
 
 from .conftest import run_promptc, write
 
@@ -363,7 +363,7 @@ def test_cli_unreadable_manifest_exits_2_with_one_line(
 
 def test_installed_promptc_diff(manifests: tuple[Path, Path]) -> None:
     old, new = manifests
-    result = run_promptc("diff", str(old), str(new), "--fail-on", "breaking")
+    result = run_promptc("diff", str(old), str(new), "--fail-on", "breaking", real=True)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "input contract changes (1):" in result.stdout
     missing = run_promptc("diff", str(old.with_name("missing.json")), str(new))
