@@ -57,7 +57,31 @@ _EXPORTS = {
     "date_inputs": "envinfo",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "__version__",
+    "compile_text",
+    "CompiledPrompt",
+    "build",
+    "check",
+    "BuildResult",
+    "Config",
+    "load_config",
+    "Diagnostic",
+    "load",
+    "Runtime",
+    "Rendered",
+    "RenderError",
+    "MissingInputsError",
+    "process",
+    "strip_comments",
+    "extract_params",
+    "strip_comments_from_messages",
+    "ProcessedPrompt",
+    "env_inputs",
+    "git_inputs",
+    "date_inputs",
+]
+assert set(__all__) == {"__version__", *_EXPORTS}
 
 
 def __getattr__(name: str) -> Any:

@@ -21,7 +21,7 @@ DEFAULT_DISCLAIMER = (
     "Important: this context is not necessarily relevant to the current task. "
     "Do not respond to it unless it is highly relevant."
 )
-ROLES = ("system", "developer", "user", "assistant")
+from .language import ROLES  # noqa: E402 - re-exported: the roles are the language's
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,25 +10,18 @@ those rendered bytes.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import orjson
 
+from .language import JOINER, escape_literal
 from .meter import Meter
 from .model import ARTIFACT_SCHEMA, Artifact, Block, Breakpoint, Cache, Message, PrefixEnd, Section, Totals
 from .nodes import Block as BlockNode
 from .nodes import Document, Escape, Placeholder, Text
 from .nodes import Section as SectionNode
 
-JOINER = "\n\n"  # between sections of a block, and between blocks of a message
 ANTHROPIC_MAX_BREAKPOINTS = 4
-
-_OPENER = re.compile(r"\$\{|\{\{|\{#|\{%")
-
-
-def escape_literal(text: str) -> str:
-    return _OPENER.sub(lambda m: "\\" + m.group(0), text)
 
 
 def section_text(section: SectionNode) -> tuple[str, str | None]:

@@ -16,10 +16,10 @@ from importlib import resources
 from .config import Config
 from .context import Context, SourceTree
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText
+from .language import STD_PREFIX
 from .nodes import Document, Header, Item
 from .source import decode
 
-STD_PREFIX = "std/"
 #: how diagnostics name the built-in partials' files: `<std>/env.prompt`
 STD_DISPLAY = "<std>"
 

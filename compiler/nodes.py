@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from . import language as _language
 from .diagnostics import SourceText, Span
 
 # --------------------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ Item = (
 # Structure built by the passes
 
 #: The section that holds a message's text before any `/// section:` directive.
-IMPLICIT_SECTION = "body"
+IMPLICIT_SECTION = _language.IMPLICIT_SECTION
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,30 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from . import codes
+from .codes import CODES
 from .diagnostics import DiagnosticSink, SourceText, Span
+from .language import DELIMITERS, DIRECTIVE, PLACEHOLDER_PATH, SECTION_DIRECTIVE, SEPARATOR, STMT_KEYWORDS
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
-
-PLACEHOLDER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
-_SEPARATOR = re.compile(r"^-{5,}[ \t]+([A-Za-z][A-Za-z0-9_]*)[ \t]+-{5,}[ \t]*$", re.M)
-_SECTION_DIRECTIVE = re.compile(r"^[ \t]*///[ \t]*section[ \t]*:", re.M)
-_DIRECTIVE = re.compile(r"[ \t]*///[ \t]*([a-z][a-z0-9_.\-]*)[ \t]*:(.*)", re.S)
-
-#: Tags a `{% %}` block may hold, and what each one closes or continues.
-OPENERS = ("if", "for", "while")
-CONTINUERS = {"elif": ("if",), "else": ("if", "for", "while")}
-CLOSERS = {"endif": "if", "endfor": "for", "endwhile": "while"}
-STMT_KEYWORDS = frozenset((*OPENERS, *CONTINUERS, *CLOSERS))
-
-#: Deepest `{% %}` nesting accepted. CPython refuses more than 100 levels of indentation, and the
-#: python renderer compiles the template to one function, so deeper nesting could never render.
-MAX_NESTING = 90
+from .template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
 
 
 def grammar_text() -> str:
@@ -85,16 +72,12 @@ def parser():
 def _block(
     kind: str, value: str, start: int, line: int, col: int, src: SourceText, sink: DiagnosticSink
 ) -> Block | None:
-    open_len = 2
-    inner = value[2:-2]
-    trim_left = inner.startswith("-")
-    trim_right = inner.endswith("-") and len(inner) > (1 if trim_left else 0)
-    code_start = start + open_len + (1 if trim_left else 0)
-    code = inner[(1 if trim_left else 0) : len(inner) - (1 if trim_right else 0)]
+    parts = read_block(value)
+    code_start = start + parts.code_offset
     span = Span(start, start + len(value), line, col, src)
     # the code starts on the opener's line: `{{` or `{{-` holds no newline
-    code_span = Span(code_start, code_start + len(code), line, col + (code_start - start), src)
-    if kind != "stmt" and ("\n" in value) and (_SEPARATOR.search(value) or _SECTION_DIRECTIVE.search(value)):
+    code_span = Span(code_start, code_start + len(parts.code), line, col + parts.code_offset, src)
+    if kind != "stmt" and ("\n" in value) and (SEPARATOR.search(value) or SECTION_DIRECTIVE.search(value)):
         sink.report(
             codes.BLOCK_SPANS_SEPARATOR,
             f"`{value[:2]}` opened here is not closed before the next role separator or section",
@@ -102,23 +85,14 @@ def _block(
             f"close the block with `{value[-2:]}` before the separator",
         )
         return None
-    keyword = ""
-    if kind == "stmt":
-        stripped = code.strip()
-        keyword = re.split(r"[\s(:]", stripped, maxsplit=1)[0] if stripped else ""
-        if keyword not in STMT_KEYWORDS:
-            sink.report(
-                codes.UNKNOWN_TAG,
-                f"unknown statement tag `{{% {keyword or stripped} %}}`" if stripped else "empty `{% %}` tag",
-                span,
-                "`{% %}` holds if / elif / else / for / while and endif / endfor / endwhile; "
-                "use `{# #}` for other statements",
-            )
-            return None
-    return Block(kind, code, span, code_span, trim_left, trim_right, keyword, value)  # type: ignore[arg-type]
+    if kind == "stmt" and parts.keyword not in STMT_KEYWORDS:
+        # the one reader of `{% %}` tags says what is wrong with it (E208)
+        for problem in Structure().tag(parts.keyword, span, parts.code.strip()):
+            sink.report(CODES[problem.code], problem.message, span, problem.hint)
+        return None
+    return Block(kind, parts.code, span, code_span, parts.trim_left, parts.trim_right, parts.keyword, value)  # type: ignore[arg-type]
 
 
-_OPENER_CLOSE = {"${": "}", "{{": "}}", "{#": "#}", "{%": "%}"}
 _TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY"))
 
 
@@ -148,14 +122,14 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
             continue
         flush()
         if kind == "SEPARATOR":
-            match = _SEPARATOR.match(value.rstrip("\n"))
+            match = SEPARATOR.match(value.rstrip("\n"))
             role = match.group(1) if match else value.strip("- \t\n")
             role_at = start + (match.start(1) if match else 0)
             items.append(Separator(role, src.span(start, end), src.span(role_at, role_at + len(role))))
         elif kind == "NEAR_SEPARATOR":
             items.append(NearSeparator(value, src.span(start, end)))
         elif kind == "DIRECTIVE":
-            match = _DIRECTIVE.match(value)
+            match = DIRECTIVE.match(value)
             assert match is not None  # the terminal guarantees the shape
             raw_value = match.group(2)
             value_at = start + match.start(2)
@@ -183,9 +157,9 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
                     codes.EMPTY_PLACEHOLDER, "empty placeholder `${}`", span, "write the input's name: `${name}`"
                 )
                 items.append(Text(value, span))
-            elif not PLACEHOLDER_NAME.match(name):
+            elif not PLACEHOLDER_PATH.match(name):
                 hint = "a placeholder is `${name}` or `${name.attr}`: letters, digits and `_`"
-                if name.strip() != name and PLACEHOLDER_NAME.match(name.strip()):
+                if name.strip() != name and PLACEHOLDER_PATH.match(name.strip()):
                     hint = f"remove the spaces: `${{{name.strip()}}}`"
                 elif "{" in name or "(" in name or " " in name.strip():
                     hint += "; use a `{{ }}` block for expressions"
@@ -197,7 +171,7 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
             block = _block(kind[:4].lower(), value, start, tok.line, tok.column, src, sink)
             items.append(block if block is not None else Text(value, src.span(start, end)))
         elif kind == "UNTERMINATED":
-            closer = _OPENER_CLOSE[value]
+            closer = DELIMITERS[value]
             where = " on the same line" if value == "{%" else ""
             sink.report(
                 codes.UNTERMINATED,
@@ -213,70 +187,24 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
 
 
 def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
-    """Balance `{% %}` tags with an explicit stack; separators and sections are barriers."""
-    stack: list[tuple[Block, str]] = []  # (opening block, the construct it opened)
-
-    def unclosed(barrier: str) -> None:
-        for opener, construct in reversed(stack):
-            sink.report(
-                codes.BLOCK_NEVER_CLOSED,
-                f"`{{% {construct} %}}` opened here is never closed{barrier}",
-                opener.span,
-                f"add `{{% end{construct} %}}`",
-            )
-        stack.clear()
-
+    """The `{% %}` structure, checked once for the whole build (`template.Structure`): separators
+    and section directives are barriers, since a block never spans them."""
+    structure: Structure[Block] = Structure(position=lambda block: f"{block.span.line}:{block.span.col}")
     for item in items:
         if isinstance(item, Separator):
-            unclosed(" before the role separator")
+            problems = structure.barrier(BEFORE_SEPARATOR)
+        elif isinstance(item, Directive) and item.key == "section":
+            problems = structure.barrier(BEFORE_SECTION)
+        elif isinstance(item, Block) and item.kind == "stmt":
+            problems = structure.tag(item.keyword, item)
+        else:
             continue
-        if isinstance(item, Directive) and item.key == "section":
-            unclosed(" before the next section")
-            continue
-        if not isinstance(item, Block) or item.kind != "stmt":
-            continue
-        keyword = item.keyword
-        if keyword in OPENERS:
-            if len(stack) >= MAX_NESTING:
-                sink.report(
-                    codes.TOO_DEEP,
-                    f"`{{% %}}` blocks nested more than {MAX_NESTING} deep",
-                    item.span,
-                    "flatten the template; Python cannot compile deeper nesting",
-                )
-                return
-            stack.append((item, keyword))
-        elif keyword in CONTINUERS:
-            allowed = CONTINUERS[keyword]
-            if not stack or stack[-1][1] not in allowed:
-                sink.report(
-                    codes.MISPLACED_CONTINUATION,
-                    f"`{{% {keyword} %}}` outside {' / '.join(f'`{{% {a} %}}`' for a in allowed)}",
-                    item.span,
-                    "move it inside the block it belongs to",
-                )
-        elif keyword in CLOSERS:
-            construct = CLOSERS[keyword]
-            if not stack:
-                sink.report(
-                    codes.CLOSES_NOTHING,
-                    f"`{{% {keyword} %}}` closes nothing",
-                    item.span,
-                    "remove it, or open the block first",
-                )
-            elif stack[-1][1] != construct:
-                opener, open_construct = stack[-1]
-                sink.report(
-                    codes.MISMATCHED_CLOSE,
-                    f"`{{% {keyword} %}}` does not match `{{% {open_construct} %}}` "
-                    f"opened at {opener.span.line}:{opener.span.col}",
-                    item.span,
-                    f"close `{{% {open_construct} %}}` with `{{% end{open_construct} %}}` first",
-                )
-                stack.pop()
-            else:
-                stack.pop()
-    unclosed(" before the end of the file")
+        for problem in problems:
+            sink.report(CODES[problem.code], problem.message, problem.where.span, problem.hint)
+        if structure.stopped:
+            return
+    for problem in structure.end(BEFORE_FILE_END):
+        sink.report(CODES[problem.code], problem.message, problem.where.span, problem.hint)
 
 
 @cache

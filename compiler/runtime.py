@@ -36,20 +36,15 @@ variables, matching the compiler, for which every placeholder root is an input.
 
 from __future__ import annotations
 
-import ast
-import builtins
 import hashlib
 import json
-import linecache
-import re
-import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from types import CodeType
 from typing import Any
 
+from . import template
+from .language import JOINER, MANIFEST, PLACEHOLDER_PATH, SHAPES, SYSTEM_ROLES
 from .model import Artifact, ArtifactError, Manifest
 from .suggest import suggestions
 
@@ -64,25 +59,6 @@ __all__ = [
     "TemplateError",
     "SHAPES",
 ]
-
-JOINER = "\n\n"  # must equal promptc.emit.JOINER (checked by the tests)
-MANIFEST = "manifest.json"
-SHAPES = ("plain", "openai", "anthropic")
-SYSTEM_ROLES = ("system", "developer")
-
-#: One alternation, tried left to right: escaped opener, placeholder, `{{ }}`, `{# #}`, `{% %}`.
-_TOKEN = re.compile(
-    r"\\(\$\{|\{\{|\{#|\{%)"
-    r"|\$\{([^}\n]*)\}"
-    r"|(\{\{[\s\S]*?\}\})"
-    r"|(\{#[\s\S]*?#\})"
-    r"|(\{%[^\n]*?%\})"
-)
-_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
-#: Names the generated code uses; promplate's own, so templates written for promplate keep working.
-_APPEND = "__append__"
-_PARTS = "__parts__"
-_LOOKUP = "__promptc_input__"
 
 
 class RenderError(ValueError):
@@ -170,82 +146,6 @@ class Rendered:
 
 
 # ---------------------------------------------------------------------------------------------
-# Template text → tokens
-
-
-@dataclass(frozen=True, slots=True)
-class _Tok:
-    kind: str  # "lit" | "ph" | "expr" | "exec" | "stmt"
-    text: str  # literal text, placeholder path, or the block's code (delimiters and dashes removed)
-    pos: int = 0  # offset of the token in the section text (for line numbers)
-    trim_left: bool = False
-    trim_right: bool = False
-
-
-_BLOCK_KIND = {"{{": "expr", "{#": "exec", "{%": "stmt"}
-
-
-@lru_cache(maxsize=4096)
-def _tokenize(text: str) -> tuple[_Tok, ...]:
-    tokens: list[_Tok] = []
-    literal: list[str] = []
-    literal_at = 0
-
-    def flush() -> None:
-        if literal:
-            tokens.append(_Tok("lit", "".join(literal), literal_at))
-            literal.clear()
-
-    last = 0
-    for match in _TOKEN.finditer(text):
-        if match.start() > last:
-            if not literal:
-                literal_at = last
-            literal.append(text[last : match.start()])
-        last = match.end()
-        escape, path, *blocks = match.groups()
-        if escape is not None:
-            if not literal:
-                literal_at = match.start()
-            literal.append(escape)
-            continue
-        flush()
-        if path is not None:
-            tokens.append(_Tok("ph", path, match.start()))
-            continue
-        raw = match.group(0)
-        inner = raw[2:-2]
-        # Same reading of the dashes as the compiler's parser: one each side at most.
-        trim_left = inner.startswith("-")
-        trim_right = inner.endswith("-") and len(inner) > (1 if trim_left else 0)
-        code = inner[(1 if trim_left else 0) : len(inner) - (1 if trim_right else 0)]
-        tokens.append(_Tok(_BLOCK_KIND[raw[:2]], code, match.start(), trim_left, trim_right))
-    if last < len(text):
-        if not literal:
-            literal_at = last
-        literal.append(text[last:])
-    flush()
-    return _apply_trims(tokens)
-
-
-def _apply_trims(tokens: list[_Tok]) -> tuple[_Tok, ...]:
-    """`{{-` removes one whitespace character right before the block, `-}}` one right after, and
-    only inside this section (promplate's `\\s{{-` / `-}}\\s`). Left to right, like promplate's
-    tokenizer: `a -}} {{- b` removes the one space once."""
-    out = list(tokens)
-    for i, tok in enumerate(out):
-        if tok.kind in ("lit", "ph"):
-            continue
-        if tok.trim_left and i > 0 and out[i - 1].kind == "lit" and out[i - 1].text[-1:].isspace():
-            prev = out[i - 1]
-            out[i - 1] = _Tok("lit", prev.text[:-1], prev.pos)
-        if tok.trim_right and i + 1 < len(out) and out[i + 1].kind == "lit" and out[i + 1].text[:1].isspace():
-            nxt = out[i + 1]
-            out[i + 1] = _Tok("lit", nxt.text[1:], nxt.pos + 1)
-    return tuple(t for t in out if t.kind != "lit" or t.text)
-
-
-# ---------------------------------------------------------------------------------------------
 # Values
 
 
@@ -278,165 +178,30 @@ def _to_text(value: Any, path: str) -> str:
 # Python sections: template → code object
 
 
-class _CompileProblem(Exception):
-    def __init__(self, message: str, pos: int) -> None:
-        super().__init__(message)
-        self.pos = pos
-
-
-def _call(func: str, arg: ast.expr) -> ast.stmt:
-    return ast.Expr(ast.Call(ast.Name(func, ast.Load()), [arg], []))
-
-
-def _parse(code: str, pos: int, line: int) -> list[ast.stmt]:
-    try:
-        module = ast.parse(code, mode="exec")
-    except SyntaxError as exc:
-        raise _CompileProblem(f"SyntaxError: {exc.msg}", pos) from None
-    except ValueError as exc:  # NUL bytes
-        raise _CompileProblem(f"SyntaxError: {exc}", pos) from None
-    for node in module.body:
-        ast.increment_lineno(node, line - 1)
-    return module.body
-
-
-@dataclass
-class _Frame:
-    construct: str  # "", "if", "for", "while"
-    node: Any  # the statement whose body/orelse receives the following code
-    body: list[ast.stmt]
-    in_else: bool = False
-
-
-def _lineno(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
-def _unwrap(code: str) -> str:
-    return textwrap.dedent(code).strip()  # what promplate does to a block's code
-
-
-@lru_cache(maxsize=1024)
-def _compile(text: str) -> CodeType:
-    """Compile one section's template into module code that appends its output to `__parts__`."""
-    root = _Frame("", None, [])
-    stack = [root]
-    for tok in _tokenize(text):
-        body = stack[-1].body
-        line = _lineno(text, tok.pos)
-        if tok.kind == "lit":
-            body.append(_call(_APPEND, ast.Constant(tok.text)))
-        elif tok.kind == "ph":
-            body.append(_call(_APPEND, ast.Call(ast.Name(_LOOKUP, ast.Load()), [ast.Constant(tok.text)], [])))
-        elif tok.kind == "expr":
-            code = _unwrap(tok.text)
-            statements = _parse(code, tok.pos, line)
-            if not statements or not isinstance(statements[-1], ast.Expr):
-                raise _CompileProblem("a `{{ }}` block must end with an expression", tok.pos)
-            last = statements.pop()
-            body.extend(statements)
-            body.append(ast.copy_location(_call(_APPEND, last.value), last))  # type: ignore[union-attr]
-        elif tok.kind == "exec":
-            body.extend(_parse(_unwrap(tok.text), tok.pos, line))
-        else:
-            _statement(stack, _unwrap(tok.text), tok.pos, line)
-    if len(stack) > 1:
-        raise _CompileProblem(f"`{{% {stack[-1].construct} %}}` is never closed", len(text))
-    _fill_empty(root.body)
-    module = ast.Module(root.body, [])
-    ast.fix_missing_locations(module)
-    filename = f"<promptc-section-{hashlib.sha256(text.encode()).hexdigest()[:12]}>"
-    # Tracebacks through template code then show the section's own lines.
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    try:
-        return compile(module, filename, "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # `break` outside a loop, deep nesting
-        raise _CompileProblem(f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}", 0) from None
-
-
-def _statement(stack: list[_Frame], code: str, pos: int, line: int) -> None:
-    keyword = re.split(r"[\s(:]", code, maxsplit=1)[0] if code else ""
-    top = stack[-1]
-    if keyword in ("if", "for", "while"):
-        node = _parse(f"{code}:\n pass\n", pos, line)
-        if len(node) != 1 or not isinstance(node[0], (ast.If, ast.For, ast.While)):
-            raise _CompileProblem(f"malformed `{{% {keyword} %}}` header", pos)
-        header = node[0]
-        header.body = []
-        top.body.append(header)
-        stack.append(_Frame(keyword, header, header.body))
-    elif keyword == "elif":
-        if top.construct != "if" or top.in_else:
-            raise _CompileProblem("`{% elif %}` outside `{% if %}`", pos)
-        parsed = _parse(f"if 1: pass\n{code}:\n pass\n", pos, line - 1)
-        branch = parsed[0].orelse[0] if parsed and isinstance(parsed[0], ast.If) and parsed[0].orelse else None
-        if not isinstance(branch, ast.If):
-            raise _CompileProblem("malformed `{% elif %}` header", pos)
-        branch.body = []
-        top.node.orelse = [branch]
-        top.node, top.body = branch, branch.body
-    elif keyword == "else":
-        if not top.construct or top.in_else or code != "else":
-            raise _CompileProblem("misplaced `{% else %}`", pos)
-        top.node.orelse = []
-        top.body = top.node.orelse
-        top.in_else = True
-    elif keyword in ("endif", "endfor", "endwhile"):
-        if top.construct != keyword[3:]:
-            raise _CompileProblem(f"`{{% {keyword} %}}` does not close `{{% {top.construct or 'nothing'} %}}`", pos)
-        stack.pop()
-    else:
-        raise _CompileProblem(f"unknown statement tag `{{% {keyword or code} %}}`", pos)
-
-
-def _fill_empty(body: list[ast.stmt]) -> None:
-    """Python refuses an empty suite: `{% if x %}{% endif %}` gets a `pass`. Iterative, no recursion."""
-    work = [body]
-    while work:
-        suite = work.pop()
-        for node in suite:
-            if isinstance(node, (ast.If, ast.For, ast.While)):
-                if not node.body:
-                    node.body.append(ast.Pass())
-                work.append(node.body)
-                work.append(node.orelse)
-
-
 def _render_python(text: str, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
+    """Run a section's template. The code is what the build compiled and checked
+    (`promptc.template.compile_section`, cached per distinct section text)."""
     try:
-        code = _compile(text)
-    except _CompileProblem as exc:
-        raise TemplateError(str(exc), prompt, section, _lineno(text, exc.pos)) from None
-    parts: list[Any] = []
-    scope: dict[str, Any] = dict(inputs)
-    # Set after the inputs: an input named `__builtins__` or `__append__` must not replace them.
-    scope["__builtins__"] = builtins
-    scope[_PARTS] = parts
-    scope[_APPEND] = parts.append
+        compiled = template.compile_section(text)
+    except template.TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
+        raise TemplateError(exc.message, prompt, section, exc.line) from None
 
     def lookup(path: str) -> str:
         return _to_text(_lookup(inputs, path), path)
 
-    scope[_LOOKUP] = lookup
     try:
-        exec(code, scope)
+        parts = template.execute(compiled.code, inputs, lookup)
     except RenderError:
         raise
     except Exception as exc:
-        line = None
-        tb = exc.__traceback__
-        while tb is not None:  # the innermost frame that is template code
-            if tb.tb_frame.f_code.co_filename == code.co_filename:
-                line = tb.tb_lineno
-            tb = tb.tb_next
-        raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, line) from exc
+        raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc)) from exc
     try:
         return "".join(map(str, parts))
     except Exception as exc:
         raise TemplateError(f"str() of an output value failed: {type(exc).__name__}: {exc}", prompt, section) from exc
 
 
-def _render_placeholders(tokens: tuple[_Tok, ...], inputs: Mapping[str, Any]) -> str:
+def _render_placeholders(tokens: tuple[template.Token, ...], inputs: Mapping[str, Any]) -> str:
     out: list[str] = []
     for tok in tokens:
         if tok.kind == "lit":
@@ -449,9 +214,9 @@ def _render_placeholders(tokens: tuple[_Tok, ...], inputs: Mapping[str, Any]) ->
 def _render_section(text: str, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
-    tokens = _tokenize(text)
+    tokens = template.scan(text)
     for tok in tokens:
-        if tok.kind == "ph" and not _PATH.match(tok.text):
+        if tok.kind == "ph" and not PLACEHOLDER_PATH.match(tok.text):
             raise RenderError(f"prompt `{prompt}`, section `{section}`: invalid placeholder `${{{tok.text}}}`")
         if tok.kind == "ph" and tok.text.split(".", 1)[0] not in inputs:
             raise MissingInputsError(prompt, [tok.text.split(".", 1)[0]])

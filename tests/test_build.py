@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.driver import build, check
 from promptc.config import Config
+from promptc.driver import build, check
 
 from .conftest import ROOT, snapshot, write
 

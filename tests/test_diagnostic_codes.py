@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from promptc.driver import build, check
 from promptc.codes import CODES
 from promptc.compile import compile_text
 from promptc.config import Config, load_config
 from promptc.diagnostics import render_text
+from promptc.driver import build, check
 
 from .conftest import write
 

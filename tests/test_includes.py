@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from promptc.driver import build, check
 from promptc.config import Config
+from promptc.driver import build, check
 
 from .conftest import write
 

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from promptc import compile_text
-from promptc.driver import build
 from promptc.cli.runtime import inspect_cmd, render_cmd
 from promptc.config import Config
+from promptc.driver import build
 from promptc.emit import JOINER as EMIT_JOINER
 from promptc.runtime import (
     JOINER,
@@ -242,7 +242,7 @@ def test_template_errors_name_prompt_section_and_line():
 
 
 def test_compiled_sections_are_cached_per_text():
-    from promptc.runtime import _compile
+    from promptc.template import compile_section as _compile
 
     art = artifact("{{ a }}{{ a }}\n")
     render_artifact(art, {"a": 1})

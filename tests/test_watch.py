@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from promptc.driver import build
 from promptc.config import Config
+from promptc.driver import build
 from promptc.watch import WatchBuild, Watcher, is_editor_file
 
 from .conftest import promptc_executable, write

@@ -10,9 +10,9 @@ from ..compile import CompiledPrompt
 from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, make
+from ..language import MANIFEST
 from ..model import Manifest, ManifestEntry
 
-MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "promptc.manifest/1"
 
 

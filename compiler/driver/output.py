@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .. import codes
 from ..diagnostics import Diagnostic, make
+from ..language import CACHE_DIR
 
 #: Beside the output folder: the lock, the incremental cache, the shadow set, the trash.
-CACHE_DIR = ".promptc-cache"
 #: Staging folders sit beside the output folder as `<out>.promptc-tmp-*`.
 STAGING_MARK = ".promptc-tmp-"
 

@@ -16,6 +16,7 @@ from .. import codes
 from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
+from ..language import BOUNDARIES, TARGETS
 from ..nodes import Directive, Document, Header, Include, Item, SectionMarker
 from ..suggest import did_you_mean
 
@@ -24,8 +25,6 @@ RESERVED_KEYS = ("param", "flow", "node", "tag", "input", "section", "include", 
 #: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
 PROMPT_ONLY_KEYS = ("param", "flow", "node", "role")
 
-BOUNDARIES = ("stable", "dynamic")
-TARGETS = ("system", "user_context")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
