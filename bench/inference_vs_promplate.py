@@ -17,11 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from inference_helpers import items_of  # noqa: E402
 from promplate_inspect import find_input_variables_in_template  # noqa: E402
 from test_inference import CASES  # noqa: E402
 
 from promptc.analysis.inference import analyse  # noqa: E402
+from promptc.parse import template_items  # noqa: E402
 
 #: Why promplate-inspect differs, per case (see docs/inference-vs-promplate-inspect.md). Its visitor
 #: has a handful of root causes, named here: LOOP = `visit_For` visits only the target and the
@@ -82,6 +82,11 @@ EXPLAIN: dict[str, str] = {
     "genexp-deferred-del": "FLOW: the generator runs after `del y`, so `y` must come from the context",
     "trim-markers": "it strips only a trailing `-`: `{%- for … -%}` is not recognised as a loop",
 }
+
+
+def items_of(text: str, path: str = "t.prompt") -> list:
+    """A template's items, read by the real parser (the inference tests run on what builds see)."""
+    return list(template_items(text, path)[0])
 
 
 def _names(names: set[str] | frozenset[str]) -> str:

@@ -232,7 +232,12 @@ def machine_info() -> dict:
         pass
     from importlib import metadata
 
-    for dist, label in (("promptc-compiler", "promptc"), ("jinja2", "jinja2"), ("promplate", "promplate"), ("promplate-inspect", "promplate-inspect")):
+    for dist, label in (
+        ("promptc-compiler", "promptc"),
+        ("jinja2", "jinja2"),
+        ("promplate", "promplate"),
+        ("promplate-inspect", "promplate-inspect"),
+    ):
         try:
             info[f"{label}_version"] = metadata.version(dist)
         except metadata.PackageNotFoundError:

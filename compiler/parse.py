@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import codes
 from .codes import CODES
-from .diagnostics import DiagnosticSink, SourceText, Span
+from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
 from .language import DELIMITERS, DIRECTIVE, PLACEHOLDER_PATH, SECTION_DIRECTIVE, SEPARATOR, STMT_KEYWORDS
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 from .template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
@@ -245,3 +245,13 @@ def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) ->
         return ()
     _check_nesting(items, sink)
     return tuple(items)
+
+
+def template_items(text: str, path: str = "<template>") -> tuple[tuple[Item, ...], list[Diagnostic]]:
+    """The items of template text as the real parser reads it (comments removed), with what the
+    parser reported. For tools that analyse one section's template on its own (the inference
+    tests, the benchmark's comparison with promplate-inspect, an editor)."""
+    src = SourceText.of(path, text)
+    sink = DiagnosticSink(src)
+    items = tuple(item for item in parse(src, sink) if not isinstance(item, Comment))
+    return items, sink.items

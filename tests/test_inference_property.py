@@ -13,24 +13,26 @@ import builtins
 import sys
 import textwrap
 from contextlib import contextmanager
-from pathlib import Path
 from types import CodeType
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from inference_helpers import items_of  # noqa: E402
-
-from promptc.analysis.inference import BUILTIN_NAMES, Analysis, _unwrap, analyse  # noqa: E402
-from promptc.codes import CODES  # noqa: E402
+from promptc.analysis.inference import BUILTIN_NAMES, Analysis, analyse
+from promptc.codes import CODES
+from promptc.parse import template_items
+from promptc.template import unwrap as _unwrap
 
 from .conftest import examples
 
 NAMES = ["a", "b", "c", "x", "y", "f", "g", "i", "e", "len", "range", "str", "list"]
 BINDERS = ["a", "b", "x", "y", "f", "i", "e"]  # never rebinds the builtins the programs call
+
+
+def items_of(text: str, path: str = "t.prompt") -> list:
+    """A template's items, read by the real parser (the inference tests run on what builds see)."""
+    return list(template_items(text, path)[0])
 
 
 class Grammar:
@@ -457,7 +459,7 @@ def test_sound_against_promplate(text: str) -> None:
 
 
 def _table_cases():
-    from test_inference import CASES
+    from .test_inference import CASES
 
     return CASES
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .. import codes
+from .. import codes, template
+from ..codes import CODES
 from ..diagnostics import Diagnostic, SourceText, Span, make
 from ..nodes import Block, Item, Placeholder, Spliced
 
@@ -58,7 +58,6 @@ _MAX_INDENT = 98
 #: statically nested blocks"); we count only loops, a lower bound, so this never fires wrongly.
 _MAX_STATIC_BLOCKS = 20
 
-_PARSE_TOO_DEEP = ("too many nested parentheses", "too many levels of indentation", "too many statically nested")
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -152,54 +151,6 @@ class _Mapper:
             getattr(node, "end_col_offset", None),
             True,
         )
-
-
-def _unwrap(code: str, base: int) -> tuple[str, list[int]]:
-    """promplate's `textwrap.dedent(code).strip()`, with the source offset of every character kept.
-
-    Mirrors textwrap exactly: lines of only spaces/tabs become empty, the margin is the longest
-    common leading run of spaces/tabs of the other non-empty lines, and it is cut from each line.
-    """
-    lines = code.split("\n")
-    starts: list[int] = []
-    offset = 0
-    for line in lines:
-        starts.append(offset)
-        offset += len(line) + 1
-    margin: str | None = None
-    for line in lines:
-        if not line or not line.strip(" \t"):
-            continue
-        indent = line[: len(line) - len(line.lstrip(" \t"))]
-        if margin is None:
-            margin = indent
-        else:
-            i = 0
-            for a, b in zip(margin, indent, strict=False):
-                if a != b:
-                    break
-                i += 1
-            margin = margin[:i]
-    cut = len(margin or "")
-    chars: list[str] = []
-    positions: list[int] = []
-    for number, (line, start) in enumerate(zip(lines, starts, strict=True)):
-        if number:
-            chars.append("\n")
-            positions.append(base + start - 1)
-        if line and not line.strip(" \t"):
-            continue  # whitespace-only line: dedent empties it
-        skip = cut if line.startswith(margin or "") else 0
-        for i in range(skip, len(line)):
-            chars.append(line[i])
-            positions.append(base + start + i)
-    joined = "".join(chars)
-    lead = len(joined) - len(joined.lstrip())
-    text = joined.strip()
-    kept = positions[lead : lead + len(text)]
-    end = (kept[-1] + 1) if kept else (positions[lead] if lead < len(positions) else base + len(code.rstrip()))
-    kept.append(end)
-    return text, kept
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,12 +384,6 @@ class _BlockError(Exception):
         self.diagnostic = diagnostic
 
 
-def _quiet_parse(text: str) -> ast.Module:
-    with warnings.catch_warnings():  # invalid escape sequences etc. are not our diagnostics
-        warnings.simplefilter("ignore")
-        return ast.parse(text, "<template>", "exec")
-
-
 def _block_keyword(block: Block) -> str:
     if block.keyword:
         return block.keyword
@@ -446,85 +391,26 @@ def _block_keyword(block: Block) -> str:
     return words[0] if words else ""
 
 
+def _problem(error: template.TemplateSyntaxError, mapper: _Mapper, block: Block) -> Diagnostic:
+    """A located diagnostic from the template reader's error (positions are in the unwrapped code)."""
+    span = block.span if error.lineno is None else mapper.span(error.lineno, error.col, error.end_lineno, error.end_col)
+    return make(CODES[error.code], error.message, span, error.hint)
+
+
 def _parse_block(block: Block) -> _Parsed:
+    """Read one block with the same functions the runtime's code generator uses."""
     src = block.code_span.src or block.span.src
-    text, positions = _unwrap(block.code, block.code_span.start)
+    text, positions = template.unwrap(block.code, block.code_span.start)
     keyword = _block_keyword(block) if block.kind == "stmt" else ""
-    prefix = suffix = ""
-    if block.kind == "stmt":
-        if keyword in ("elif", "else"):
-            prefix = "if 1: pass\n"  # a continuation only parses after an `if`
-        suffix = ":\n pass\n"  # promplate writes the header followed by `:`
-    mapper = _Mapper(src, text, positions, prefix, suffix, block.span)
-    if block.kind == "stmt" and keyword.startswith("end"):
-        return _Parsed(block, mapper, [], None, keyword)
+    mapper = _Mapper(src, text, positions, "", "", block.span)
     try:
-        module = _quiet_parse(mapper.full)
-    except SyntaxError as error:
-        message = str(error.msg or "invalid syntax")
-        if any(marker in message for marker in _PARSE_TOO_DEEP):
-            raise _BlockError(
-                make(codes.TOO_DEEP, f"block nested too deeply for Python: {message}", block.span)
-            ) from None
-        if error.lineno is None:
-            span = block.span
-        else:
-            col = (error.offset or 1) - 1  # SyntaxError columns are 1-based and count characters
-            end_col = (error.end_offset - 1) if error.end_offset else None
-            span = mapper.span(error.lineno, col, error.end_lineno, end_col)
-        raise _BlockError(make(codes.PYTHON_SYNTAX, f"Python syntax error: {message}", span)) from None
-    except (RecursionError, MemoryError):
-        raise _BlockError(make(codes.TOO_DEEP, "block nested too deeply to parse", block.span)) from None
-    except ValueError as error:  # e.g. NUL bytes
-        raise _BlockError(make(codes.PYTHON_SYNTAX, f"Python syntax error: {error}", block.span)) from None
-
-    if block.kind == "stmt":
-        return _Parsed(block, mapper, [], _header_node(module, keyword, block), keyword)
-    body = module.body
-    problem: Diagnostic | None = None
-    if block.kind == "expr":
-        hint = "end it with the value to output, or use `{# #}` for statements"
-        if not body:
-            problem = make(codes.EXPR_BLOCK_NOT_EXPRESSION, "empty `{{ }}` block", block.span, hint)
-        elif not isinstance(body[-1], ast.Expr):
-            problem = make(
-                codes.EXPR_BLOCK_NOT_EXPRESSION,
-                "`{{ }}` block does not end in an expression",
-                mapper.node_span(body[-1]),
-                hint,
-            )
-        elif "\n" not in text and len(body) > 1:
-            # promplate pastes a one-line `{{ }}` into `__append__(...)`: it must be one expression
-            problem = make(
-                codes.EXPR_BLOCK_NOT_EXPRESSION,
-                "a one-line `{{ }}` block must be a single expression",
-                mapper.node_span(body[1]),
-                "put the statements on their own lines, or use `{# #}` for them",
-            )
-    return _Parsed(block, mapper, body, None, "", problem)
-
-
-def _header_node(module: ast.Module, keyword: str, block: Block) -> ast.AST | None:
-    """The `if`/`for`/`while` statement a `{% %}` header parsed into, checked for shape, so that
-    `{% if a: pass\nif b %}` (two statements) is refused rather than half-analysed."""
-    body = module.body
-    expected: type[ast.AST] = {"if": ast.If, "elif": ast.If, "else": ast.If, "for": ast.For, "while": ast.While}.get(
-        keyword, ast.If
-    )
-    node: ast.AST | None = body[0] if len(body) == 1 else None
-    if keyword in ("elif", "else") and isinstance(node, ast.If):
-        inner = node.orelse
-        if keyword == "elif":
-            node = inner[0] if len(inner) == 1 and isinstance(inner[0], ast.If) else None
-        else:
-            node = node if len(inner) == 1 and isinstance(inner[0], ast.Pass) else None
-    ok = isinstance(node, expected)
-    if ok and keyword != "else":
-        inner_body = node.body  # type: ignore[union-attr]
-        ok = len(inner_body) == 1 and isinstance(inner_body[0], ast.Pass) and not getattr(node, "orelse", None)
-    if not ok:
-        raise _BlockError(make(codes.PYTHON_SYNTAX, f"malformed `{{% {keyword} %}}` header", block.span))
-    return node
+        if block.kind == "stmt":
+            return _Parsed(block, mapper, [], template.parse_header(keyword, text), keyword)
+        parsed = template.parse_code(block.kind, text)
+    except template.TemplateSyntaxError as error:
+        raise _BlockError(_problem(error, mapper, block)) from None
+    problem = _problem(parsed.problem, mapper, block) if parsed.problem is not None else None
+    return _Parsed(block, mapper, parsed.body, None, "", problem)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1298,16 +1184,8 @@ class _Template:
                     )
                 )
                 self.recover(before, entry)
-        for frame in self.frames:
-            keyword = "if" if isinstance(frame, _TIf) else frame.keyword
-            an.diagnostics.append(
-                make(
-                    codes.BLOCK_NEVER_CLOSED,
-                    f"`{{% {keyword} %}}` is never closed",
-                    frame.block.span,
-                    f"add `{{% end{keyword} %}}`",
-                )
-            )
+        # Frames still open here are the parser's E204 (the `{% %}` structure is checked once, by
+        # `template.Structure`); the analysis only has to stay sound on a broken structure.
 
     def recover(self, before: _State, entry: _Parsed | None) -> None:
         """After a failure inside a block: back to the template scope, and be conservative: every
@@ -1363,8 +1241,7 @@ class _Template:
                 if isinstance(header, ast.If):
                     an.expr(header.test)
                 top.cond = an.state
-            else:
-                an.diagnostics.append(make(codes.MISPLACED_CONTINUATION, "`{% elif %}` outside `{% if %}`", block.span))
+            # else: a misplaced `{% elif %}` is the parser's E209
         elif keyword == "else":
             if isinstance(top, _TIf) and not top.has_else:
                 top.ends.append(an.state)
@@ -1373,29 +1250,13 @@ class _Template:
             elif isinstance(top, _TLoop) and not top.in_else:
                 self.leave_loop(top)
                 top.in_else = True
-            else:
-                an.diagnostics.append(
-                    make(codes.MISPLACED_CONTINUATION, "`{% else %}` outside `{% if/for/while %}`", block.span)
-                )
+            # else: a misplaced `{% else %}` is the parser's E209
         elif keyword in ("for", "while"):
             self.open_loop(index, block, keyword, header)
         elif keyword.startswith("end"):
             if top is None:
-                an.diagnostics.append(
-                    make(codes.CLOSES_NOTHING, f"`{{% {keyword} %}}` without an opening tag", block.span)
-                )
-                return
-            opened = "if" if isinstance(top, _TIf) else top.keyword
-            if keyword != "end" + opened:
-                an.diagnostics.append(
-                    make(
-                        codes.MISMATCHED_CLOSE,
-                        f"`{{% {keyword} %}}` closes `{{% {opened} %}}`",
-                        block.span,
-                        f"use `{{% end{opened} %}}`",
-                    )
-                )
-            self.frames.pop()
+                return  # the parser's E205
+            self.frames.pop()  # a mismatched end tag is the parser's E206; it closes the innermost
             if isinstance(top, _TIf):
                 top.ends.append(an.state)
                 if not top.has_else:
@@ -1405,8 +1266,7 @@ class _Template:
                 if not top.in_else:
                     self.leave_loop(top)
                 an.state = _join((an.state, *top.loop.breaks))
-        else:
-            an.diagnostics.append(make(codes.UNKNOWN_TAG, f"unknown statement tag `{{% {keyword} %}}`", block.span))
+        # any other tag never reaches the analysis: the parser refuses it (E208)
 
     def open_loop(self, index: int, block: Block, keyword: str, header: ast.AST | None) -> None:
         an = self.an

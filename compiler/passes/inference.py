@@ -9,16 +9,16 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
+from .. import codes, template
 from ..analysis.inference import analyse
+from ..codes import CODES
 from ..context import Context
 from ..diagnostics import Span
 from ..nodes import Block, Document, Message, Placeholder, Section
 from ..suggest import did_you_mean
 
-STRUCTURE_CODES = frozenset(
-    {codes.BLOCK_NEVER_CLOSED, codes.CLOSES_NOTHING, codes.MISMATCHED_CLOSE, codes.MISPLACED_CONTINUATION}
-)
+#: what compiling a section can find that the analysis did not (structure is the parser's)
+_COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION})
 
 
 def first_use(section: Section, name: str) -> Span | None:
@@ -35,6 +35,41 @@ def first_use(section: Section, name: str) -> Span | None:
     return section.span
 
 
+def _check_compiles(section: Section, ctx: Context) -> None:
+    """Hand CPython's compiler exactly the program the runtime will run for this section (the same
+    code generator on the same artifact text), so what cannot render is a build error: CPython's
+    own checks (`def f(a, a)`, a walrus in a comprehension's iterable, `await`, `nonlocal` with
+    nothing to bind) and the template's (`return` with a value, `yield`). The error is located in
+    the `.prompt` file through the block it came from. Nothing is executed."""
+    from ..emit import section_text
+
+    text, _ = section_text(section)
+    try:
+        template.compile_section(text)
+    except template.TemplateSyntaxError as error:
+        if error.code not in _COMPILE_CODES:
+            return  # a structure problem: the parser has reported it at the tag
+        ctx.report(CODES[error.code], error.message, _locate(section, text, error), error.hint)
+
+
+def _locate(section: Section, text: str, error: template.TemplateSyntaxError) -> Span | None:
+    """The `.prompt` span of an error the compiler found in the section's artifact text: the k-th
+    placeholder or block token of the text is the k-th placeholder or block item of the section."""
+    tokens = template.scan(text)
+    if error.token is None or not 0 <= error.token < len(tokens):
+        return section.span
+    k = sum(1 for token in tokens[: error.token] if token.kind != "lit")
+    items = [item for item in section.items if isinstance(item, (Placeholder, Block))]
+    if k >= len(items) or items[k].span.src is None:
+        return section.span
+    item, token = items[k], tokens[error.token]
+    start = item.span.start + max(0, min((error.offset or token.pos) - token.pos, item.span.end - item.span.start - 1))
+    end = start + 1
+    if error.end_offset is not None:
+        end = min(max(start + 1, item.span.start + error.end_offset - token.pos), item.span.end)
+    return item.span.src.span(start, end)
+
+
 def infer_inputs(doc: Document, ctx: Context) -> Document:
     messages = []
     all_inputs: set[str] = set()
@@ -43,12 +78,11 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
         sections = []
         for section in message.sections:
             analysis = analyse(section.items)
-            # The parser already reported every unbalanced `{% %}` tag, at the same places, and
-            # nesting too deep for Python; the analysis would only repeat them.
-            skip = STRUCTURE_CODES | (
-                {codes.TOO_DEEP} if any(d.code == codes.TOO_DEEP for d in ctx.diagnostics) else set()
-            )
+            # Nesting too deep for Python may already be the parser's E210; say it once.
+            skip = {codes.TOO_DEEP} if any(d.code == codes.TOO_DEEP for d in ctx.diagnostics) else set()
             ctx.extend(d for d in analysis.diagnostics if d.code not in skip)
+            if analysis.has_template and not any(d.severity == "error" for d in analysis.diagnostics):
+                _check_compiles(section, ctx)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
