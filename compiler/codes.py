@@ -133,8 +133,8 @@ UNKNOWN_TAG = _code(
 )
 MISPLACED_CONTINUATION = _code(
     "E209",
-    "`elif`/`else` outside an `if`",
-    "`{% elif %}` outside an `{% if %}`, or `{% else %}` outside an if / for / while.",
+    "misplaced `elif` or `else`",
+    "`{% elif %}` outside an `{% if %}`, `{% else %}` outside an if / for / while, a second `{% else %}`, or an `{% elif %}` after the `{% else %}`.",
 )
 AMBIGUOUS_ADJACENCY = _code(
     "E211",
@@ -213,7 +213,7 @@ DEFINE_WITH_ATTRIBUTE = _code(
 PYTHON_SYNTAX = _code(
     "E601",
     "Python syntax error in a template block",
-    "The Python inside a template block does not parse. The position is in the `.prompt` file.",
+    "The Python inside a template block does not parse, or CPython's compiler refuses the section's program (`def f(a, a)`, a walrus in a comprehension's iterable, `await`, `nonlocal` with nothing to bind, `break` outside a loop), or the section uses `return` with a value or `yield` at its top level. The build compiles exactly the program the runtime runs, so a template that builds renders. The position is in the `.prompt` file.",
 )
 EXPR_BLOCK_NOT_EXPRESSION = _code(
     "E602",
