@@ -48,13 +48,22 @@ def section_text(section: SectionNode) -> tuple[str, str | None]:
     return "".join(template), (None if has_code else "".join(literal))
 
 
+#: Starts every prefix encoding; a new encoding gets a new tag, so hashes of two encodings never meet.
+PREFIX_ENCODING = b"promptc.prefix/2\n"
+
+
 def prefix_digest(segments: list[tuple[str, str]]) -> str:
-    """Canonical encoding of a request prefix: for each message touched, 0x1E, the role, 0x1F, the
-    text (UTF-8). A prefix that ends inside a message simply stops, so two requests that start with
-    the same messages and bytes get the same digest whatever follows."""
-    digest = hashlib.sha256()
+    """SHA-256 of a canonical, injective encoding of a request prefix: the tag `promptc.prefix/2\n`,
+    then for each message the prefix touches its role and its part of the prefix (UTF-8), each as
+    an 8-byte big-endian length followed by the bytes. No text can forge a field boundary (text may
+    hold any character, U+001E and U+001F included), so two different prefixes never share a hash;
+    a prefix that ends inside a message simply stops, so requests that start with the same
+    messages and bytes get the same hash whatever follows."""
+    digest = hashlib.sha256(PREFIX_ENCODING)
     for role, text in segments:
-        digest.update(b"\x1e" + role.encode() + b"\x1f" + text.encode("utf-8"))
+        for field in (role.encode("utf-8"), text.encode("utf-8")):
+            digest.update(len(field).to_bytes(8, "big"))
+            digest.update(field)
     return digest.hexdigest()
 
 

@@ -179,3 +179,20 @@ def test_dynamic_source_edits_keep_the_prefix(stable, dynamic_a, dynamic_b, dyna
 def test_stable_source_edits_move_the_prefix(stable_a, stable_b, dynamic):
     assume(stable_a != stable_b)
     assert prefix_of(source(stable_a, dynamic, False)) != prefix_of(source(stable_b, dynamic, False))
+
+
+_SEGMENT_TEXT = st.lists(st.sampled_from(["a", "b", "\x1e", "\x1f", "user", "system", "\n", "é"]), max_size=6).map("".join)
+_SEGMENTS = st.lists(st.tuples(st.sampled_from(["system", "developer", "user", "assistant"]), _SEGMENT_TEXT), max_size=4)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(_SEGMENTS, _SEGMENTS)
+def test_the_prefix_hash_is_injective(left, right) -> None:
+    """No text can forge a message boundary: different prefixes never share a hash (and so never a
+    `prompt_cache_key`), whatever characters the texts hold."""
+    assume(left != right)
+    assert prefix_digest(left) != prefix_digest(right)
+
+
+def test_separator_bytes_in_text_do_not_collide_with_two_messages() -> None:
+    assert prefix_digest([("system", "a\x1euser\x1fb")]) != prefix_digest([("system", "a"), ("user", "b")])
