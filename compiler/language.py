@@ -127,7 +127,9 @@ ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant")
 SYSTEM_ROLES: tuple[str, ...] = ("system", "developer")
 #: A role separator line: `----- user -----`. Group 1 is the word as written; it is checked against
 #: ROLES case-insensitively (another word is an error that lists the roles).
-SEPARATOR = re.compile(r"^-{5,}[ \t]+([A-Za-z][A-Za-z0-9_]*)[ \t]+-{5,}[ \t]*$", re.M)
+SEPARATOR = re.compile(r"^-{5,}[ \t]+([A-Za-z][A-Za-z0-9_]*)[ \t]+-{5,}(?:[ \t]+///.*|[ \t]*)$", re.M)
+#: An inline comment at the end of a directive line: removed before the line is read (comments first).
+INLINE_COMMENT = re.compile(r"[ \t]+///.*\Z", re.S)
 #: The start of a `/// section:` directive line (a block may not span one).
 SECTION_DIRECTIVE = re.compile(r"^[ \t]*///[ \t]*section[ \t]*:", re.M)
 #: A directive comment: group 1 the key, group 2 the raw value.

@@ -19,7 +19,15 @@ from pathlib import Path
 from . import codes
 from .codes import CODES
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
-from .language import DELIMITERS, DIRECTIVE, PLACEHOLDER_PATH, SECTION_DIRECTIVE, SEPARATOR, STMT_KEYWORDS
+from .language import (
+    DELIMITERS,
+    DIRECTIVE,
+    INLINE_COMMENT,
+    PLACEHOLDER_PATH,
+    SECTION_DIRECTIVE,
+    SEPARATOR,
+    STMT_KEYWORDS,
+)
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 from .template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
 
@@ -131,7 +139,7 @@ def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item
         elif kind == "DIRECTIVE":
             match = DIRECTIVE.match(value)
             assert match is not None  # the terminal guarantees the shape
-            raw_value = match.group(2)
+            raw_value = INLINE_COMMENT.sub("", match.group(2).rstrip("\n"))  # comments first
             value_at = start + match.start(2)
             lead = len(raw_value) - len(raw_value.lstrip())
             clean = raw_value.strip()

@@ -13,6 +13,7 @@ from dataclasses import replace
 from .. import codes
 from ..config import ROLES
 from ..context import Context
+from ..diagnostics import Span
 from ..nodes import (
     IMPLICIT_SECTION,
     Block,
@@ -64,6 +65,24 @@ def trim(items: list[Item]) -> list[Item]:
             items[-1] = _retext(last, 0, len(last.value) - len(stripped))
         break
     return items
+
+
+def _first_text_line(item: Item) -> Span | None:
+    """Where `item` has text that is not on a header line, or None when every line it stands on is
+    blank or starts with `#` (after indentation): the header lines Composum's template files carry
+    before the first separator. Text may not stand there anyway (E402), so treating those lines as
+    comments changes the meaning of no valid file."""
+    span = item.span
+    src = span.src
+    if src is None:
+        return span
+    last = src.span(max(span.start, span.end - 1)).line
+    for number in range(span.line, last + 1):
+        line = src.line_text(number)
+        if line.strip() and not line.strip().startswith("#"):
+            start = max(span.start, src.line_starts[number - 1] + len(line) - len(line.lstrip()))
+            return src.span(start, min(span.end, src.line_starts[number - 1] + len(line)))
+    return None
 
 
 def _has_content(items: list[Item]) -> bool:
@@ -167,12 +186,15 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             if isinstance(item, (Block, Placeholder, Escape, SectionMarker)) or (
                 isinstance(item, Text) and item.value.strip()
             ):
+                offending = None if isinstance(item, SectionMarker) else _first_text_line(item)
+                if offending is None and not isinstance(item, SectionMarker):
+                    continue  # Composum's `#` header lines before the first separator are comments
                 if not reported_preamble:
                     what = "section directive" if isinstance(item, SectionMarker) else "text"
                     ctx.report(
                         codes.TEXT_BEFORE_SEPARATOR,
                         f"{what} before the first role separator",
-                        item.span,
+                        offending or item.span,
                         "move it below a `----- system -----` line, or make it a `///` comment",
                     )
                     reported_preamble = True
