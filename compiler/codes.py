@@ -285,6 +285,11 @@ INCLUDE_NOT_PARTIAL = _code(
     "include target is not a partial",
     "`/// include:` names a prompt (a file whose name does not start with `_`), not a partial.",
 )
+INCLUDE_LIMIT = _code(
+    "E806",
+    "include nesting too deep or expansion too large",
+    "Partials include partials more than 64 deep, or one prompt's includes would expand to more than 16 MiB of text or a million pieces (a partial included many times by partials that are themselves included many times). The build stops expanding there instead of running out of stack or memory.",
+)
 
 # 9xx: configuration, tokenizer and the output folder
 TOKENIZER_UNAVAILABLE = _code(

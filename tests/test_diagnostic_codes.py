@@ -140,6 +140,10 @@ CASES = {
     ),
     "E804": _text("/// include: _p\nHi\n", partials={"_p.prompt": "----- user -----\nx\n"}),
     "E805": _text("/// include: other\nHi\n", partials={"other.prompt": "x\n"}),
+    "E806": _text(
+        "/// include: _p0\nHi\n",
+        partials={f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(70)} | {"_p70.prompt": "End.\n"},
+    ),
     # 9xx
     "E901": _text("Hi\n", config=Config(tokenizer="gpt-17")),
     "E902": _project({"pyproject.toml": "[tool.promptc]\ndefault_role = 'robot'\n"}, action="config"),

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from promptc.config import Config
 from promptc.driver import build, check
 
@@ -127,3 +129,49 @@ def test_a_partials_input_declaration_does_not_create_one_for_the_includer(proje
     assert result.ok, result.diagnostics
     assert json.loads((project / "build/undeclared.json").read_text())["inputs"] == ["a", "question"]
     assert json.loads((project / "build/declared.json").read_text())["inputs"] == ["a", "question"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole lines, bounded expansion, first-seen order
+
+
+def _content(result) -> list[str]:
+    assert result.artifact is not None, result.diagnostics
+    return [m.content for m in result.artifact.messages]
+
+
+@pytest.mark.parametrize("ending", ["Hello", "Hello ${name}", "Hello {{ name }}"])
+def test_a_partial_without_a_final_newline_splices_as_whole_lines(ending: str) -> None:
+    from promptc import compile_text
+
+    result = compile_text("A\n/// include: _p\nB\n", partials={"_p.prompt": ending})
+    first, *rest = _content(result)[0].split("\n")
+    assert first == "A" and rest[-1] == "B" and len(rest) == 2, _content(result)
+
+
+def test_a_long_chain_of_partials_is_a_diagnostic_not_a_recursion_error() -> None:
+    from promptc import compile_text
+
+    partials = {f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(500)}
+    partials["_p500.prompt"] = "End.\n"
+    result = compile_text("/// include: _p0\nHi\n", partials=partials)
+    assert [d.code for d in result.diagnostics] == ["E806"]
+
+
+def test_a_fan_out_that_would_explode_stops_with_a_diagnostic() -> None:
+    from promptc import compile_text
+
+    partials = {f"_f{i}.prompt": f"/// include: _f{i + 1}\n" * 10 + f"Line {i}.\n" for i in range(9)}
+    partials["_f9.prompt"] = "Leaf text.\n"
+    result = compile_text("/// include: _f0\nHi\n", partials=partials)  # 10**9 leaves if expanded
+    assert "E806" in {d.code for d in result.diagnostics}
+
+
+def test_tags_from_partials_keep_first_seen_order() -> None:
+    from promptc import compile_text
+
+    result = compile_text(
+        "/// tag: own\n/// include: _z\n/// include: _a\nHi\n",
+        partials={"_z.prompt": "/// tag: zeta\nZ\n", "_a.prompt": "/// tag: alpha, zeta\nA\n"},
+    )
+    assert result.artifact is not None and result.artifact.tags == ("own", "zeta", "alpha")

@@ -16,7 +16,18 @@ from dataclasses import replace
 from .. import codes
 from ..context import Context
 from ..frontend import STD_PREFIX, std_partials
-from ..nodes import IMPLICIT_SECTION, Document, Include, Item, SectionMarker, Separator
+from ..nodes import (
+    IMPLICIT_SECTION,
+    Block,
+    Document,
+    Escape,
+    Include,
+    Item,
+    Placeholder,
+    SectionMarker,
+    Separator,
+    Text,
+)
 from ..suggest import did_you_mean
 
 
@@ -49,17 +60,28 @@ def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str |
     return joined, None, None
 
 
+#: Deepest chain of partials including partials. Expansion recurses once per level, and a real
+#: project needs a handful; past this it is E806, never a RecursionError.
+MAX_INCLUDE_DEPTH = 64
+#: What one prompt's includes may expand to: characters of text, and items (a fan-out of partials
+#: that each include others ten times would otherwise grow without bound). Past either, E806.
+MAX_EXPANDED_CHARS = 16 * 1024 * 1024
+MAX_EXPANDED_ITEMS = 1_000_000
+
+
 class _Expanded:
     """A partial with its own includes spliced in, as the includer receives it."""
 
-    __slots__ = ("items", "tags", "inputs", "diagnostics", "includes")
+    __slots__ = ("items", "tags", "inputs", "diagnostics", "includes", "chars")
 
     def __init__(self, items, tags, inputs, diagnostics, includes) -> None:
         self.items = items
         self.tags = tags
         self.inputs = inputs
         self.diagnostics = diagnostics
+        #: partials spliced in, first-seen order (dict keys)
         self.includes = includes
+        self.chars = sum(len(i.value) for i in items if isinstance(i, Text))
 
 
 def _splice(ctx: Context, key: str, chain: tuple[str, ...]) -> _Expanded:
@@ -69,7 +91,7 @@ def _splice(ctx: Context, key: str, chain: tuple[str, ...]) -> _Expanded:
         return done
     partial = ctx.partials.load(key)
     if partial.source is None:
-        expanded = _Expanded((), (), (), partial.diagnostics, set())
+        expanded = _Expanded((), (), (), partial.diagnostics, {})
     else:
         sub = Context(ctx.config, partial.source, ctx.tree, ctx.partials)
         for item in partial.items:
@@ -93,7 +115,8 @@ def _expand(
     items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]
 ) -> tuple[tuple[Item, ...], set[str]]:
     out: list[Item] = []
-    includes: set[str] = set()
+    includes: dict[str, None] = {}  # first-seen order
+    chars = 0
     section: SectionMarker | None = None  # the includer's open section (None: the implicit body)
     for item in items:
         if isinstance(item, SectionMarker):
@@ -122,11 +145,33 @@ def _expand(
                 codes.INCLUDE_CYCLE, f"include cycle: {cycle}", item.span, "remove one of the includes in the chain"
             )
             continue
+        if len(chain) >= MAX_INCLUDE_DEPTH:
+            ctx.report(
+                codes.INCLUDE_LIMIT,
+                f"includes nested more than {MAX_INCLUDE_DEPTH} deep ({' → '.join(chain[:3])} → …)",
+                item.span,
+                "flatten the chain of partials",
+            )
+            continue
         partial = _splice(ctx, key, (*chain, key))
         ctx.extend(partial.diagnostics)
-        includes.add(key)
+        chars += partial.chars
+        if chars > MAX_EXPANDED_CHARS or len(out) + len(partial.items) > MAX_EXPANDED_ITEMS:
+            ctx.report(
+                codes.INCLUDE_LIMIT,
+                f"`{item.path}` would make this file expand to more than {MAX_EXPANDED_CHARS:,} characters "
+                f"or {MAX_EXPANDED_ITEMS:,} pieces",
+                item.span,
+                "include each partial once, or split the prompt",
+            )
+            break
+        includes[key] = None
         includes.update(partial.includes)
         out.extend(partial.items)
+        if partial.items and not _ends_a_line(partial.items[-1]):
+            # A partial splices as whole lines: one saved without a final newline must not glue
+            # its last line onto the includer's next one.
+            out.append(Text("\n", item.span))
         if any(isinstance(i, SectionMarker) for i in partial.items):
             # A partial's sections end where the partial ends; the includer's section goes on.
             name = section.name if section is not None else IMPLICIT_SECTION
@@ -136,13 +181,19 @@ def _expand(
     return tuple(out), includes
 
 
+def _ends_a_line(item: Item) -> bool:
+    return not isinstance(item, (Text, Escape, Placeholder, Block)) or (
+        isinstance(item, Text) and item.value.endswith("\n")
+    )
+
+
 def expand_includes(doc: Document, ctx: Context) -> Document:
     rel = ctx.tree.rel_of(doc.name)
     items, includes = _expand(doc.items, rel, ctx, (rel,))
     header = doc.header
     merged_tags = list(header.tags)
     merged_inputs = list(header.declared_inputs or ())
-    for key in sorted(includes):
+    for key in includes:  # tags and inputs from partials keep first-seen order
         partial = _splice(ctx, key, (key,))
         merged_tags += [t for t in partial.tags if t not in merged_tags]
         merged_inputs += [i for i in partial.inputs if i not in merged_inputs]
