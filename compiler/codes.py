@@ -328,6 +328,16 @@ ARTIFACT_COLLISION = _code(
     "two sources map to the same artifact",
     "A source would be written where the manifest goes (`manifest.prompt` at the top of the source folder).",
 )
+OUTPUT_OVERLAPS_SOURCES = _code(
+    "E910",
+    "output folder overlaps the source folder",
+    "The output folder is the source folder, lies inside it, or contains it. A build replaces the output folder as a whole, which would move or delete sources, so promptc refuses before reading anything.",
+)
+OUTPUT_IS_SYMLINK = _code(
+    "E911",
+    "output folder is a symlink",
+    "The output folder is a symbolic link. A build swaps the output folder atomically, which would exchange the link itself (and delete files in its target on the next build), so promptc refuses: point `out` at the real folder.",
+)
 SYMLINK_LOOP = _code(
     "W909",
     "symlink loop in the source tree",

@@ -24,7 +24,7 @@ class SourceTree:
     outside: Mapping[str, str] = field(default_factory=dict)
     #: how the source folder is shown in diagnostics (as the user named it: "prompts_src")
     root_display: str = ""
-    #: sha256 of every file, and its stat as [size, mtime_ns, inode] (filled by the build driver)
+    #: sha256 of every file, and its stat as [size, mtime_ns, inode, ctime_ns] (filled by the build driver)
     shas: Mapping[str, str] = field(default_factory=dict)
     stats: Mapping[str, list[int]] = field(default_factory=dict)
 

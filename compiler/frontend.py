@@ -13,15 +13,27 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from . import codes
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText
+from .diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, make
 from .language import STD_PREFIX
 from .nodes import Document, Header, Item
 from .source import decode
 
 #: how diagnostics name the built-in partials' files: `<std>/env.prompt`
 STD_DISPLAY = "<std>"
+
+
+def vanished(display: str, exc: OSError) -> Diagnostic:
+    """E106 for a source that was listed but could not be read when a compile needed it."""
+    return make(
+        codes.UNREADABLE,
+        f"cannot read file: {exc.strerror or exc} (it vanished or changed while the build ran)",
+        file_span(),
+        "restore the file, or build again",
+        path=display,
+    )
 
 
 def read_source(display: str, data: bytes) -> tuple[SourceText | None, tuple[Item, ...], list[Diagnostic]]:
@@ -86,7 +98,11 @@ class PartialLoader:
         if key.startswith(STD_PREFIX):
             data, display = _std_bytes(key), f"{STD_DISPLAY}/{key[len(STD_PREFIX) :]}.prompt"
         else:
-            data, display = self.tree.files[key], self.tree.display(key)
+            display = self.tree.display(key)
+            try:
+                data = self.tree.files[key]
+            except OSError as exc:  # listed, then gone before it was read
+                return Partial(key, None, (), Header(), (vanished(display, exc),))
         src, items, diagnostics = read_source(display, data)
         if src is None:
             return Partial(key, None, (), Header(), tuple(diagnostics))

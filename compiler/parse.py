@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -42,21 +41,22 @@ def grammar_text() -> str:
 
 def _cache_path(grammar: str) -> str | None:
     """Where Lark keeps the analysed grammar: the user's cache folder (platformdirs knows it on
-    Linux, macOS and Windows; `XDG_CACHE_HOME` wins where set), else the temporary folder."""
+    Linux, macOS and Windows; `XDG_CACHE_HOME` wins where set), or None for no cache."""
     import lark
     import platformdirs
 
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = os.path.join(xdg, "promptc") if xdg else platformdirs.user_cache_dir("promptc", appauthor=False)
-    for folder in (base, os.path.join(tempfile.gettempdir(), "promptc-grammar")):
-        try:
-            os.makedirs(folder, exist_ok=True)
-            if os.access(folder, os.W_OK):
-                return os.path.join(folder, f"grammar-{digest}.lark.cache")
-        except OSError:
-            continue
-    return None
+    # Lark unpickles the cache file: only a folder of the user's own may hold it. When that folder
+    # is unusable there is no cache (a shared temporary folder would let another user run code).
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(base, os.W_OK):
+        return None
+    return os.path.join(base, f"grammar-{digest}.lark.cache")
 
 
 @cache

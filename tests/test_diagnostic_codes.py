@@ -52,6 +52,11 @@ def _project(files: dict[str, str | bytes], *, config: Config = APPROX, action: 
     return run
 
 
+def _linked_output(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "build").symlink_to("elsewhere", target_is_directory=True)
+
+
 def _stale_build(tmp_path: Path) -> None:
     build("prompts_src", "build", APPROX)
     (tmp_path / "prompts_src/a.prompt").write_text("Changed.\n")
@@ -153,6 +158,11 @@ CASES = {
     "E906": _project({}, action="check", prepare=lambda t: os.rmdir(t / "prompts_src")),
     "E907": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_locked_elsewhere),
     "E908": _project({"prompts_src/manifest.prompt": "Hi\n"}),
+    "E910": lambda tmp_path: (
+        write(tmp_path, "prompts_src/a.prompt", "Hi\n"),
+        check("prompts_src", "prompts_src/build", APPROX).diagnostics,
+    )[1],
+    "E911": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_output),
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
 }
 

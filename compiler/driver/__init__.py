@@ -14,6 +14,7 @@ passes (the CLI draws a bar with it), and every problem is a `Diagnostic` in the
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,19 +124,25 @@ def build(
     config = config or Config()
     spool = out.parent / CACHE_DIR / f"{out.name}.spool-{os.getpid()}" if write else None
     project = _Compiled()
+    problem = _output_problem(src, out)
+    if problem is not None:
+        project.diagnostics.append(problem)
+        return project.result()
     try:
-        project = _compile(
-            src,
-            out,
-            config,
-            incremental=incremental and write,
-            keep_last_good=keep_last_good,
-            spool=spool,
-            on_progress=on_progress,
-        )
-        if not write or project.manifest is None:
-            return project.result()
-        with output_lock(out):
+        # The lock is held for the whole build, not only the write: a slow build that started
+        # first can never land last with older sources than what a faster one already wrote.
+        with output_lock(out) if write else contextlib.nullcontext():
+            project = _compile(
+                src,
+                out,
+                config,
+                incremental=incremental and write,
+                keep_last_good=keep_last_good,
+                spool=spool,
+                on_progress=on_progress,
+            )
+            if not write or project.manifest is None:
+                return project.result()
             recover(out)
             shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
             written = write_output(out, project.files, project.keep, shas)
@@ -160,6 +167,9 @@ def check(
     """Compile without writing (and without the incremental cache: check is the authority); with
     `locked`, also report every output file that build would change, add or remove."""
     src, out = Path(src), Path(out)
+    problem = _output_problem(src, out)
+    if problem is not None:
+        return _Compiled(diagnostics=[problem]).result()
     project = _compile(src, out, config or Config())
     if not (locked and project.ok):
         return project.result()
@@ -223,15 +233,6 @@ def _compile(
         previous = read_manifest(out).get("artifacts", {})
         prompts = [(last_good(p, previous, out) or p) if has_errors(p.diagnostics) else p for p in prompts]
     project.prompts = prompts
-    for rel in getattr(tree.files, "failed", ()):
-        project.diagnostics.append(
-            make(
-                codes.UNREADABLE,
-                "cannot read file: it vanished while the build ran",
-                file_span(),
-                path=tree.display(rel),
-            )
-        )
     for prompt in prompts:
         project.diagnostics.extend(prompt.diagnostics)
     project.diagnostics.extend(collisions(prompts, tree))
@@ -248,6 +249,37 @@ def _compile(
         project.files = dict(sorted(files.items()))
         project.keep = sorted(f"{p.name}.json" for p in writable if p.reused)
     return project
+
+
+def _output_problem(src: Path, out: Path) -> Diagnostic | None:
+    """An output folder promptc must not touch: the source folder itself, one inside it or around
+    it (a swap would move sources away), or a symlink (the swap would exchange the link, not the
+    folder). Nothing is read or moved when this says no."""
+    if out.is_symlink():
+        return make(
+            codes.OUTPUT_IS_SYMLINK,
+            f"output folder `{out}` is a symlink; promptc swaps the output folder as a whole and will not swap a link",
+            None,
+            f"point `out` at the real folder (`{os.path.realpath(out)}`)",
+            path=str(out),
+        )
+    real_src, real_out = os.path.realpath(src), os.path.realpath(out)
+    if real_out == real_src or real_out.startswith(real_src + os.sep) or real_src.startswith(real_out + os.sep):
+        how = (
+            "is the source folder"
+            if real_out == real_src
+            else (
+                "lies inside the source folder" if real_out.startswith(real_src + os.sep) else "holds the source folder"
+            )
+        )
+        return make(
+            codes.OUTPUT_OVERLAPS_SOURCES,
+            f"output folder `{out}` {how} `{src}`; nothing was read or written",
+            None,
+            "use separate folders: `promptc build prompts_src -o build`",
+            path=str(out),
+        )
+    return None
 
 
 def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:

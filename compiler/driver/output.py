@@ -66,6 +66,35 @@ def recover(out: Path) -> None:
         os.rename(parked, out)
     for leftover in out.parent.glob(f"{out.name}{STAGING_MARK}*"):
         discard(leftover, out)
+    cache = out.parent / CACHE_DIR
+    # What builds that died left in the cache: their spool folders, and trash their background
+    # thread never finished deleting. Deleted now, before this build needs the space.
+    for spool in cache.glob(f"{out.name}.spool-*"):
+        if not _alive(spool.name.rpartition("-")[2]):
+            shutil.rmtree(spool, ignore_errors=True)
+    trash = cache / "trash"
+    if trash.is_dir():
+        for entry in trash.iterdir():
+            if entry.name.startswith(f"{out.name}-") and not _alive(entry.name[len(out.name) + 1 :].partition("-")[0]):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid_text: str) -> bool:
+    """Whether the process that named a leftover (by its pid) may still be running. Unknown is alive."""
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    if sys.platform == "win32":  # os.kill(pid, 0) would send CTRL_C_EVENT there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
 
 
 def discard(folder: Path, out: Path) -> None:
@@ -251,6 +280,11 @@ def write_output(
             dirty.unlink(missing_ok=True)
         else:
             os.rename(staging, out)
+    except OSError:
+        # Reclaim the space now (a full disk is the usual reason), so the error is the only trace.
+        if staging != shadow:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
     finally:
         if staging != shadow and staging.exists():
             discard(staging, out)

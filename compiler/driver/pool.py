@@ -8,18 +8,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..compile import CompiledPrompt, compile_source
+from ..compile import CompiledPrompt, compile_source, name_of
 from ..config import Config
 from ..context import SourceTree
-from ..frontend import PartialLoader
+from ..frontend import PartialLoader, vanished
 from .output import _write_file
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
     tree, config = _WORKER_STATE["tree"], _WORKER_STATE["config"]
-    result = compile_source(rel, tree.files[rel], config, tree, _WORKER_STATE["partials"])
+    result = _compile(rel, tree, config, _WORKER_STATE["partials"])
     # Send back bytes, not the dict: pickling the artifact twice would cost more than compiling it.
     return _spool(replace(result, artifact=None), _WORKER_STATE.get("spool"))
+
+
+def _compile(rel: str, tree: SourceTree, config: Config, partials: PartialLoader) -> CompiledPrompt:
+    try:
+        data = tree.files[rel]
+    except OSError as exc:  # listed, then gone: E106 in whichever process found it, nothing cached
+        return CompiledPrompt(name_of(rel), rel, (vanished(tree.display(rel), exc),))
+    return compile_source(rel, data, config, tree, partials)
 
 
 def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
@@ -89,7 +97,7 @@ def compile_many(
             _WORKER_STATE.clear()
     compiled = []
     for rel in rels:
-        compiled.append(_spool(compile_source(rel, tree.files[rel], config, tree, partials), spool))
+        compiled.append(_spool(_compile(rel, tree, config, partials), spool))
         if on_progress is not None:
             on_progress(len(compiled), len(rels))
     return compiled

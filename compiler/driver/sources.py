@@ -7,6 +7,7 @@ import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from stat import S_ISREG
 
 from .. import codes
 from ..context import SourceTree
@@ -14,6 +15,14 @@ from ..diagnostics import Diagnostic, file_span, make
 
 # ---------------------------------------------------------------------------------------------
 # Reading the source tree
+
+
+class SourceVanished(OSError):
+    """A source the listing found could not be read when a compile asked for it."""
+
+    def __init__(self, rel: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), rel)
+        self.rel = rel
 
 
 class LazyFiles(Mapping[str, bytes]):
@@ -37,9 +46,11 @@ class LazyFiles(Mapping[str, bytes]):
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
-        except OSError:
+        except OSError as exc:
+            # Raised, in whichever process asked: compiling empty bytes instead would build (and
+            # cache) an empty artifact for a file that is simply gone.
             self.failed.append(rel)
-            data = b""
+            raise SourceVanished(rel, exc) from None
         self._data[rel] = data
         return data
 
@@ -72,7 +83,7 @@ def read_tree(
 ) -> tuple[SourceTree, list[Diagnostic]]:
     """Read every `*.prompt` under `src`, in sorted order.
 
-    `known` maps paths to [size, mtime_ns, inode, sha256] from the last build: a file whose stat
+    `known` maps paths to [size, mtime_ns, inode, ctime_ns, sha256] from the last build: a file whose stat
     still matches (and was not modified just before that build) is not read now; its bytes are
     read later only if a compile needs them. Symlinks are followed only while they stay inside the
     source folder; a directory reached twice (a symlink loop) is skipped with a warning.
@@ -146,11 +157,30 @@ def read_tree(
                     continue
             try:
                 st = os.stat(path)
-                stat = [st.st_size, st.st_mtime_ns, st.st_ino]
+                if not S_ISREG(st.st_mode):
+                    # a named pipe or a device would block `open()` forever
+                    diagnostics.append(
+                        make(
+                            codes.UNREADABLE,
+                            "not a regular file (a named pipe, a socket or a device); not read",
+                            file_span(),
+                            "prompt sources are regular files: remove or rename it",
+                            path=f"{root_display}/{rel}",
+                        )
+                    )
+                    continue
+                # size, mtime, inode and ctime: an edit that restores size and mtime (`cp -p`, tools
+                # that keep timestamps) still moves the ctime, which no user call can set back
+                stat = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
                 record = known.get(rel)
-                if record is not None and record[:3] == stat and stat[1] < trust_before:
+                if (
+                    record is not None
+                    and record[:4] == stat
+                    and stat[1] < trust_before
+                    and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
+                ):
                     deferred[rel] = path
-                    shas[rel] = record[3]
+                    shas[rel] = record[4]
                 else:
                     with open(path, "rb") as handle:
                         data = handle.read()

@@ -1,0 +1,149 @@
+"""Faults and odd file systems: the build reaches the verdict a clean build would, never hangs,
+never regresses the output, and cleans up after builds that died."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import promptc.driver as driver
+from promptc.config import Config
+from promptc.driver import build, check
+from promptc.driver.output import output_lock
+
+from .conftest import promptc_executable, snapshot, write
+
+APPROX = Config(tokenizer="approx-bytes/4")
+
+
+def test_a_named_pipe_is_a_diagnostic_not_a_hang(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/ok.prompt", "Hi\n")
+    os.mkfifo(project / "prompts_src/pipe.prompt")
+    result = check("prompts_src", "build", APPROX)
+    assert [(d.code, d.path) for d in result.diagnostics] == [("E106", "prompts_src/pipe.prompt")]
+    assert "not a regular file" in result.diagnostics[0].message
+
+
+def test_an_edit_that_restores_size_and_mtime_is_seen(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    path = write(project, "prompts_src/a.prompt", "Version one.\n")
+    old = 1_600_000_000_000_000_000  # long before the racy window
+    os.utime(path, ns=(old, old))
+    assert build("prompts_src", "build", APPROX).written
+    path.write_text("Version two.\n")  # same size
+    os.utime(path, ns=(old, old))  # and the mtime put back, as `cp -p` does
+    assert build("prompts_src", "build", APPROX).written
+    assert "Version two." in (project / "build/a.json").read_text()
+
+
+def test_an_unreadable_source_fails_an_incremental_build_like_a_clean_one(project: Path, monkeypatch) -> None:
+    import errno
+
+    import promptc.driver.sources as sources
+
+    monkeypatch.chdir(project)
+    path = write(project, "prompts_src/a.prompt", "Hi\n")
+    old = 1_600_000_000_000_000_000
+    os.utime(path, ns=(old, old))
+    assert build("prompts_src", "build", APPROX).ok
+    # `chmod 000`, as the file system reports it to a non-root user (root reads the file anyway)
+    denied = str(path)
+    real_open, real_access = open, os.access
+
+    def no_read(file, *args, **kwargs):
+        if os.fspath(file).endswith("a.prompt"):
+            raise PermissionError(errno.EACCES, "Permission denied", denied)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "open", no_read, raising=False)
+    monkeypatch.setattr(
+        sources.os, "access", lambda p, mode: False if os.fspath(p).endswith("a.prompt") else real_access(p, mode)
+    )
+    clean = check("prompts_src", "build", APPROX)
+    incremental = build("prompts_src", "build", APPROX)
+    assert [d.code for d in incremental.diagnostics] == [d.code for d in clean.diagnostics] == ["E106"]
+
+
+def test_a_source_that_vanishes_before_a_worker_reads_it_is_e106(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    old = 1_600_000_000_000_000_000
+    for i in range(60):  # enough for the process pool
+        path = write(project, f"prompts_src/p{i:02d}.prompt", f"/// include: _shared\nPrompt {i}.\n")
+        os.utime(path, ns=(old, old))
+    write(project, "prompts_src/_shared.prompt", "Shared v1.\n")
+    assert build("prompts_src", "build", APPROX).ok
+    before = snapshot(project / "build")
+    write(project, "prompts_src/_shared.prompt", "Shared v2.\n")  # every prompt must recompile
+
+    real_read_tree = driver.read_tree
+
+    def read_then_delete(*args, **kwargs):
+        tree, diagnostics = real_read_tree(*args, **kwargs)
+        (project / "prompts_src/p07.prompt").unlink()  # listed (stat unchanged, read lazily), now gone
+        return tree, diagnostics
+
+    monkeypatch.setattr(driver, "read_tree", read_then_delete)
+    result = build("prompts_src", "build", APPROX)
+    assert [(d.code, d.path) for d in result.diagnostics] == [("E106", "prompts_src/p07.prompt")]
+    assert not result.written and snapshot(project / "build") == before
+
+
+def test_leftovers_of_dead_builds_are_cleaned_up(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "Hi\n")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = dead.stdout.strip()  # a process that has exited
+    spool = project / f".promptc-cache/build.spool-{pid}"
+    write(spool, "a.json", "half an artifact")
+    trash = project / f".promptc-cache/trash/build-{pid}-1"
+    write(trash, "old.json", "x" * 1000)
+    assert build("prompts_src", "build", APPROX).written
+    assert not spool.exists() and not trash.exists()
+    assert (project / ".promptc-cache/.gitignore").read_text().strip().endswith("*")
+
+
+@pytest.mark.parametrize("out", ["prompts_src", "prompts_src/build", "."])
+def test_an_output_folder_overlapping_the_sources_moves_nothing(project: Path, out: str) -> None:
+    write(project, "prompts_src/a.prompt", "Hi\n")
+    before = snapshot(project)
+    for command in ("build", "check"):
+        done = subprocess.run(
+            [promptc_executable(), command, "prompts_src", "-o", out], cwd=project, capture_output=True, text=True
+        )
+        assert done.returncode == 1 and "error[E910]" in done.stdout, done.stdout + done.stderr
+    assert snapshot(project) == before
+
+
+def test_a_symlinked_output_folder_is_refused_and_left_alone(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "Hi\n")
+    write(project, "elsewhere/keep.txt", "not promptc's")
+    (project / "build").symlink_to("elsewhere", target_is_directory=True)
+    for _ in range(2):
+        assert [d.code for d in build("prompts_src", "build", APPROX).diagnostics] == ["E911"]
+    assert (project / "build").is_symlink() and snapshot(project / "elsewhere") == {"keep.txt": b"not promptc's"}
+
+
+def test_a_build_that_waited_for_the_lock_compiles_what_is_there_when_it_gets_it(project: Path) -> None:
+    """Builds never regress the output: the lock covers reading and compiling, so a build that had
+    to wait cannot write sources older than what the build before it wrote."""
+    write(project, "prompts_src/a.prompt", "Version one.\n")
+    with output_lock(project / "build"):
+        waiting = subprocess.Popen(
+            [promptc_executable(), "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)  # it has started and is waiting for the lock
+        write(project, "prompts_src/a.prompt", "Version two.\n")
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, out + err
+    assert "Version two." in (project / "build/a.json").read_text()
