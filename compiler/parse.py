@@ -19,6 +19,7 @@ from . import codes
 from .codes import CODES
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
 from .language import (
+    CLOSERS,
     DELIMITERS,
     DIRECTIVE,
     INLINE_COMMENT,
@@ -93,6 +94,13 @@ def _block(
             f"close the block with `{value[-2:]}` before the separator",
         )
         return None
+    if kind == "stmt" and parts.keyword in CLOSERS and parts.code.strip() != parts.keyword:
+        sink.report(
+            codes.UNKNOWN_TAG,
+            f"unexpected `{parts.code.strip()[len(parts.keyword) :].strip()}` after `{{% {parts.keyword} %}}`",
+            span,
+            f"an end tag holds nothing else: `{{% {parts.keyword} %}}`",
+        )  # the tag still closes its block, so the structure check does not cascade
     if kind == "stmt" and parts.keyword not in STMT_KEYWORDS:
         # the one reader of `{% %}` tags says what is wrong with it (E208)
         for problem in Structure().tag(parts.keyword, span, parts.code.strip()):

@@ -495,13 +495,15 @@ class Structure(Generic[W]):
                 ]
             top = stack.pop()
             if top.construct != construct:
+                # reported at the opening tag (SPEC §4): that is the block left without its end
+                closed_at = f" at {self._position(where)}" if self._position is not None else ""
                 return [
                     Problem(
                         "E206",
-                        f"`{{% {keyword} %}}` does not match `{{% {top.construct} %}}`{self._opened_at(top.where)}",
-                        where,
-                        f"close `{{% {top.construct} %}}` with `{{% end{top.construct} %}}` first",
+                        f"`{{% {top.construct} %}}` opened here is closed by `{{% {keyword} %}}`{closed_at}",
                         top.where,
+                        f"close `{{% {top.construct} %}}` with `{{% end{top.construct} %}}` first",
+                        where,
                     )
                 ]
             return []

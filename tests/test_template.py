@@ -517,7 +517,7 @@ def _structure(events: str, max_nesting: int = 90) -> list[tuple[str, int, str]]
             ],
         ),
         ("endif", [("E205", 0, "`{% endif %}` closes nothing")]),
-        ("if endfor", [("E206", 1, "`{% endfor %}` does not match `{% if %}` opened at #0")]),
+        ("if endfor", [("E206", 0, "`{% if %}` opened here is closed by `{% endfor %}` at #1")]),
         ("elif", [("E209", 0, "`{% elif %}` outside `{% if %}`")]),
         ("for elif endfor", [("E209", 1, "`{% elif %}` outside `{% if %}`")]),
         ("else", [("E209", 0, "`{% else %}` outside `{% if %}` / `{% for %}` / `{% while %}`")]),
@@ -557,7 +557,8 @@ def test_structure_hints_and_related():
     [problem] = structure.tag("else", "e2")
     assert (problem.where, problem.related, problem.hint) == ("e2", "open", "a block takes at most one `{% else %}`")
     [mismatch] = structure.tag("endfor", "close")
-    assert mismatch.code == "E206" and mismatch.related == "open" and mismatch.message.endswith("`{% if %}`")
+    assert mismatch.code == "E206" and (mismatch.where, mismatch.related) == ("open", "close")
+    assert mismatch.message.startswith("`{% if %}` opened here is closed by `{% endfor %}`")
     assert structure.depth == 0 and structure.end() == []
     empty = Structure().tag("", 0, "(x)")
     assert empty[0].message == "unknown statement tag `{% (x) %}`"

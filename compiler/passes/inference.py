@@ -81,7 +81,10 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             # Nesting too deep for Python may already be the parser's E210; say it once.
             skip = {codes.TOO_DEEP} if any(d.code == codes.TOO_DEEP for d in ctx.diagnostics) else set()
             ctx.extend(d for d in analysis.diagnostics if d.code not in skip)
-            if analysis.has_template and not any(d.severity == "error" for d in analysis.diagnostics):
+            ambiguous = any(
+                d.code == codes.AMBIGUOUS_ADJACENCY for d in ctx.diagnostics
+            )  # its text is not the source's
+            if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
                 _check_compiles(section, ctx)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
@@ -126,7 +129,7 @@ def _check_declared(doc: Document, ctx: Context) -> None:
         )
     spans = dict(doc.header.declared_input_spans)
     for name in declared:
-        if name not in doc.inputs:
+        if name not in doc.inputs and name not in doc.helpers:  # a declared helper is used
             ctx.report(
                 codes.UNUSED_INPUT,
                 f"declared input `{name}` is never used",

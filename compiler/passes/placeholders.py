@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from .. import codes
 from ..context import Context
+from ..language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
 from ..nodes import Block, Document, Escape, Message, Placeholder, Section, Text
 
 
@@ -36,6 +37,9 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
     return replace(section, items=tuple(items), inputs=tuple(inputs))
 
 
+_ESCAPED_OPENERS = tuple(ESCAPE + opener for opener in TEMPLATE_ESCAPES)
+
+
 def _check_adjacency(items: list, ctx: Context) -> None:
     """Artifact text escapes openers with a backslash, so literal text may not end, right before a
     placeholder or block, with a character that would join it into an escape or another opener.
@@ -44,7 +48,12 @@ def _check_adjacency(items: list, ctx: Context) -> None:
     for before, after in zip(items, items[1:], strict=False):
         if not isinstance(before, (Text, Escape)) or not isinstance(after, (Placeholder, Block)):
             continue
-        tail = before.value[-1:]
+        # what emit writes for the literal run: an escaped opener at its end is unambiguous
+        # (`\\{{` then `{{ x }}` reads back as a literal `{{` and a block)
+        written = escape_literal(before.value)
+        if written.endswith(_ESCAPED_OPENERS):
+            continue
+        tail = written[-1:]
         if tail == "\\" or (tail in ("$", "{") and isinstance(after, Block)):
             ctx.report(
                 codes.AMBIGUOUS_ADJACENCY,

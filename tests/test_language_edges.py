@@ -1,0 +1,67 @@
+"""Edge cases of the language where a diagnostic used to be wrong, missing, or in the wrong place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from promptc import compile_text
+from promptc.runtime import render_artifact
+
+from .conftest import run_promptc
+
+
+def _codes(text: str, **kwargs) -> list[tuple[int, int, str]]:
+    return [(d.line, d.col, d.code) for d in compile_text(text, **kwargs).diagnostics]
+
+
+@pytest.mark.parametrize("tag", ["{% endif now %}", "{% endif x == 1 %}", "{%- endif (x) -%}"])
+def test_anything_after_an_end_tag_is_an_error_at_the_tag(tag: str) -> None:
+    assert _codes("Hi {% if a %}A" + tag) == [(1, 15, "E208")]
+
+
+def test_a_mismatched_end_tag_is_reported_at_the_opening_tag() -> None:
+    result = compile_text("Intro\n  {% for x in xs %}\n{{ x }}\n{% endif %}\n")
+    (diagnostic,) = result.diagnostics
+    assert (diagnostic.code, diagnostic.line, diagnostic.col) == ("E206", 2, 3)
+    assert "closed by `{% endif %}` at 4:1" in diagnostic.message
+
+
+@pytest.mark.parametrize(
+    ("template", "inputs", "expected"),
+    [
+        ("\\{{{{ x }}", {"x": 1}, "{{1"),  # a literal `{{`, then a block
+        ("\\${{{ x }}", {"x": 1}, "${1"),
+        ("\\{%{% if x %}y{% endif %}", {"x": True}, "{%y"),
+    ],
+)
+def test_no_e211_where_the_artifact_text_is_unambiguous(template: str, inputs: dict, expected: str) -> None:
+    result = compile_text(template)
+    assert result.diagnostics == () and result.artifact is not None
+    assert render_artifact(result.artifact, inputs).messages[0]["content"] == expected
+
+
+def test_e211_still_fires_where_the_text_is_ambiguous() -> None:
+    assert [c for *_, c in _codes("A${brace}{{ x }}", defines={"brace": "{"})] == ["E211"]
+
+
+def test_a_declared_input_used_as_a_helper_is_not_never_used() -> None:
+    assert _codes("/// input: fmt, value\n{{ fmt(value) }}\n") == []
+    assert [c for *_, c in _codes("/// input: fmt, value, spare\n{{ fmt(value) }}\n")] == ["W502"]
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["prefix_sha256", "prefix_tokens", "inputs", "sha256", "path", "source", "includes", "source_sha256"],
+)
+def test_diff_on_a_malformed_manifest_field_exits_2_with_a_message(tmp_path: Path, field: str) -> None:
+    good = json.loads((Path(__file__).parent.parent / "build/manifest.json").read_text())
+    bad = json.loads(json.dumps(good))
+    bad["artifacts"]["support/chat"][field] = {"not": "right"}
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    done = run_promptc("diff", str(tmp_path / "bad.json"), str(tmp_path / "good.json"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "support/chat" in done.stderr and field in done.stderr
