@@ -167,6 +167,8 @@ class Section:
     inputs: tuple[str, ...] = ()
     helpers: tuple[str, ...] = ()
     has_template: bool = False
+    #: where each input is first used (filled by inference)
+    uses: tuple[tuple[str, Span], ...] = ()
     #: filled by partitioning
     boundary: str = "stable"
 

@@ -65,3 +65,21 @@ def test_diff_on_a_malformed_manifest_field_exits_2_with_a_message(tmp_path: Pat
     done = run_promptc("diff", str(tmp_path / "bad.json"), str(tmp_path / "good.json"), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "support/chat" in done.stderr and field in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("template", "where"),
+    [
+        ("/// input: other\n{{ 'name: ' + name }}\n", (2, 15)),  # not inside the string literal
+        ("/// input: other\n{# note = 'name' #}{{ note + name }}\n", (2, 30)),
+        ("/// input: other\n{% for name2 in xs %}{{ name }}{% endfor %}\n", (2, 25)),  # not in `name2`
+    ],
+)
+def test_e501_points_at_the_use_not_at_the_first_match(template: str, where: tuple[int, int]) -> None:
+    first = next(d for d in compile_text(template).diagnostics if d.code == "E501")
+    assert (first.line, first.col) == where, first
+
+
+def test_e702_points_at_the_use() -> None:
+    result = compile_text("/// section: rules stable\n{{ 'user: ' + user }}\n")
+    assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E702", 2, 15)]

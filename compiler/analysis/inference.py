@@ -71,6 +71,9 @@ class Analysis:
     helpers: frozenset[str]
     has_template: bool
     diagnostics: tuple[Diagnostic, ...]
+    #: where each input or helper is first read (a placeholder, or the name node in a block), so
+    #: E501/E702 point at the use, never at a string that happens to contain the name
+    first_uses: tuple[tuple[str, Span], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,6 +431,8 @@ class _Analyser:
         self.loops: list[_Loop] = []
         #: free uses: name → True while every use so far was as a callee
         self.uses: dict[str, bool] = {}
+        #: free uses: name → where it is first read
+        self.first: dict[str, Span] = {}
         #: names assigned anywhere in the template scope (a helper must never be assigned)
         self.assigned: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
@@ -454,8 +459,10 @@ class _Analyser:
 
     # -- names ------------------------------------------------------------------------------------
 
-    def use(self, name: str, callee: bool) -> None:
+    def use(self, name: str, callee: bool, span: Span | None = None) -> None:
         self.uses[name] = self.uses.get(name, True) and callee
+        if span is not None and name not in self.first:
+            self.first[name] = span
 
     def read(self, name: str, node: ast.AST, callee: bool = False, nargs: int = 0) -> None:
         """A load of `name` in the current scope: resolve it as Python would, and if it reaches
@@ -498,7 +505,7 @@ class _Analyser:
                     "pass the values explicitly, or declare them with `/// input:`",
                 )
             return
-        self.use(name, callee)
+        self.use(name, callee, self.mapper.node_span(node) if self.mapper is not None else None)
 
     def _enclosing_function(self) -> _Scope:
         scope = self.scope
@@ -1156,7 +1163,7 @@ class _Template:
         for index, item in enumerate(self.events):
             if isinstance(item, Placeholder):
                 if item.root:
-                    an.use(item.root, False)  # `${}` reads the inputs directly, never template locals
+                    an.use(item.root, False, item.span)  # `${}` reads the inputs directly, never template locals
                 continue
             if not isinstance(item, Block):
                 continue
@@ -1202,7 +1209,7 @@ class _Template:
         for node in nodes:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Name) and sub.id not in BUILTIN_NAMES and sub.id not in before.names:
-                    an.use(sub.id, False)
+                    an.use(sub.id, False, an.mapper.node_span(sub) if an.mapper is not None else None)
         an.state = _State(before.names - _kills(entry.body), before.live)
 
     def depth_check(self, block: Block, extra_indent: int = 0, extra_loops: int = 0) -> None:
@@ -1351,4 +1358,4 @@ def analyse(items: Sequence[Item]) -> Analysis:
     template = _Template(events, parsed, problems)
     template.run()
     inputs, helpers, diagnostics = template.result()
-    return Analysis(inputs, helpers, has_template, diagnostics)
+    return Analysis(inputs, helpers, has_template, diagnostics, tuple(sorted(template.an.first.items())))

@@ -22,7 +22,11 @@ _COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION
 
 
 def first_use(section: Section, name: str) -> Span | None:
-    """Where a section first uses an input: a `${name…}` placeholder or the name inside a block."""
+    """Where a section first uses an input: the placeholder or the name node the analysis saw
+    first; else (a section the analysis did not see) the first textual occurrence."""
+    for used, span in section.uses:
+        if used == name:
+            return span
     pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
     for item in section.items:
         if isinstance(item, Placeholder) and item.root == name:
@@ -90,7 +94,15 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
-            sections.append(replace(section, inputs=inputs, helpers=helpers, has_template=analysis.has_template))
+            sections.append(
+                replace(
+                    section,
+                    inputs=inputs,
+                    helpers=helpers,
+                    has_template=analysis.has_template,
+                    uses=analysis.first_uses,
+                )
+            )
         messages.append(Message(message.role, message.span, tuple(sections)))
     doc = replace(
         doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs))
