@@ -442,6 +442,11 @@ class _Analyser:
         self.template_nonlocals: list[tuple[str, Span]] = []
         self.mapper: _Mapper | None = None
         self.block: Block | None = None
+        #: template-level functions → the free names their bodies read (name, span, callee, nargs),
+        #: resolved when the function is read (called, or passed on) rather than when it is defined
+        self.deferred_reads: dict[str, list[tuple[str, Span | None, bool, int]]] = {}
+        #: where the body of the template-level function being analysed records its free reads
+        self.collector: list[tuple[str, Span | None, bool, int]] | None = None
 
     # -- diagnostics ----------------------------------------------------------------------------
 
@@ -472,6 +477,8 @@ class _Analyser:
         deferred = False
         while True:
             if name in names and not (deferred and name in scope.kills):
+                if scope.kind == "template":
+                    self._reached(name, node, deferred, callee, nargs)
                 return
             if scope.kind == "template":
                 break
@@ -493,7 +500,41 @@ class _Analyser:
             if parent is None:
                 break
             scope = parent
+        if deferred and self.collector is not None and name not in BUILTIN_NAMES and name not in self.template.kills:
+            # Late binding: a function body reads its free names when it is called, so whether
+            # this one is an input is decided at each call of the function (see `_calls`).
+            self.collector.append((name, self._span_of(node), callee, nargs))
+            return
         self.free(name, node, callee, nargs)
+
+    def _span_of(self, node: ast.AST) -> Span | None:
+        return self.mapper.node_span(node) if self.mapper is not None else None
+
+    def _reached(self, name: str, node: ast.AST, deferred: bool, callee: bool, nargs: int) -> None:
+        """`name` resolved to the template's own binding. Read from a function body, that is a
+        reference the function carries to its calls; read directly, the bound value may be a
+        function the template defined, whose body runs now (as far as inference can tell)."""
+        if name not in self.deferred_reads:
+            return
+        if deferred and self.collector is not None:
+            self.collector.append((name, self._span_of(node), callee, nargs))
+        else:  # read directly, or by a lambda or generator that may run any time from now on
+            self._calls(name, self.state.names)
+
+    def _calls(self, function: str, names: frozenset[str]) -> None:
+        """A template-level function may run here (it is read while `names` are definitely bound):
+        every name its body reads, and the bodies of the functions it reads, resolve against
+        `names`; what is not bound there is an input. Iterative; each function once per call."""
+        seen = {function}
+        work = list(self.deferred_reads.get(function, ()))
+        while work:
+            name, span, callee, _ = work.pop()
+            if name in names:
+                if name in self.deferred_reads and name not in seen:
+                    seen.add(name)
+                    work.extend(self.deferred_reads[name])
+                continue
+            self.use(name, callee, span)
 
     def free(self, name: str, node: ast.AST, callee: bool = False, nargs: int = 0) -> None:
         if name in BUILTIN_NAMES:
@@ -986,23 +1027,29 @@ class _Analyser:
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:
             self.expr(decorator)
-        for value in _signature_exprs(node.args):
+        for value in _default_exprs(node.args):  # annotations are never evaluated (postponed)
             self.expr(value)
-        if node.returns is not None:
-            self.expr(node.returns)
         scan = _scan(node.body)
         params = _param_names(node.args)
         local = (scan.bound | params) - scan.globals - scan.nonlocals
         scope = _Scope("function", self.scope, self.state.names, local, scan.globals, True, scan.kills)
         for name in sorted(scan.nonlocals):
             self._check_nonlocal(name, node)
-        outer = (self.scope, self.state, self.loops)
+        outer = (self.scope, self.state, self.loops, self.collector)
+        top_level = self.scope.kind == "template"
+        if top_level:
+            self.collector = []
         self.scope, self.state, self.loops = scope, _State(params, True), []
         try:
             self.stmts(node.body)
         finally:
-            self.scope, self.state, self.loops = outer
+            reads = self.collector
+            self.scope, self.state, self.loops, self.collector = outer
         self.bind(node.name)
+        if top_level:
+            self.deferred_reads[node.name] = reads or []
+            if node.decorator_list:  # a decorator may call the function right away
+                self._calls(node.name, self.state.names)
 
     def _check_nonlocal(self, name: str, node: ast.AST) -> None:
         """`nonlocal name` needs an enclosing function that binds it; class bodies don't count."""
