@@ -225,6 +225,11 @@ DYNAMIC_NAMES = _code(
     "template block cannot be analysed completely",
     "A block reads variables by name at run time (`locals()`, `globals()`, `vars()`, `eval`, `exec`, frame access), so its inputs cannot be inferred completely.",
 )
+BUILTIN_AS_TEXT = _code(
+    "W604",
+    "a builtin output as a value",
+    "A `{{ }}` block outputs a name that is one of Python's builtins (`{{ input }}`, `{{ type }}`) and that the template never assigns. It is the builtin function, never an input, and rendering a function or a class as text is a render error. Prompt collections use such names as variables; rename it.",
+)
 
 # 7xx: sections and the cache-stable prefix
 SECTION_TWICE = _code(

@@ -168,6 +168,9 @@ def _lookup(inputs: Mapping[str, Any], path: str) -> Any:
 
 
 def _to_text(value: Any, path: str) -> str:
+    if isinstance(value, template.NOT_TEXT):
+        kind = "class" if isinstance(value, type) else "function"
+        raise RenderError(f"`${{{path}}}` is a {kind} ({value!r}), not text: pass the value instead")
     try:
         return value if isinstance(value, str) else str(value)
     except Exception as exc:  # a user object whose __str__ raises
@@ -193,6 +196,9 @@ def _render_python(text: str, inputs: Mapping[str, Any], prompt: str, section: s
         parts = template.execute(compiled.code, inputs, lookup)
     except RenderError:
         raise
+    except template.OutputError as exc:
+        raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
+        raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
     except Exception as exc:
         raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc)) from exc
     try:

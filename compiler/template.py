@@ -71,6 +71,7 @@ import builtins
 import hashlib
 import linecache
 import re
+import types
 import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -119,6 +120,9 @@ __all__ = [
 APPEND = "__append__"
 PARTS = "__parts__"
 LOOKUP = "__promptc_input__"
+#: what a `{{ }}` block's value goes through: `__promptc_output__(value, token_index)`, which
+#: refuses to print a function or a class as text (see `execute`)
+OUTPUT = "__promptc_output__"
 #: The function a section's template compiles into.
 FUNCTION = "__promptc_section__"
 
@@ -893,6 +897,35 @@ def _append(value: ast.expr, where: ast.AST | int) -> ast.stmt:
     return _at(ast.Expr(call), *loc)  # type: ignore[no-any-return]
 
 
+def _output(value: ast.expr, where: ast.AST, index: int) -> ast.stmt:
+    """`__promptc_output__(value, index)`: a `{{ }}` block's value, checked before it is output."""
+    loc = (where.lineno, where.col_offset, where.end_lineno, where.end_col_offset)  # type: ignore[attr-defined]
+    call = _at(ast.Call(_at(ast.Name(OUTPUT, ast.Load()), *loc), [value, _at(ast.Constant(index), *loc)], []), *loc)
+    return _at(ast.Expr(call), *loc)  # type: ignore[no-any-return]
+
+
+#: values that are code, not text: printing one (`{{ input }}` → `<built-in function input>`) is
+#: never what a prompt meant
+NOT_TEXT = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    type,
+)
+
+
+class OutputError(Exception):
+    """A `{{ }}` block's value is a function or a class; `token` is the block's token index."""
+
+    def __init__(self, token: int, value: object) -> None:
+        kind = "class" if isinstance(value, type) else "function"
+        super().__init__(f"a {kind} ({value!r}), not text")
+        self.token = token
+        self.value = value
+
+
 def _short_repr(text: str) -> str:
     return repr(text) if len(text) <= 80 else repr(text[:60]) + " ..."
 
@@ -1090,7 +1123,7 @@ def generate(tokens: Sequence[Token]) -> Program:
                 if parts.kind == "expr":
                     last = statements.pop()
                     body.extend(statements)
-                    body.append(_append(last.value, last))  # type: ignore[attr-defined]
+                    body.append(_output(last.value, last, index))  # type: ignore[attr-defined]
                 else:
                     body.extend(statements)
                 listing.extend(indent + line for line in text.split("\n"))
@@ -1197,11 +1230,19 @@ def execute(code: CodeType, inputs: Mapping[str, Any], lookup: Callable[[str], A
     `__promptc_input__` (= `lookup`, which `${path}` calls) — set after the inputs, so an input of
     one of those names cannot replace them. Exceptions from the template propagate unchanged."""
     parts: list[Any] = []
+    append = parts.append
+
+    def output(value: Any, token: int) -> None:
+        if isinstance(value, NOT_TEXT):
+            raise OutputError(token, value)
+        append(value)
+
     scope: dict[str, Any] = dict(inputs)
     scope["__builtins__"] = builtins
     scope[PARTS] = parts
-    scope[APPEND] = parts.append
+    scope[APPEND] = append
     scope[LOOKUP] = lookup
+    scope[OUTPUT] = output
     exec(code, scope)
     return parts
 

@@ -129,6 +129,7 @@ CASES = {
     "E601": _text("Line one\nValue: {{ a + }}\n"),
     "E602": _text("{{ x = 1 }}\n"),
     "W603": _text("{{ locals()['name'] }}\n"),
+    "W604": _text("Ask the user:\n{{ input }}\n"),
     # 7xx
     "E701": _text("/// section: a\nx\n/// section: a\ny\n"),
     "E702": _text("/// section: rules stable\nUse ${tone}.\n"),

@@ -83,3 +83,25 @@ def test_e501_points_at_the_use_not_at_the_first_match(template: str, where: tup
 def test_e702_points_at_the_use() -> None:
     result = compile_text("/// section: rules stable\n{{ 'user: ' + user }}\n")
     assert [(d.code, d.line, d.col) for d in result.diagnostics] == [("E702", 2, 15)]
+
+
+def test_a_builtin_output_as_a_value_warns_at_build_and_fails_at_render() -> None:
+    from promptc.runtime import TemplateError
+
+    result = compile_text("Ask: {{ input }}\n")
+    assert [d.code for d in result.diagnostics] == ["W604"]
+    assert result.artifact is not None and result.artifact.inputs == ()
+    with pytest.raises(TemplateError, match=r"`\{\{ input \}\}` outputs a function"):
+        render_artifact(result.artifact, {})
+    assert compile_text("{# input = 'x' #}Ask: {{ input }}\n").diagnostics == ()  # assigned: a value
+
+
+@pytest.mark.parametrize("value", [len, str, lambda: 1, object().__str__])
+def test_a_function_or_a_class_is_never_rendered_as_text(value) -> None:
+    from promptc.runtime import RenderError
+
+    for template in ("Use ${tool}\n", "Use {{ tool }}\n"):
+        artifact = compile_text(template).artifact
+        assert artifact is not None
+        with pytest.raises(RenderError, match="tool"):
+            render_artifact(artifact, {"tool": value})

@@ -1277,6 +1277,16 @@ class _Template:
         indent, loops = _nesting(entry.body)
         self.depth_check(block, indent, loops)
         self.an.stmts(entry.body)
+        last = entry.body[-1] if block.kind == "expr" and entry.body else None
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Name):
+            name = last.value.id
+            if name in BUILTIN_NAMES and name not in self.an.state.names:
+                self.an.report(
+                    codes.BUILTIN_AS_TEXT,
+                    f"`{{{{ {name} }}}}` outputs Python's builtin `{name}`, not a value: it renders as an error",
+                    last.value,
+                    f"name the value something else (`{name}_text`), or call it: `{name}(…)`",
+                )
 
     def statement(self, index: int, block: Block, entry: _Parsed | None) -> None:
         an = self.an
