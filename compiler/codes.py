@@ -190,6 +190,11 @@ NEAR_SEPARATOR = _code(
     "line looks like a role separator but is not one",
     "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
 )
+LATE_SYSTEM_MESSAGE = _code(
+    "W405",
+    "system message after the conversation started",
+    "A `system` or `developer` message follows a user or assistant message. The openai shapes send it where it stands; the anthropic shape, whose API has one system prompt at the start, sends it as a user turn in its place, so every shape keeps the order the cache prefix was proven in.",
+)
 
 # 5xx: inputs and placeholders
 UNDECLARED_INPUT = _code(

@@ -124,24 +124,31 @@ class Rendered:
         raise RenderError(f"unknown shape `{shape}`; shapes: {', '.join(SHAPES)}")
 
     def _anthropic(self) -> dict[str, Any]:
-        """System and developer messages go to `system` (Anthropic has no other place for them, so a
-        system message that follows a user message moves ahead of it). One text block per artifact
-        block; empty blocks are skipped (the API refuses empty text), and a message left with no
-        block at all is dropped. `cache_control` goes on the blocks that end at a breakpoint marked
-        for Anthropic; when that block rendered empty, on the text block before it, which ends at
-        the same position of the request."""
+        """The system and developer messages that open the conversation go to `system`. A system or
+        developer message *after* the conversation started is sent as a `user` turn in its place
+        (Anthropic has one system prompt, at the start; moving the text there would put it ahead of
+        the messages and change the bytes every breakpoint after it covers — the build warns, W405).
+        So the request keeps the order of the artifact's blocks, and the recorded prefix and
+        breakpoints stay a prefix of it. One text block per artifact block; empty blocks are
+        skipped (the API refuses empty text), and a message left with no block at all is dropped.
+        `cache_control` goes on the blocks that end at a breakpoint marked for Anthropic; when that
+        block rendered empty, on the text block before it, which ends at the same position."""
         system: list[dict[str, Any]] = []
         messages: list[dict[str, Any]] = []
+        opening = True  # still in the system/developer messages that open the conversation
         for message, blocks in zip(self.messages, self.blocks, strict=True):
-            to_system = message["role"] in SYSTEM_ROLES
-            content: list[dict[str, Any]] = system if to_system else []
+            opening = opening and message["role"] in SYSTEM_ROLES
+            content: list[dict[str, Any]] = system if opening else []
             for block in blocks:
                 if block.text:
                     content.append({"type": "text", "text": block.text})
                 if block.anthropic and content:
                     content[-1]["cache_control"] = {"type": "ephemeral"}
-            if not to_system and content:
-                messages.append({"role": message["role"], "content": content})
+                elif block.anthropic and not opening and messages:  # empty: the block before ends here
+                    messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+            if not opening and content:
+                role = "user" if message["role"] in SYSTEM_ROLES else message["role"]
+                messages.append({"role": role, "content": content})
         return {"system": system, "messages": messages}
 
 

@@ -120,6 +120,7 @@ CASES = {
     "E402": _text("Preamble\n----- system -----\nHi\n"),
     "W403": _text("----- system -----\n/// nothing\n----- user -----\nHi\n"),
     "W404": _text("Hi\n---- user ----\nthere\n"),
+    "W405": _text("----- system -----\nRules.\n----- user -----\nQ\n----- system -----\nNow: ${x}\n"),
     # 5xx
     "E501": _text("/// input: question\nAnswer ${questoin}.\n"),
     "W502": _text("/// input: question, unused\nAnswer ${question}.\n"),
@@ -148,7 +149,8 @@ CASES = {
     "E805": _text("/// include: other\nHi\n", partials={"other.prompt": "x\n"}),
     "E806": _text(
         "/// include: _p0\nHi\n",
-        partials={f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(70)} | {"_p70.prompt": "End.\n"},
+        partials={f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(70)}
+        | {"_p70.prompt": "End.\n"},
     ),
     # 9xx
     "E901": _text("Hi\n", config=Config(tokenizer="gpt-17")),

@@ -74,6 +74,11 @@ PROMPTS = {
     ),
     # starts with dynamic text: no prefix at all
     "no_prefix": "----- system -----\n${state}\n----- user -----\nStable after dynamic.\n",
+    # a system message after the conversation started (W405): stable rules, then a late dynamic one
+    "late_system": (
+        "----- system -----\nStable rules.\n----- user -----\nQ\n----- assistant -----\nok\n"
+        "----- system -----\nNow: ${state}\n----- user -----\n${question}\n"
+    ),
     # every message stable, then a dynamic last turn
     "stable_run": (
         "----- system -----\nA.\n----- user -----\nB.\n----- assistant -----\nC.\n----- user -----\n{{ question }}\n"
@@ -87,6 +92,39 @@ def compiled(name: str) -> dict:
     assert result.artifact is not None, result.diagnostics
     assert not [d for d in result.diagnostics if d.severity == "error"]
     return result.artifact.to_json()
+
+
+def _shape_blocks(shape: str, rendered) -> list[tuple[str, str, bool]]:
+    """A shape's request as (role, block text, cache breakpoint) in the order it is sent."""
+    body = rendered.as_shape(shape)
+    if shape == "plain":
+        return [(m["role"], m["content"], False) for m in body]
+    if shape == "openai":
+        return [(m["role"], m["content"], False) for m in body["messages"]]
+    sent = [("system", b["text"], "cache_control" in b) for b in body["system"]]
+    for message in body["messages"]:
+        sent += [(message["role"], b["text"], "cache_control" in b) for b in message["content"]]
+    return sent
+
+
+def check_shapes(artifact: dict, inputs: dict) -> None:
+    """Every shape sends the artifact's blocks in the artifact's order, so the recorded prefix is a
+    prefix of the request, and Anthropic's breakpoints end exactly where the artifact's do."""
+    rendered = render_artifact(artifact, inputs)
+    message_texts = [m["content"] for m in rendered.messages]
+    for shape in ("plain", "openai"):
+        assert [text for _, text, _ in _shape_blocks(shape, rendered)] == message_texts
+    anthropic = _shape_blocks("anthropic", rendered)
+    in_order = [(mi, b) for mi, blocks in enumerate(rendered.blocks) for b in blocks if b.text]
+    assert [text for _, text, _ in anthropic] == [b.text for _, b in in_order]
+    # the system part is exactly the opening system/developer messages
+    opening = 0
+    while opening < len(rendered.messages) and rendered.messages[opening]["role"] in ("system", "developer"):
+        opening += 1
+    assert [role for role, _, _ in anthropic].count("system") == sum(1 for mi, _ in in_order if mi < opening)
+    # every cached position is the end of an artifact breakpoint
+    ends = {i for i, (_, b) in enumerate(in_order) if b.anthropic}
+    assert {i for i, (_, _, marked) in enumerate(anthropic) if marked} <= ends | {i - 1 for i in ends}
 
 
 def unescape(template: str) -> str:
@@ -134,6 +172,7 @@ def test_rendered_request_starts_with_the_prefix(name, state, question, items):
     inputs = {"state": state, "question": question, "items": items}
     assert set(artifact["inputs"]) <= set(inputs)
     check_prefix(artifact, inputs)
+    check_shapes(artifact, inputs)
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -181,8 +220,12 @@ def test_stable_source_edits_move_the_prefix(stable_a, stable_b, dynamic):
     assert prefix_of(source(stable_a, dynamic, False)) != prefix_of(source(stable_b, dynamic, False))
 
 
-_SEGMENT_TEXT = st.lists(st.sampled_from(["a", "b", "\x1e", "\x1f", "user", "system", "\n", "é"]), max_size=6).map("".join)
-_SEGMENTS = st.lists(st.tuples(st.sampled_from(["system", "developer", "user", "assistant"]), _SEGMENT_TEXT), max_size=4)
+_SEGMENT_TEXT = st.lists(st.sampled_from(["a", "b", "\x1e", "\x1f", "user", "system", "\n", "é"]), max_size=6).map(
+    "".join
+)
+_SEGMENTS = st.lists(
+    st.tuples(st.sampled_from(["system", "developer", "user", "assistant"]), _SEGMENT_TEXT), max_size=4
+)
 
 
 @settings(max_examples=examples(500), deadline=None)

@@ -14,6 +14,7 @@ from .. import codes
 from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
+from ..language import SYSTEM_ROLES
 from ..nodes import (
     IMPLICIT_SECTION,
     Block,
@@ -226,4 +227,21 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             continue
         current_items.append(item)
     close_message()
+    _warn_late_system(messages, ctx)
     return replace(doc, messages=tuple(messages), items=())
+
+
+def _warn_late_system(messages: list[Message], ctx: Context) -> None:
+    """A system or developer message after a user or assistant message: chat APIs differ on it
+    (Anthropic has one system prompt, at the start), so say what the shapes do with it."""
+    started = False
+    for message in messages:
+        if message.role in SYSTEM_ROLES and started:
+            ctx.report(
+                codes.LATE_SYSTEM_MESSAGE,
+                f"`{message.role}` message after the conversation started",
+                message.span,
+                "the anthropic shape sends it as a user turn in its place (it has one system prompt, "
+                "at the start); put standing instructions in the opening system message",
+            )
+        started = started or message.role not in SYSTEM_ROLES
