@@ -105,3 +105,44 @@ def test_a_function_or_a_class_is_never_rendered_as_text(value) -> None:
         assert artifact is not None
         with pytest.raises(RenderError, match="tool"):
             render_artifact(artifact, {"tool": value})
+
+
+def test_a_user_message_empty_after_comments_still_receives_the_user_context() -> None:
+    result = compile_text(
+        "----- system -----\nRules.\n/// section: ctx user_context\nContext here.\n----- user -----\n/// only a comment\n"
+    )
+    assert [d.code for d in result.diagnostics] == []
+    assert result.artifact is not None
+    user = result.artifact.messages[1]
+    assert user.role == "user" and "Context here." in user.content
+
+
+def test_a_message_emptied_by_a_define_is_left_out_with_w403() -> None:
+    result = compile_text("----- system -----\nRules.\n----- user -----\n${empty}\n", defines={"empty": ""})
+    assert [d.code for d in result.diagnostics] == ["W403"]
+    assert result.artifact is not None and [m.role for m in result.artifact.messages] == ["system"]
+
+
+def test_a_define_with_blank_lines_leaves_trimmed_content() -> None:
+    result = compile_text("${block}\n", defines={"block": "\n\nText.\n\n\n"})
+    assert result.artifact is not None and result.artifact.messages[0].content == "Text."
+
+
+@pytest.mark.parametrize(("intro", "disclaimer"), [("", ""), ("", "Careful."), ("Context:", "")])
+def test_an_empty_intro_or_disclaimer_leaves_no_stray_blank_lines(intro: str, disclaimer: str) -> None:
+    from promptc.config import Config
+
+    config = Config(tokenizer="approx-bytes/4", intro=intro, disclaimer=disclaimer)
+    result = compile_text(
+        "----- system -----\nR.\n/// section: ctx user_context\nCtx.\n----- user -----\nQ\n", config=config
+    )
+    assert result.artifact is not None
+    content = result.artifact.messages[1].content
+    assert content == "\n\n".join(part for part in (intro, "Ctx.", disclaimer, "Q") if part)
+    assert "\n\n\n" not in content and not content.startswith("\n")
+
+
+@pytest.mark.parametrize("name", ["user_context.intro", "user_context.disclaimer"])
+def test_a_section_may_not_take_a_name_promptc_generates(name: str) -> None:
+    result = compile_text(f"----- system -----\n/// section: {name}\nX\n----- user -----\nQ\n")
+    assert [d.code for d in result.diagnostics] == ["E701"]

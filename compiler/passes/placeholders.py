@@ -12,6 +12,7 @@ from .. import codes
 from ..context import Context
 from ..language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
 from ..nodes import Block, Document, Escape, Message, Placeholder, Section, Text
+from .roles import trim
 
 
 def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Section:
@@ -34,6 +35,8 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
                 inputs.append(root)
         items.append(item)
     _check_adjacency(items, ctx)
+    if len(items) != len(section.items) or any(a is not b for a, b in zip(items, section.items, strict=True)):
+        items = trim(items)  # a define's value may start or end with blank lines, or be empty
     return replace(section, items=tuple(items), inputs=tuple(inputs))
 
 

@@ -31,6 +31,9 @@ from ..nodes import (
 )
 from ..suggest import did_you_mean
 
+#: section names promptc generates (the frame of the user_context sections)
+GENERATED_SECTIONS = frozenset({"user_context.intro", "user_context.disclaimer"})
+
 
 def _retext(item: Text, start_cut: int, end_cut: int) -> Text:
     span = item.span
@@ -86,7 +89,7 @@ def _first_text_line(item: Item) -> Span | None:
     return None
 
 
-def _has_content(items: list[Item]) -> bool:
+def has_content(items: list[Item]) -> bool:
     return any(not isinstance(i, Text) or i.value.strip() for i in items)
 
 
@@ -117,7 +120,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
         nonlocal current_items
         trimmed = trim(current_items)
         if current is None:
-            if _has_content(trimmed):
+            if has_content(trimmed):
                 if IMPLICIT_SECTION in seen_sections and seen_sections[IMPLICIT_SECTION]:
                     ctx.report(
                         codes.SECTION_TWICE,
@@ -128,7 +131,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                     )
                 seen_sections.setdefault(IMPLICIT_SECTION, 0)
                 place(Section(IMPLICIT_SECTION, None, "system", None, doc.source, tuple(trimmed)))
-        elif _has_content(trimmed):
+        elif has_content(trimmed):
             place(
                 Section(
                     current.name,
@@ -145,15 +148,9 @@ def split_roles(doc: Document, ctx: Context) -> Document:
         nonlocal sections, current
         close_section()
         if in_message:
-            if sections:
-                messages.append(Message(role, message_span, tuple(sections)))
-            else:
-                ctx.report(
-                    codes.EMPTY_MESSAGE,
-                    f"empty `{role}` message left out",
-                    message_span,
-                    "remove the separator, or write the message's text",
-                )
+            # kept even when empty: a user message receives the user_context sections; empty
+            # messages are left out (W403) by partitioning, once defines are bound
+            messages.append(Message(role, message_span, tuple(sections)))
         sections = []
         markers.clear()
         current = None
@@ -211,6 +208,14 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             continue
         if isinstance(item, SectionMarker):
             close_section()
+            if item.name in GENERATED_SECTIONS:
+                ctx.report(
+                    codes.SECTION_TWICE,
+                    f"section name `{item.name}` is the one promptc gives the user_context "
+                    f"{item.name.rpartition('.')[2]}",
+                    item.span,
+                    "choose another name",
+                )
             markers[item.name] = item
             earlier = seen_sections.get(item.name)
             if earlier is not None:

@@ -16,6 +16,7 @@ from .. import codes
 from ..context import Context
 from ..nodes import Block, Document, Message, Section, Text
 from .inference import first_use
+from .roles import has_content
 
 USER_CONTEXT = "user_context"
 INTRO_SECTION = "user_context.intro"
@@ -125,6 +126,8 @@ def partition_sections(doc: Document, ctx: Context) -> Document:
     for message in doc.messages:
         own: list[Section] = []
         for section in message.sections:
+            if not has_content(list(section.items)):
+                continue  # emptied by a define
             section = _resolve_boundary(section, ctx)
             if section.boundary == "stable":
                 _lint_stable_text(section, ctx)
@@ -136,12 +139,20 @@ def partition_sections(doc: Document, ctx: Context) -> Document:
     for message in resolved:
         sections = _ordered(list(message.sections))
         if not placed and message.role == "user":
-            framed = [_frame(ctx.config.intro, INTRO_SECTION, doc), *_ordered(user_context)]
-            framed.append(_frame(ctx.config.disclaimer, DISCLAIMER_SECTION, doc))
-            sections = framed + sections
+            # an empty intro or disclaimer (config "") leaves no blank line behind
+            intro = [_frame(ctx.config.intro, INTRO_SECTION, doc)] if ctx.config.intro else []
+            disclaimer = [_frame(ctx.config.disclaimer, DISCLAIMER_SECTION, doc)] if ctx.config.disclaimer else []
+            sections = [*intro, *_ordered(user_context), *disclaimer, *sections]
             placed = True
         if sections:
             messages.append(Message(message.role, message.span, tuple(sections)))
+        else:
+            ctx.report(
+                codes.EMPTY_MESSAGE,
+                f"empty `{message.role}` message left out",
+                message.span,
+                "remove the separator, or write the message's text",
+            )
     if not placed:
         first = user_context[0]
         ctx.report(
