@@ -20,7 +20,8 @@ class SourceTree:
     source folder. Passes look partials up here; only the build driver touches the disk."""
 
     files: Mapping[str, bytes] = field(default_factory=dict)
-    #: paths that are symlinks resolving outside the source folder (never read)
+    #: paths that are symlinks resolving outside the source folder (never read); a folder's path
+    #: ends with `/`
     outside: Mapping[str, str] = field(default_factory=dict)
     #: how the source folder is shown in diagnostics (as the user named it: "prompts_src")
     root_display: str = ""

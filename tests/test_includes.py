@@ -175,3 +175,14 @@ def test_tags_from_partials_keep_first_seen_order() -> None:
         partials={"_z.prompt": "/// tag: zeta\nZ\n", "_a.prompt": "/// tag: alpha, zeta\nA\n"},
     )
     assert result.artifact is not None and result.artifact.tags == ("own", "zeta", "alpha")
+
+
+def test_an_include_through_a_symlinked_folder_outside_is_e802(project: Path, monkeypatch, tmp_path_factory) -> None:
+    monkeypatch.chdir(project)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write(elsewhere, "_secret.prompt", "Secret.\n")
+    (project / "prompts_src/linked").symlink_to(elsewhere, target_is_directory=True)
+    write(project, "prompts_src/a.prompt", "/// include: linked/_secret\nHi\n")
+    result = check("prompts_src", "build", Config(tokenizer="approx-bytes/4"))
+    assert [(d.code, d.path) for d in result.diagnostics] == [("E802", "prompts_src/a.prompt")]
+    assert "symlink" in result.diagnostics[0].message

@@ -292,7 +292,7 @@ def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:
             path=tree.display(rel),
         )
         for rel in tree.outside
-        if not is_partial(rel)
+        if not is_partial(rel) and not rel.endswith("/")  # folders: only an include through one is an error
     ]
 
 

@@ -145,7 +145,8 @@ def read_tree(
                 if out_real is not None and target == out_real:
                     continue
                 if symlink and not (target == root_real or target.startswith(root_real + os.sep)):
-                    continue  # a folder outside the source tree is not part of it
+                    outside[rel + "/"] = target  # not part of the tree; an include through it is E802
+                    continue
                 subfolders.append((path, rel + "/", target))
                 continue
             if not entry.name.endswith(".prompt"):

@@ -51,7 +51,9 @@ def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str |
         return None, codes.INCLUDE_OUTSIDE, f"include path `{target}` leaves the source folder"
     if not joined.endswith(".prompt"):
         joined += ".prompt"
-    if joined in ctx.tree.outside:
+    if joined in ctx.tree.outside or any(
+        folder.endswith("/") and joined.startswith(folder) for folder in ctx.tree.outside
+    ):
         return None, codes.INCLUDE_OUTSIDE, f"`{target}` is a symlink that points outside the source folder"
     if joined not in ctx.tree.files:
         return None, codes.INCLUDE_NOT_FOUND, f"included file `{target}` not found (looked for {joined})"
