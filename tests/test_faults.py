@@ -147,3 +147,18 @@ def test_a_build_that_waited_for_the_lock_compiles_what_is_there_when_it_gets_it
     out, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, out + err
     assert "Version two." in (project / "build/a.json").read_text()
+
+
+def test_a_file_name_that_is_not_utf8_is_a_diagnostic(project: Path) -> None:
+    write(project, "prompts_src/ok.prompt", "Hi\n")
+    (project / "prompts_src").joinpath(os.fsdecode(b"bad\xff.prompt")).write_text("Hi\n")
+    for command in ("check", "build"):
+        done = subprocess.run(
+            [promptc_executable(), command, "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert "error[E106]: file name is not valid UTF-8" in done.stdout
+        assert "bad\\xff.prompt" in done.stdout

@@ -17,6 +17,15 @@ from ..diagnostics import Diagnostic, file_span, make
 # Reading the source tree
 
 
+def _utf8(name: str) -> bool:
+    """A name the file system gave in bytes that are not UTF-8 arrives with surrogate escapes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class SourceVanished(OSError):
     """A source the listing found could not be read when a compile asked for it."""
 
@@ -135,6 +144,19 @@ def read_tree(
                 continue
             rel = f"{rel_folder}{entry.name}"
             path = entry.path
+            if not _utf8(entry.name):
+                if entry.name.endswith(".prompt") or entry.is_dir():
+                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                    diagnostics.append(
+                        make(
+                            codes.UNREADABLE,
+                            "file name is not valid UTF-8; not read (artifact names are UTF-8 paths)",
+                            file_span(),
+                            "rename it",
+                            path=f"{root_display}/{shown}",
+                        )
+                    )
+                continue
             try:
                 is_dir = entry.is_dir()
             except OSError:
