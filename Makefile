@@ -33,6 +33,7 @@ lint: check
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/pathological.py
 
 clean:
 	rm -rf $(VENV) .promptc-cache .pytest_cache

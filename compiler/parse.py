@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -232,6 +233,76 @@ def _lexer():
     return BasicLexer(parser().lexer_conf)
 
 
+#: openers, with escaped ones first so they are skipped as the lexer skips them (ESCAPE)
+_OPENER_SCAN = re.compile(r"\\(?:\$\{|\{\{|\{#|\{%)|\$\{|\{\{|\{#|\{%")
+#: the mark that stands in for an unterminated opener (see `_mark_unterminated`)
+_MARK = "\ue000"
+_MARKS = {"{{": "\ue000\ue001", "{#": "\ue000\ue002", "{%": "\ue000\ue003", "${": "\ue000\ue004"}
+
+
+def _mark_unterminated(text: str) -> str | None:
+    r"""`text` with every opener that has no closer replaced by a mark of the same length, or None
+    when there is none (or the text holds the mark's character itself).
+
+    The grammar's block terminals are lazy scans to their closer (`{{[\s\S]*?}}`): at an opener
+    with no closer the lexer scans to the end of the file, then falls back to UNTERMINATED — at
+    every such opener, which made 40,000 lines of `{{ a` quadratic. Whether an opener is closed is
+    known in one pass: `{{` and `{#` are closed only when a `}}` / `#}` starts after them somewhere,
+    `${` and `{%` only when a `}` / `%}` follows on the same line. Openers are found left to right
+    and non-overlapping, escaped ones skipped, as the lexer sees them; an opener inside a longer
+    token (a comment, a terminated block) is marked harmlessly, since those terminals accept any
+    character and every token's value is read back from the original text."""
+    if _MARK in text:
+        return None
+    last_expr, last_exec = text.rfind("}}"), text.rfind("#}")
+    line_end = -1
+    last_brace = last_stmt = -1
+    marks: list[int] = []
+    for match in _OPENER_SCAN.finditer(text):
+        opener, at = match.group(), match.start()
+        if opener[0] == "\\":
+            continue
+        if opener == "{{":
+            closed = last_expr >= at + 2
+        elif opener == "{#":
+            closed = last_exec >= at + 2
+        else:
+            if at > line_end:  # a new line: where it ends, and its last `}` and `%}`
+                line_start = text.rfind("\n", 0, at) + 1
+                line_end = text.find("\n", at)
+                if line_end == -1:
+                    line_end = len(text)
+                last_brace = text.rfind("}", line_start, line_end)
+                last_stmt = text.rfind("%}", line_start, line_end)
+            closed = (last_brace if opener == "${" else last_stmt) >= at + 2
+        # `{%}` / `{#}`: the opener's second character may begin a closer (`%}` / `#}`) of a block
+        # before it; left to the lexer (at most one such unclosed opener per line or file)
+        if not closed and not (opener in ("{%", "{#") and text.startswith("}", at + 2)):
+            marks.append(at)
+    if not marks:
+        return None
+    pieces: list[str] = []
+    previous = 0
+    for at in marks:
+        pieces.append(text[previous:at])
+        pieces.append(_MARKS[text[at : at + 2]])
+        previous = at + 2
+    pieces.append(text[previous:])
+    return "".join(pieces)
+
+
+def _unmark(toks, original: str):
+    """Tokens of the marked text, read back against the original text."""
+    from lark import Token
+
+    for tok in toks:
+        if _MARK not in tok.value:
+            yield tok
+            continue
+        kind = "UNTERMINATED" if tok.type == "UNTERMINATED_MARK" else tok.type
+        yield Token.new_borrow_pos(kind, original[tok.start_pos : tok.start_pos + len(tok.value)], tok)
+
+
 def tokens(text: str, *, full_parse: bool = False):
     """The grammar's tokens for `text`.
 
@@ -239,12 +310,17 @@ def tokens(text: str, *, full_parse: bool = False):
     can never reject anything and its parse tree is just the token list: the default path runs
     Lark's lexer alone, three times faster. `full_parse=True` runs the LALR parser, and
     tests/test_parse.py checks that both give the same tokens and that the grammar stays flat.
+    Unterminated openers are marked first (`_mark_unterminated`), which keeps lexing linear.
     """
+    marked = _mark_unterminated(text)
+    lexed = text if marked is None else marked
     if full_parse:
-        return parser().parse(text).children
-    from lark.lexer import LexerThread
+        found = parser().parse(lexed).children
+    else:
+        from lark.lexer import LexerThread
 
-    return LexerThread.from_text(_lexer(), text).lex(None)
+        found = LexerThread.from_text(_lexer(), lexed).lex(None)
+    return found if marked is None else _unmark(found, text)
 
 
 def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) -> tuple[Item, ...]:
