@@ -160,5 +160,21 @@ def test_a_file_name_that_is_not_utf8_is_a_diagnostic(project: Path) -> None:
             text=True,
         )
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-        assert "error[E106]: file name is not valid UTF-8" in done.stdout
+        assert "error[E106]: file name cannot be read as UTF-8" in done.stdout
         assert "bad\\xff.prompt" in done.stdout
+
+
+def test_a_non_ascii_name_without_utf8_mode_is_a_diagnostic_not_a_traceback(project: Path) -> None:
+    write(project, "prompts_src/ok.prompt", "Hi\n")
+    (project / "prompts_src/日本.prompt").write_text("Hi\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONUTF8": "0", "LC_ALL": "C", "LANG": "C", "PYTHONIOENCODING": "ascii:backslashreplace"}
+    done = subprocess.run(
+        [promptc_executable(), "check", "prompts_src", "--tokenizer", "approx-bytes/4"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+    )
+    assert b"Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1)  # 0 where the file system encoding is UTF-8 anyway
+    if done.returncode == 1:
+        assert b"error[E106]: file name cannot be read as UTF-8" in done.stdout

@@ -150,9 +150,9 @@ def read_tree(
                     diagnostics.append(
                         make(
                             codes.UNREADABLE,
-                            "file name is not valid UTF-8; not read (artifact names are UTF-8 paths)",
+                            "file name cannot be read as UTF-8; not read (artifact names are UTF-8 paths)",
                             file_span(),
-                            "rename it",
+                            "rename it; if the name is valid UTF-8, run Python in UTF-8 mode (PYTHONUTF8=1)",
                             path=f"{root_display}/{shown}",
                         )
                     )
