@@ -298,7 +298,7 @@ INCLUDE_NOT_PARTIAL = _code(
 INCLUDE_LIMIT = _code(
     "E806",
     "include nesting too deep or expansion too large",
-    "Partials include partials more than 64 deep, or one prompt's includes would expand to more than 16 MiB of text or a million pieces (a partial included many times by partials that are themselves included many times). The build stops expanding there instead of running out of stack or memory.",
+    "Partials include partials more than 64 deep, or one prompt's includes would expand to more than 16 MiB of text or 200,000 pieces (a partial included many times by partials that are themselves included many times). The build stops expanding there instead of running out of stack or memory.",
 )
 
 # 9xx: configuration, tokenizer and the output folder

@@ -57,7 +57,7 @@ def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnosti
         codes.TOKENIZER_UNAVAILABLE,
         str(exc),
         file_span(),
-        "set `tokenizer` in [tool.promptc] to cl100k_base",
+        "set `tokenizer` in [tool.promptc] to cl100k_base or o200k_base",
         path=path,
     )
 

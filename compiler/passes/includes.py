@@ -68,7 +68,7 @@ MAX_INCLUDE_DEPTH = 64
 #: What one prompt's includes may expand to: characters of text, and items (a fan-out of partials
 #: that each include others ten times would otherwise grow without bound). Past either, E806.
 MAX_EXPANDED_CHARS = 16 * 1024 * 1024
-MAX_EXPANDED_ITEMS = 1_000_000
+MAX_EXPANDED_ITEMS = 200_000
 
 
 class _Expanded:
