@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from promptc.cli import main
@@ -117,8 +118,8 @@ def test_cli_runner_wiring(project: Path, monkeypatch) -> None:
     manifest = json.loads((project / "build/manifest.json").read_text())
     assert manifest["tokenizer"] == "approx-bytes/4"
     result = runner.invoke(main, ["check", "--tokenizer", "nope"])
-    assert result.exit_code == 1
-    assert "error[E901]: unknown tokenizer `nope`" in result.output
+    assert result.exit_code == 2  # one usage error, not an E901 per prompt
+    assert "unknown tokenizer `nope`" in result.output
 
 
 def test_provider_flag_checks_prefix_minimums(project: Path) -> None:
@@ -132,3 +133,19 @@ def test_provider_flag_checks_prefix_minimums(project: Path) -> None:
     )
     unknown = run_promptc("check", "--provider", "nope", cwd=project)
     assert unknown.returncode == 2 and "unknown provider `nope`" in unknown.stderr
+
+
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_an_unknown_tokenizer_is_one_usage_error(project: Path, how: str) -> None:
+    for i in range(5):
+        write(project, f"prompts_src/p{i}.prompt", "Hi\n")
+    args = ["check", "prompts_src"]
+    if how == "flag":
+        args += ["--tokenizer", "gpt-17"]
+    else:
+        (project / "pyproject.toml").write_text('[tool.promptc]\ntokenizer = "gpt-17"\n', encoding="utf-8")
+    for command in ("check", "build"):
+        args[0] = command
+        result = run_promptc(*args, cwd=project)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert result.stderr.count("unknown tokenizer `gpt-17`") == 1 and "E901" not in result.stdout

@@ -86,6 +86,12 @@ def project_config(
     problem = validate(config)
     if problem:
         raise click.BadParameter(problem, param_hint="--provider")
+    from ..meter import TokenizerError, meter
+
+    try:  # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt
+        meter(config.tokenizer)
+    except TokenizerError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tokenizer (or `tokenizer` in [tool.promptc])") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
 
 
