@@ -229,7 +229,13 @@ def test_watch_with_a_process_pool(project: Path, start_watch) -> None:
         for i in range(count):
             save(project / f"prompts_src/p{i:03}.prompt", f"You are assistant {i}. Be {word}.\n")
         expected = f"Be {word}."
-        wait_until(lambda e=expected: all(e in (content(project / "build", f"p{i:03}") or "") for i in range(count)))
+        try:
+            wait_until(
+                lambda e=expected: all(e in (content(project / "build", f"p{i:03}") or "") for i in range(count))
+            )
+        except AssertionError as exc:  # say what the watcher did, for a failure seen only on a loaded machine
+            stale = [i for i in range(count) if expected not in (content(project / "build", f"p{i:03}") or "")]
+            raise AssertionError(f"{exc}; stale: {stale[:10]}\n--- output ---\n{watch.output}") from None
         watch.wait_for_output(" 0 errors", mark)
     for i in range(count):
         (project / f"prompts_src/p{i:03}.prompt").write_text(f"You are assistant {i}. Be brief.\n")
