@@ -12,6 +12,7 @@ from .context import Context, SourceTree
 from .diagnostics import Diagnostic, SourceText, file_span, has_errors, make
 from .emit import build_artifact, dumps
 from .frontend import PartialLoader, read_source
+from .language import SOURCE_SUFFIX
 from .meter import TokenizerError, meter
 from .model import Artifact
 from .nodes import Document
@@ -49,7 +50,7 @@ class CompiledPrompt:
 
 
 def name_of(rel: str) -> str:
-    return rel[: -len(".prompt")] if rel.endswith(".prompt") else rel
+    return rel.removesuffix(SOURCE_SUFFIX)
 
 
 def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnostic:
@@ -134,7 +135,7 @@ def compile_text(
 ) -> CompiledPrompt:
     """Compile a prompt held in a string. `partials` maps source-relative paths to their text."""
     config = (config or Config()).with_defines(defines or {})
-    rel = f"{name}.prompt"
+    rel = f"{name}{SOURCE_SUFFIX}"
     files = {rel: text.encode("utf-8")}
     files.update({path: body.encode("utf-8") for path, body in (partials or {}).items()})
     return compile_source(rel, files[rel], config, SourceTree(files=files))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .codes import Code
 from .config import Config
 from .diagnostics import Diagnostic, SourceText, Span, make
+from .language import SOURCE_SUFFIX
 
 if TYPE_CHECKING:
     from .frontend import PartialLoader
@@ -34,7 +35,7 @@ class SourceTree:
 
     @staticmethod
     def rel_of(name: str) -> str:
-        return f"{name}.prompt"
+        return f"{name}{SOURCE_SUFFIX}"
 
 
 class Context:

@@ -17,7 +17,7 @@ from . import codes
 from .config import Config
 from .context import Context, SourceTree
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, make
-from .language import STD_PREFIX
+from .language import SOURCE_SUFFIX, STD_PREFIX
 from .nodes import Document, Header, Item
 from .source import decode
 
@@ -53,11 +53,17 @@ def read_source(display: str, data: bytes) -> tuple[SourceText | None, tuple[Ite
 def std_partials() -> tuple[str, ...]:
     """The built-in partials, as `std/NAME`."""
     folder = resources.files("promptc.std")
-    return tuple(sorted(f"{STD_PREFIX}{p.name[:-7]}" for p in folder.iterdir() if p.name.endswith(".prompt")))
+    return tuple(
+        sorted(
+            f"{STD_PREFIX}{p.name.removesuffix(SOURCE_SUFFIX)}"
+            for p in folder.iterdir()
+            if p.name.endswith(SOURCE_SUFFIX)
+        )
+    )
 
 
 def _std_bytes(key: str) -> bytes:
-    return resources.files("promptc.std").joinpath(f"{key[len(STD_PREFIX) :]}.prompt").read_bytes()
+    return resources.files("promptc.std").joinpath(f"{key[len(STD_PREFIX) :]}{SOURCE_SUFFIX}").read_bytes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +102,7 @@ class PartialLoader:
         from .passes.directives import collect
 
         if key.startswith(STD_PREFIX):
-            data, display = _std_bytes(key), f"{STD_DISPLAY}/{key[len(STD_PREFIX) :]}.prompt"
+            data, display = _std_bytes(key), f"{STD_DISPLAY}/{key[len(STD_PREFIX) :]}{SOURCE_SUFFIX}"
         else:
             display = self.tree.display(key)
             try:

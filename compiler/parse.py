@@ -28,6 +28,7 @@ from .language import (
     SECTION_DIRECTIVE,
     SEPARATOR,
     STMT_KEYWORDS,
+    TEMPLATE_ESCAPES,
 )
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 from .template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
@@ -234,10 +235,15 @@ def _lexer():
 
 
 #: openers, with escaped ones first so they are skipped as the lexer skips them (ESCAPE)
-_OPENER_SCAN = re.compile(r"\\(?:\$\{|\{\{|\{#|\{%)|\$\{|\{\{|\{#|\{%")
+_OPENER_SCAN = re.compile(r"\\(?:{0})|{0}".format("|".join(map(re.escape, TEMPLATE_ESCAPES))))
 #: the mark that stands in for an unterminated opener (see `_mark_unterminated`)
 _MARK = "\ue000"
-_MARKS = {"{{": "\ue000\ue001", "{#": "\ue000\ue002", "{%": "\ue000\ue003", "${": "\ue000\ue004"}
+_MARKS = {
+    "{{": "\ue000\ue001",
+    "{#": "\ue000\ue002",
+    "{%": "\ue000\ue003",
+    "${": "\ue000\ue004",
+}  # the grammar's UNTERMINATED_MARK
 
 
 def _mark_unterminated(text: str) -> str | None:

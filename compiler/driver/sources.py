@@ -12,6 +12,7 @@ from stat import S_ISREG
 from .. import codes
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, make
+from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX
 
 # ---------------------------------------------------------------------------------------------
 # Reading the source tree
@@ -44,8 +45,6 @@ class LazyFiles(Mapping[str, bytes]):
         self._data = loaded
         self._paths = dict(deferred or {})
         self._order = sorted({*loaded, *self._paths})
-        #: paths that could not be read when asked for (they vanished since the listing)
-        self.failed: list[str] = []
 
     def __getitem__(self, rel: str) -> bytes:
         data = self._data.get(rel)
@@ -58,7 +57,6 @@ class LazyFiles(Mapping[str, bytes]):
         except OSError as exc:
             # Raised, in whichever process asked: compiling empty bytes instead would build (and
             # cache) an empty artifact for a file that is simply gone.
-            self.failed.append(rel)
             raise SourceVanished(rel, exc) from None
         self._data[rel] = data
         return data
@@ -145,7 +143,7 @@ def read_tree(
             rel = f"{rel_folder}{entry.name}"
             path = entry.path
             if not _utf8(entry.name):
-                if entry.name.endswith(".prompt") or entry.is_dir():
+                if entry.name.endswith(SOURCE_SUFFIX) or entry.is_dir():
                     shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
                     diagnostics.append(
                         make(
@@ -171,7 +169,7 @@ def read_tree(
                     continue
                 subfolders.append((path, rel + "/", target))
                 continue
-            if not entry.name.endswith(".prompt"):
+            if not entry.name.endswith(SOURCE_SUFFIX):
                 continue
             if entry.is_symlink():
                 target = os.path.realpath(path)
@@ -238,4 +236,4 @@ def read_tree(
 
 
 def is_partial(rel: str) -> bool:
-    return os.path.basename(rel).startswith("_")
+    return os.path.basename(rel).startswith(PARTIAL_PREFIX)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from .. import codes
 from ..context import Context
 from ..frontend import STD_PREFIX, std_partials
+from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX
 from ..nodes import (
     IMPLICIT_SECTION,
     Block,
@@ -33,7 +34,7 @@ from ..suggest import did_you_mean
 
 def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:
     """(key, error code, message). `key` is a source-relative path or `std/NAME`."""
-    if target.startswith(STD_PREFIX) and not target.endswith(".prompt"):
+    if target.startswith(STD_PREFIX) and not target.endswith(SOURCE_SUFFIX):
         return (
             (target, None, None)
             if target in std_partials()
@@ -49,15 +50,15 @@ def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str |
     joined = posixpath.normpath(posixpath.join(base, target.replace("\\", "/")))
     if joined == ".." or joined.startswith("../"):
         return None, codes.INCLUDE_OUTSIDE, f"include path `{target}` leaves the source folder"
-    if not joined.endswith(".prompt"):
-        joined += ".prompt"
+    if not joined.endswith(SOURCE_SUFFIX):
+        joined += SOURCE_SUFFIX
     if joined in ctx.tree.outside or any(
         folder.endswith("/") and joined.startswith(folder) for folder in ctx.tree.outside
     ):
         return None, codes.INCLUDE_OUTSIDE, f"`{target}` is a symlink that points outside the source folder"
     if joined not in ctx.tree.files:
         return None, codes.INCLUDE_NOT_FOUND, f"included file `{target}` not found (looked for {joined})"
-    if not posixpath.basename(joined).startswith("_"):
+    if not posixpath.basename(joined).startswith(PARTIAL_PREFIX):
         return None, codes.INCLUDE_NOT_PARTIAL, f"`{target}` is a prompt, not a partial"
     return joined, None, None
 
@@ -132,7 +133,7 @@ def _expand(
         if key is None:
             hint = None
             if code == codes.INCLUDE_NOT_FOUND:
-                partials = [p for p in ctx.tree.files if posixpath.basename(p).startswith("_")]
+                partials = [p for p in ctx.tree.files if posixpath.basename(p).startswith(PARTIAL_PREFIX)]
                 close = did_you_mean(item.path, partials, limit=3)
                 hint = f"did you mean `{close}`?" if close else "partials are files named `_name.prompt`"
             elif code == codes.INCLUDE_OUTSIDE:
