@@ -267,6 +267,26 @@ DYNAMIC_LOOKING_TEXT = _code(
     "text that looks dynamic in a stable section",
     "Text in a stable section looks like it changes from run to run (a date or time, a UUID, a long hex id, an epoch timestamp, an absolute home path). When it changes, every cached prefix that contains it is lost.",
 )
+PARAM_NOT_SENT = _code(
+    "W707",
+    "parameter the provider does not accept",
+    "A `/// param:` is not a parameter of the provider's request (for the profile that applies: `provider` in config, or the model's provider). The shapes leave it out of the request; rename or remove it.",
+)
+BREAKPOINT_OUT_OF_REACH = _code(
+    "W708",
+    "cache breakpoint beyond the provider's lookback",
+    "A cache breakpoint sits more than the provider's lookback window (Anthropic: 20 content blocks) after the previous one, so a request whose text changed before it cannot find the entry the previous breakpoint wrote by looking back.",
+)
+REQUIRED_PARAM_MISSING = _code(
+    "E709",
+    "request parameter the provider requires is missing",
+    "The provider's request cannot be sent without this parameter (Anthropic requires `max_tokens`): add `/// param: max_tokens=1024`. Without a profile (no `provider`, no model) nothing is required.",
+)
+INVALID_MODEL = _code(
+    "E710",
+    "invalid model or cache TTL",
+    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m` or `1h`, or the TTL is set for a provider whose cache takes none.",
+)
 STABLE_HAS_CODE = _code(
     "E707",
     "stable section contains template code",
@@ -299,6 +319,33 @@ INCLUDE_LIMIT = _code(
     "E806",
     "include nesting too deep or expansion too large",
     "Partials include partials more than 64 deep, or one prompt's includes would expand to more than 16 MiB of text or 200,000 pieces (a partial included many times by partials that are themselves included many times). The build stops expanding there instead of running out of stack or memory.",
+)
+
+# 82x: tool definitions and output schemas (`/// tools:`, `/// output:`)
+RESOURCE_NOT_FOUND = _code(
+    "E820",
+    "tool or schema file not found",
+    "A file named by `/// tools:` or `/// output:` does not exist in the source folder, or its path is absolute, leaves the source folder or is a symlink that points outside it. Paths resolve like includes: relative to the file that holds the directive.",
+)
+INVALID_JSON = _code(
+    "E821",
+    "invalid JSON file",
+    "A tool or schema file is not valid JSON (the diagnostic points at the first error inside the file), is not UTF-8, or nests deeper than 64 levels.",
+)
+INVALID_TOOL = _code(
+    "E822",
+    "invalid tool definition",
+    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given.',
+)
+INVALID_SCHEMA = _code(
+    "E823",
+    "invalid JSON Schema",
+    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output.',
+)
+DUPLICATE_TOOL = _code(
+    "E824",
+    "duplicate tool name",
+    "Two tools of one prompt share a name (also when one comes from a partial). Providers refuse such a request.",
 )
 
 # 9xx: configuration, tokenizer and the output folder

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import codes
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, SourceText, file_span, has_errors, make
+from .diagnostics import Diagnostic, file_span, has_errors, make
 from .emit import build_artifact, dumps
 from .frontend import PartialLoader, read_source
 from .language import SOURCE_SUFFIX
@@ -17,6 +17,7 @@ from .meter import TokenizerError, meter
 from .model import Artifact
 from .nodes import Document
 from .pipeline import run
+from .request import check, settle
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,13 @@ class CompiledPrompt:
     reused: bool = False
     #: where the build's spool holds the artifact's bytes, when it does not keep them in memory
     spooled: str | None = None
+    #: tool and schema files the prompt read (source-relative): like includes, editing one rebuilds it
+    resources: tuple[str, ...] = field(default=())
+
+    @property
+    def deps(self) -> tuple[str, ...]:
+        """Every file besides its own source that the artifact depends on."""
+        return (*self.includes, *self.resources)
 
     @property
     def ok(self) -> bool:
@@ -63,22 +71,6 @@ def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnosti
     )
 
 
-def _check_prefix_minimum(artifact: Artifact, config: Config, src: SourceText) -> list[Diagnostic]:
-    minimum = config.provider_minimum()
-    tokens = artifact.cache.prefix_tokens
-    if minimum is None or tokens >= minimum:
-        return []
-    return [
-        make(
-            codes.PREFIX_BELOW_MINIMUM,
-            f"cache-stable prefix is {tokens} tokens ({artifact.cache.prefix_chars} chars); "
-            f"{config.provider} caches prefixes of at least {minimum} tokens",
-            src.span(0),
-            "put more stable text before the first dynamic section, or accept that this prompt is not cached",
-        )
-    ]
-
-
 def compile_source(
     rel: str,
     data: bytes,
@@ -97,22 +89,18 @@ def compile_source(
     ctx = Context(config, src, tree, partials)
     ctx.extend(diagnostics)  # passes can see what the parser already reported
     doc = run(Document(src, name, items), ctx)
-    all_diagnostics = tuple(ctx.diagnostics)
+    request, request_diagnostics = settle(doc, config)
+    all_diagnostics = (*ctx.diagnostics, *request_diagnostics)
+    failed = CompiledPrompt(name, rel, all_diagnostics, includes=doc.includes, resources=doc.resources)
     if has_errors(all_diagnostics):
-        return CompiledPrompt(name, rel, all_diagnostics, includes=doc.includes)
+        return failed
     try:
-        tokens = meter(config.tokenizer)
+        artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request)
     except TokenizerError as exc:
-        return CompiledPrompt(
-            name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes
-        )
-    try:
-        artifact = build_artifact(doc, rel, data, tokens)
-    except TokenizerError as exc:
-        return CompiledPrompt(
-            name, rel, (*all_diagnostics, tokenizer_diagnostic(config, display, exc)), includes=doc.includes
-        )
-    all_diagnostics += tuple(_check_prefix_minimum(artifact, config, src))
+        return replace(failed, diagnostics=(*all_diagnostics, tokenizer_diagnostic(config, display, exc)))
+    all_diagnostics = (*all_diagnostics, *check(artifact, doc, request))
+    if has_errors(all_diagnostics):
+        return replace(failed, diagnostics=all_diagnostics)
     encoded = dumps(artifact)
     return CompiledPrompt(
         name,
@@ -123,6 +111,7 @@ def compile_source(
         doc.includes,
         artifact.summary(),
         hashlib.sha256(encoded).hexdigest(),
+        resources=doc.resources,
     )
 
 

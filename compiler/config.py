@@ -21,7 +21,7 @@ DEFAULT_DISCLAIMER = (
     "Important: this context is not necessarily relevant to the current task. "
     "Do not respond to it unless it is highly relevant."
 )
-from .language import ROLES  # noqa: E402 - re-exported: the roles are the language's
+from .language import CACHE_TTLS, ROLES  # noqa: E402 - re-exported: the roles are the language's
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,15 +29,21 @@ class Config:
     src: str = "prompts_src"
     out: str = "build"
     defines: tuple[tuple[str, str], ...] = ()
-    tokenizer: str = "cl100k_base"
-    #: provider whose prompt-cache minimum prefix size is checked: "anthropic", "anthropic:opus", "openai",
-    #: "gemini:flash"…, or "" for no check. Minimums live in compiler/data/providers.json.
+    #: "" lets each prompt's provider profile pick (cl100k_base when no profile applies)
+    tokenizer: str = ""
+    #: the provider profile for every prompt: "anthropic", "openai", "gemini", or "" to take it from
+    #: each prompt's model. Profiles live in promptc/data/providers.json.
     provider: str = ""
+    #: the model of prompts that set no `/// param: model=`
+    model: str = ""
+    #: Anthropic breakpoint lifetime, "5m" or "1h" ("" leaves the provider's default, 5 minutes)
+    cache_ttl: str = ""
     default_role: str = "system"
     intro: str = DEFAULT_INTRO
     disclaimer: str = DEFAULT_DISCLAIMER
     require_declared_inputs: bool = False
-    #: overrides or additions to the provider minimums table: {"myproxy": 512}
+    #: overrides of the minimum cacheable prefix, by provider name or model-name prefix:
+    #: {"claude-sonnet-4-5" = 2048}
     provider_minimums: tuple[tuple[str, int], ...] = ()
     #: where `pyproject.toml` was found (for messages only; never written into artifacts)
     origin: str | None = field(default=None, compare=False)
@@ -52,11 +58,24 @@ class Config:
             return self
         return replace(self, defines=tuple(sorted({**self.defines_map, **defines}.items())))
 
-    def provider_minimum(self) -> int | None:
-        """The chosen provider's minimum cacheable prefix (tokens), or None when no provider is set."""
-        if not self.provider:
-            return None
-        return {**provider_minimums(), **dict(self.provider_minimums)}.get(self.provider)
+    def profile(self, model: str | None):
+        """The provider profile for a prompt of `model` (`promptc.profiles.Profile`), with this
+        config's minimum overrides applied; None when neither `provider` nor the model names one."""
+        from dataclasses import replace as _replace
+
+        from .profiles import resolve
+
+        profile = resolve(self.provider or None, model or self.model or None)
+        if profile is None or not self.provider_minimums:
+            return profile
+        overrides = dict(self.provider_minimums)
+        model = model or self.model
+        best = max((key for key in overrides if model and model.startswith(key)), key=len, default=None)
+        if best is None and profile.name in overrides:
+            best = profile.name
+        if best is None:
+            return profile
+        return _replace(profile, min_cacheable_tokens=overrides[best], family=best)
 
     def fingerprint(self) -> str:
         """What in the config can change artifact bytes (for incremental build caches)."""
@@ -64,6 +83,8 @@ class Config:
             repr(self.defines),
             self.tokenizer,
             self.provider,
+            self.model,
+            self.cache_ttl,
             self.default_role,
             self.intro,
             self.disclaimer,
@@ -71,14 +92,6 @@ class Config:
             repr(self.provider_minimums),
         ]
         return "\x1f".join(parts)
-
-
-def provider_minimums() -> dict[str, int]:
-    import json
-    from importlib import resources
-
-    data = json.loads(resources.files("promptc.data").joinpath("providers.json").read_text(encoding="utf-8"))
-    return dict(data["minimums"])
 
 
 _KEYS = {f.name for f in fields(Config)} - {"origin"}
@@ -108,6 +121,8 @@ def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
         return value, None
     if not isinstance(value, str):
         return None, f"`{key}` must be a string"
+    if key == "cache_ttl" and value not in ("", *CACHE_TTLS):
+        return None, f"`cache_ttl` must be one of {', '.join(CACHE_TTLS)}"
     if key == "default_role" and value not in ROLES:
         return None, f"`default_role` must be one of {', '.join(ROLES)}"
     return value, None
@@ -115,9 +130,12 @@ def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
 
 def validate(config: Config) -> str | None:
     """Cross-field checks, after file values and CLI flags are merged."""
-    if config.provider and config.provider_minimum() is None:
-        known = sorted({**provider_minimums(), **dict(config.provider_minimums)})
-        return f"unknown provider `{config.provider}`; known: {', '.join(known)}"
+    from .profiles import providers
+
+    if config.provider and config.provider not in providers():
+        close = did_you_mean(config.provider.split(":")[0], providers())
+        extra = f"; did you mean `{close}`?" if close else ""
+        return f"unknown provider `{config.provider}`{extra} (known: {', '.join(providers())})"
     return None
 
 

@@ -10,18 +10,37 @@ those rendered bytes.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .language import JOINER, escape_literal
 from .meter import Meter
-from .model import ARTIFACT_SCHEMA, Artifact, Block, Breakpoint, Cache, Message, PrefixEnd, Section, Totals
+from .model import (
+    ARTIFACT_SCHEMA,
+    Artifact,
+    Block,
+    Breakpoint,
+    Cache,
+    Message,
+    OutputSchema,
+    PrefixEnd,
+    Provider,
+    Section,
+    Tokenizer,
+    Tool,
+    Totals,
+    head_segments,
+)
 from .nodes import Block as BlockNode
 from .nodes import Document, Escape, Placeholder, Text
 from .nodes import Section as SectionNode
 
 ANTHROPIC_MAX_BREAKPOINTS = 4
+
+if TYPE_CHECKING:
+    from .profiles import Profile
 
 
 def section_text(section: SectionNode) -> tuple[str, str | None]:
@@ -71,7 +90,22 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def build_artifact(doc: Document, rel_source: str, source_bytes: bytes, meter: Meter) -> Artifact:
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the build settled about the request around the messages: the model, the provider
+    profile that applies (None: none), the tokenizer of the counts and the breakpoint TTL."""
+
+    model: str | None = None
+    profile: Profile | None = None
+    tokenizer: str = "cl100k_base"
+    tokens_exact: bool = False
+    ttl: str | None = None
+
+
+def build_artifact(
+    doc: Document, rel_source: str, source_bytes: bytes, meter: Meter, request: Request | None = None
+) -> Artifact:
+    request = request or Request(tokenizer=meter.name)
     messages_out: list[Message] = []
     # flattened blocks for the cache analysis: (message index, block index, boundary, rendered, chars, tokens)
     flat: list[tuple[int, int, str, str | None, int, int]] = []
@@ -108,6 +142,24 @@ def build_artifact(doc: Document, rel_source: str, source_bytes: bytes, meter: M
         messages_out.append(Message(message.role, content, len(content), tokens, tuple(blocks_out)))  # type: ignore[arg-type]
 
     header = doc.header
+    tools = tuple(Tool(t["name"], t["description"], t["input_schema"]) for t in doc.tools)
+    output = doc.output_schema
+    output_schema = OutputSchema(output["name"], output["schema"]) if output is not None else None
+    head = head_segments(tools, output_schema)
+    head_chars = sum(len(text) for _, text in head)
+    head_tokens = sum(meter.tokens(text) for _, text in head)
+    profile = request.profile
+    provider = None
+    if profile is not None:
+        provider = Provider(
+            profile.name,
+            profile.shape,
+            profile.family,
+            profile.min_cacheable_tokens,
+            profile.cache_step_tokens,
+            profile.max_breakpoints,
+            profile.lookback_blocks,
+        )
     return Artifact(
         ARTIFACT_SCHEMA,
         doc.name,
@@ -115,26 +167,39 @@ def build_artifact(doc: Document, rel_source: str, source_bytes: bytes, meter: M
         hashlib.sha256(source_bytes).hexdigest(),
         header.flow,
         header.node,
-        dict(sorted(header.params)),
+        request.model,
+        provider,
+        Tokenizer(request.tokenizer, request.tokens_exact),
+        dict(sorted((k, v) for k, v in header.params if k != "model")),
         tuple(header.tags),
         dict(sorted(header.metadata)),
         tuple(doc.inputs),
         tuple(doc.helpers),
         "python" if has_template else "placeholder",
         tuple(doc.includes),
+        tuple(doc.resources),
+        tools,
+        output_schema,
         tuple(messages_out),
-        _cache(doc, flat, meter),
-        Totals(sum(m.chars for m in messages_out), sum(m.tokens for m in messages_out)),
+        _cache(doc, flat, meter, head, head_chars, head_tokens, request),
+        Totals(head_chars + sum(m.chars for m in messages_out), head_tokens + sum(m.tokens for m in messages_out)),
     )
 
 
-def _cache(doc: Document, flat, meter: Meter) -> Cache:
-    segments: list[tuple[str, str]] = []
+def _cache(
+    doc: Document, flat, meter: Meter, head: list[tuple[str, str]], head_chars: int, head_tokens: int, request: Request
+) -> Cache:
+    """The cache-stable prefix and the breakpoints. The request is read in the providers' cache
+    order: the head (tools, output schema), then each message's blocks."""
+    segments: list[tuple[str, str]] = list(head)
     in_prefix = True
-    ends: list[tuple[int, int, int, int, bool]] = []  # (message, block, chars, tokens, stable prefix)
-    chars = tokens = 0
+    # (message, block, chars, tokens, stable prefix); message and block None: after the head
+    ends: list[tuple[int | None, int | None, int, int, bool]] = []
+    chars, tokens = head_chars, head_tokens
     last_message = -1
-    prefix_end: tuple[int, int] | None = None
+    prefix_end: tuple[int | None, int | None] | None = (None, None) if head else None
+    if head and (not flat or flat[0][2] != "stable"):
+        ends.append((None, None, chars, tokens, True))  # the head is the whole stable run
     segment_message = -1
     for index, (mi, bi, boundary, rendered, block_chars, block_tokens) in enumerate(flat):
         if mi == last_message:
@@ -156,7 +221,9 @@ def _cache(doc: Document, flat, meter: Meter) -> Cache:
         run_ends = stable and (index + 1 == len(flat) or flat[index + 1][2] != "stable")
         if run_ends:
             ends.append((mi, bi, chars, tokens, prefix_end == (mi, bi) and in_prefix))
-    marked = _anthropic_breakpoints(ends)
+    profile = request.profile
+    limit = profile.max_breakpoints if profile is not None and profile.max_breakpoints else ANTHROPIC_MAX_BREAKPOINTS
+    marked = _anthropic_breakpoints(ends, limit)
     breakpoints = tuple(
         Breakpoint(mi, bi, at_chars, at_tokens, prefix, i in marked)
         for i, (mi, bi, at_chars, at_tokens, prefix) in enumerate(ends)
@@ -172,17 +239,21 @@ def _cache(doc: Document, flat, meter: Meter) -> Cache:
         prefix_sha,
         prefix_text_chars,
         prefix_tokens,
+        profile.cacheable(prefix_tokens) if profile is not None else None,
+        head_chars,
+        head_tokens,
+        request.ttl,
         PrefixEnd(prefix_end[0], prefix_end[1]) if prefix_end else None,
         breakpoints,
     )
 
 
-def _anthropic_breakpoints(ends: list[tuple[int, int, int, int, bool]]) -> set[int]:
+def _anthropic_breakpoints(ends: list[tuple[int | None, int | None, int, int, bool]], limit: int) -> set[int]:
     """Anthropic takes at most four cache breakpoints: always the end of the cache-stable prefix
     (the only one that hits across sessions), then the ones that cover the most tokens."""
     chosen = [i for i, end in enumerate(ends) if end[4]]
     rest = sorted((i for i, end in enumerate(ends) if not end[4]), key=lambda i: -ends[i][3])
-    return set((chosen + rest)[:ANTHROPIC_MAX_BREAKPOINTS])
+    return set((chosen + rest)[:limit])
 
 
 def dumps(obj: Any) -> bytes:

@@ -87,6 +87,8 @@ class PartialLoader:
         self._loaded: dict[str, Partial] = {}
         #: the include pass keeps each partial's expansion here (includes spliced in), by key
         self.expanded: dict[str, object] = {}
+        #: the resources pass keeps each checked tool or schema file here, by source-relative path
+        self.resources: dict[object, object] = {}
 
     def exists(self, key: str) -> bool:
         return key in std_partials() if key.startswith(STD_PREFIX) else key in self.tree.files
@@ -96,6 +98,19 @@ class PartialLoader:
         if partial is None:
             partial = self._loaded[key] = self._read(key)
         return partial
+
+    def read_json(self, key: str) -> tuple[SourceText | None, object, tuple[Diagnostic, ...]]:
+        """A JSON file of the tree (a tool definition or schema), decoded and parsed; not cached
+        here (the resources pass caches what it makes of the file)."""
+        from .jsonfile import read_json
+
+        display = self.tree.display(key)
+        try:
+            data = self.tree.files[key]
+        except OSError as exc:
+            return None, None, (vanished(display, exc),)
+        src, value, diagnostics = read_json(display, data)
+        return src, value, tuple(diagnostics)
 
     def _read(self, key: str) -> Partial:
         from .passes.comments import strip_comments

@@ -67,6 +67,9 @@ __all__ = [
     "SHAPES",
     "MANIFEST",
     "SOURCE_SUFFIX",
+    "RESOURCE_SUFFIX",
+    "TOOL_NAME",
+    "CACHE_TTLS",
     "PARTIAL_PREFIX",
     "CACHE_DIR",
     "STD_PREFIX",
@@ -156,7 +159,13 @@ MAX_NESTING = 90
 # Builds and artifacts
 
 #: Request shapes `Rendered.as_shape` produces.
-SHAPES: tuple[str, ...] = ("plain", "openai", "anthropic")
+SHAPES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "gemini")
+#: Tool definitions and output schemas (`/// tools:`, `/// output:`) are files with this suffix.
+RESOURCE_SUFFIX = ".json"
+#: The shape of a tool's name that every provider accepts.
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
+#: `cache_ttl` values (Anthropic's two breakpoint lifetimes).
+CACHE_TTLS: tuple[str, ...] = ("5m", "1h")
 MANIFEST = "manifest.json"
 SOURCE_SUFFIX = ".prompt"
 #: A source file whose name starts with this is a partial: it emits no artifact.

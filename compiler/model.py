@@ -45,14 +45,18 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "Message",
+    "OutputSchema",
     "PrefixEnd",
+    "Provider",
     "PrefixGroup",
     "Section",
+    "Tokenizer",
+    "Tool",
     "Totals",
 ]
 
-ARTIFACT_SCHEMA = "promptc.artifact/1"
-MANIFEST_SCHEMA = "promptc.manifest/1"
+ARTIFACT_SCHEMA = "promptc.artifact/2"
+MANIFEST_SCHEMA = "promptc.manifest/2"
 
 Role = Literal["system", "developer", "user", "assistant"]
 Boundary = Literal["stable", "dynamic"]
@@ -63,6 +67,8 @@ ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant")
 BOUNDARIES: tuple[Boundary, ...] = ("stable", "dynamic")
 TARGETS: tuple[Target, ...] = ("system", "user_context")
 RENDERERS: tuple[Renderer, ...] = ("placeholder", "python")
+TTLS: tuple[str, ...] = ("5m", "1h")
+SHAPE_NAMES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "gemini")
 
 
 class ArtifactError(ValueError):
@@ -166,6 +172,21 @@ def _count(data: Mapping[str, Any], key: str, at: str) -> int:
     raise _expected(at + key, "an integer", value)
 
 
+def _optional_count(data: Mapping[str, Any], key: str, at: str) -> int | None:
+    value = data.get(key, _MISSING)
+    if value is None:
+        return None
+    if type(value) is int and value >= 0:
+        return value
+    raise _expected(at + key, "a non-negative integer or null", value)
+
+
+def _optional_index(value: Any, path: str) -> int | None:
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    raise _expected(path, "a non-negative integer or null", value)
+
+
 def _bool(data: Mapping[str, Any], key: str, at: str) -> bool:
     value = data.get(key, _MISSING)
     if value is True or value is False:
@@ -185,6 +206,13 @@ def _optional_sha256(data: Mapping[str, Any], key: str, at: str) -> str | None:
     if value is None or (isinstance(value, str) and _SHA256.fullmatch(value)):
         return value
     raise _expected(at + key, "a sha256 (64 lowercase hex digits) or null", value)
+
+
+def _optional_choice(data: Mapping[str, Any], key: str, at: str, choices: tuple[str, ...]) -> str | None:
+    value = data.get(key, _MISSING)
+    if value is None or (isinstance(value, str) and value in choices):
+        return value
+    raise _expected(at + key, "null or one of " + ", ".join(map(repr, choices)), value)
 
 
 def _choice(data: Mapping[str, Any], key: str, at: str, choices: tuple[str, ...]) -> str:
@@ -299,7 +327,10 @@ def _check_schema(data: Mapping[str, Any], kind: str, current: str, label: str) 
                 "schema",
             )
         if match:
-            raise ArtifactError(f"{label}: schema {schema} is not one this promptc reads ({current})", "schema")
+            raise ArtifactError(
+                f"{label}: schema {schema} is not one this promptc reads ({current}) — rebuild with this promptc",
+                "schema",
+            )
     raise ArtifactError(f"{label}: not a promptc {kind} (schema {_describe(schema)})", "schema")
 
 
@@ -312,6 +343,26 @@ def _document(data: Any, label: str) -> Mapping[str, Any]:
     if isinstance(data, dict) or isinstance(data, Mapping):
         return data
     raise ArtifactError(f"{label}: expected a JSON object, got {_describe(data)}")
+
+
+def canonical_json(value: Any) -> str:
+    """The one text promptc hashes and counts for a JSON value: compact, keys in the order written,
+    non-ASCII kept (what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` gives)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def head_segments(tools: Iterable[Any], output_schema: Any) -> list[tuple[str, str]]:
+    """The part of a request that leads it in every provider's cache order, before any message: the
+    tools, then the output schema, each as (tag, canonical JSON). The tags are not role names, so
+    they cannot be confused with a message in the prefix encoding."""
+    tool_list = [t.to_json() if hasattr(t, "to_json") else t for t in tools]
+    segments: list[tuple[str, str]] = []
+    if tool_list:
+        segments.append(("tools", canonical_json(tool_list)))
+    if output_schema is not None:
+        schema = output_schema.to_json() if hasattr(output_schema, "to_json") else output_schema
+        segments.append(("output_schema", canonical_json(schema)))
+    return segments
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,13 +508,15 @@ class Message:
 class Breakpoint:
     """Where a run of stable blocks ends: a place a provider can cache the request up to.
 
-    `chars` and `tokens` count the request from its start through this block. `stable_prefix` marks
-    the end of the cache-stable prefix; `anthropic` marks the (at most four) breakpoints the
+    `chars` and `tokens` count the request from its start through this block (the tools and the
+    output schema, which lead the request, included). `message` and `block` are both None for the
+    breakpoint right after the tools and schema, when they are the whole stable run. `stable_prefix`
+    marks the end of the cache-stable prefix; `anthropic` marks the (at most four) breakpoints the
     Anthropic shape sends as `cache_control`.
     """
 
-    message: int
-    block: int
+    message: int | None
+    block: int | None
     chars: int
     tokens: int
     stable_prefix: bool
@@ -489,8 +542,8 @@ class Breakpoint:
     @classmethod
     def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
         return cls(
-            _count(data, "message", at),
-            _count(data, "block", at),
+            _optional_index(_get(data, "message", at), at + "message"),
+            _optional_index(_get(data, "block", at), at + "block"),
             _count(data, "chars", at),
             _count(data, "tokens", at),
             _bool(data, "stable_prefix", at),
@@ -500,10 +553,11 @@ class Breakpoint:
 
 @dataclass(frozen=True, slots=True)
 class PrefixEnd:
-    """The last block (message index, block index) of the cache-stable prefix."""
+    """The last block (message index, block index) of the cache-stable prefix; both None when the
+    prefix is the tools and output schema alone."""
 
-    message: int
-    block: int
+    message: int | None
+    block: int | None
 
     def to_json(self) -> dict[str, Any]:
         return {"message": self.message, "block": self.block}
@@ -517,7 +571,16 @@ class PrefixEnd:
 
     @classmethod
     def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
-        return cls(_count(data, "message", at), _count(data, "block", at))
+        return cls(
+            _optional_index(_get(data, "message", at), at + "message"),
+            _optional_index(_get(data, "block", at), at + "block"),
+        )
+
+
+def _optional(data: Mapping[str, Any], key: str, parse: Any, at: str = "") -> Any:
+    """`data[key]` parsed with `parse`, or None when it is null (the key is required)."""
+    value = _get(data, key, at)
+    return None if value is None else parse(_object(value, at + key), f"{at}{key}.")
 
 
 def _prefix_end(value: Any, path: str) -> PrefixEnd | None:
@@ -526,11 +589,20 @@ def _prefix_end(value: Any, path: str) -> PrefixEnd | None:
 
 @dataclass(frozen=True, slots=True)
 class Cache:
-    """The cache analysis: the cache-stable prefix (None/0 when the prompt has none) and breakpoints."""
+    """The cache analysis: the cache-stable prefix (None/0 when the prompt has none) and breakpoints.
+
+    The prefix covers the request in the providers' cache order: the tools and the output schema
+    first (`head_chars`/`head_tokens` of it; 0 without them), then the messages. `cacheable_tokens`
+    is what the provider profile caches of it (None without a profile); `ttl` the Anthropic
+    breakpoint lifetime (None: the provider's default)."""
 
     prefix_sha256: str | None
     prefix_chars: int
     prefix_tokens: int
+    cacheable_tokens: int | None
+    head_chars: int
+    head_tokens: int
+    ttl: str | None
     prefix_end: PrefixEnd | None
     breakpoints: tuple[Breakpoint, ...]
 
@@ -539,6 +611,10 @@ class Cache:
             "prefix_sha256": self.prefix_sha256,
             "prefix_chars": self.prefix_chars,
             "prefix_tokens": self.prefix_tokens,
+            "cacheable_tokens": self.cacheable_tokens,
+            "head_chars": self.head_chars,
+            "head_tokens": self.head_tokens,
+            "ttl": self.ttl,
             "prefix_end": None if self.prefix_end is None else self.prefix_end.to_json(),
             "breakpoints": [breakpoint.to_json() for breakpoint in self.breakpoints],
         }
@@ -557,6 +633,10 @@ class Cache:
             _optional_sha256(data, "prefix_sha256", at),
             _count(data, "prefix_chars", at),
             _count(data, "prefix_tokens", at),
+            _optional_count(data, "cacheable_tokens", at),
+            _count(data, "head_chars", at),
+            _count(data, "head_tokens", at),
+            cast("str | None", _optional_choice(data, "ttl", at, TTLS)),
             _prefix_end(_get(data, "prefix_end", at), at + "prefix_end"),
             tuple(
                 parse(_object(item, f"{at}breakpoints[{i}]"), f"{at}breakpoints[{i}].")
@@ -588,6 +668,94 @@ class Totals:
 
 
 @dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool definition (`/// tools:`), as the file gave it: `input_schema` is a JSON Schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = field(hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": _json_copy(self.input_schema, "input_schema", check=False),
+        }
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        return cls(_str(data, "name", at), _str(data, "description", at), _json_object(data, "input_schema", at))
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """The structured-output schema (`/// output:`): its name and the JSON Schema."""
+
+    name: str
+    schema: dict[str, Any] = field(hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "schema": _json_copy(self.schema, "schema", check=False)}
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        return cls(_str(data, "name", at), _json_object(data, "schema", at))
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """The provider profile the build applied (`promptc/data/providers.json`): the request shape,
+    and the numbers of the model family (`family`, a model-name prefix; None for the default)."""
+
+    name: str
+    shape: str
+    family: str | None
+    min_cacheable_tokens: int
+    cache_step_tokens: int | None
+    max_breakpoints: int | None
+    lookback_blocks: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shape": self.shape,
+            "family": self.family,
+            "min_cacheable_tokens": self.min_cacheable_tokens,
+            "cache_step_tokens": self.cache_step_tokens,
+            "max_breakpoints": self.max_breakpoints,
+            "lookback_blocks": self.lookback_blocks,
+        }
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        return cls(
+            _str(data, "name", at),
+            _choice(data, "shape", at, SHAPE_NAMES),
+            _optional_str(data, "family", at),
+            _count(data, "min_cacheable_tokens", at),
+            _optional_count(data, "cache_step_tokens", at),
+            _optional_count(data, "max_breakpoints", at),
+            _optional_count(data, "lookback_blocks", at),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenizer:
+    """The tokenizer every count of the artifact was made with, and whether the counts are the
+    provider's own (`exact`) or an estimate."""
+
+    name: str
+    exact: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "exact": self.exact}
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        return cls(_str(data, "name", at), _bool(data, "exact", at))
+
+
+@dataclass(frozen=True, slots=True)
 class Artifact:
     """One compiled prompt, `build/<name>.json`.
 
@@ -601,6 +769,9 @@ class Artifact:
     source_sha256: str
     flow: str | None
     node: str | None
+    model: str | None
+    provider: Provider | None
+    tokenizer: Tokenizer
     params: dict[str, Any] = field(hash=False)
     tags: tuple[str, ...]
     metadata: dict[str, str] = field(hash=False)
@@ -608,6 +779,9 @@ class Artifact:
     helpers: tuple[str, ...]
     renderer: Renderer
     includes: tuple[str, ...]
+    resources: tuple[str, ...]
+    tools: tuple[Tool, ...]
+    output_schema: OutputSchema | None
     messages: tuple[Message, ...]
     cache: Cache
     totals: Totals
@@ -620,6 +794,9 @@ class Artifact:
             "source_sha256": self.source_sha256,
             "flow": self.flow,
             "node": self.node,
+            "model": self.model,
+            "provider": None if self.provider is None else self.provider.to_json(),
+            "tokenizer": self.tokenizer.to_json(),
             "params": _json_copy(self.params, "params", check=False),
             "tags": list(self.tags),
             "metadata": dict(self.metadata),
@@ -627,6 +804,9 @@ class Artifact:
             "helpers": list(self.helpers),
             "renderer": self.renderer,
             "includes": list(self.includes),
+            "resources": list(self.resources),
+            "tools": [tool.to_json() for tool in self.tools],
+            "output_schema": None if self.output_schema is None else self.output_schema.to_json(),
             "messages": [message.to_json() for message in self.messages],
             "cache": self.cache.to_json(),
             "totals": self.totals.to_json(),
@@ -648,6 +828,9 @@ class Artifact:
                 _sha256(data, "source_sha256", ""),
                 _optional_str(data, "flow", ""),
                 _optional_str(data, "node", ""),
+                _optional_str(data, "model", ""),
+                _optional(data, "provider", Provider._parse),
+                Tokenizer._parse(_object(_get(data, "tokenizer", ""), "tokenizer"), "tokenizer."),
                 _json_object(data, "params", ""),
                 _strings(data, "tags", ""),
                 _string_map(data, "metadata", ""),
@@ -655,6 +838,12 @@ class Artifact:
                 _names(data, "helpers", ""),
                 cast(Renderer, _choice(data, "renderer", "", RENDERERS)),
                 _strings(data, "includes", ""),
+                _strings(data, "resources", ""),
+                tuple(
+                    Tool._parse(_object(item, f"tools[{i}]"), f"tools[{i}].")
+                    for i, item in enumerate(_list(data, "tools", ""))
+                ),
+                _optional(data, "output_schema", OutputSchema._parse),
                 tuple(
                     parse(_object(item, f"messages[{i}]"), f"messages[{i}].")
                     for i, item in enumerate(_list(data, "messages", ""))
@@ -672,8 +861,13 @@ class Artifact:
             "source_sha256": self.source_sha256,
             "inputs": list(self.inputs),
             "includes": list(self.includes),
+            "model": self.model,
+            "provider": None if self.provider is None else self.provider.name,
+            "tokenizer": self.tokenizer.name,
+            "tokens_exact": self.tokenizer.exact,
             "prefix_sha256": self.cache.prefix_sha256,
             "prefix_tokens": self.cache.prefix_tokens,
+            "cacheable_tokens": self.cache.cacheable_tokens,
         }
 
     def breakpoint_at(self, message_index: int, block_index: int) -> Breakpoint | None:
@@ -699,8 +893,14 @@ class ManifestEntry:
     source_sha256: str
     inputs: tuple[str, ...]
     includes: tuple[str, ...]
+    model: str | None
+    provider: str | None
+    #: the tokenizer of this artifact's counts, and whether they are the provider's own
+    tokenizer: str
+    tokens_exact: bool
     prefix_sha256: str | None
     prefix_tokens: int
+    cacheable_tokens: int | None
 
     @classmethod
     def of(cls, artifact: Artifact, path: str, sha256: str) -> Self:
@@ -712,8 +912,13 @@ class ManifestEntry:
             artifact.source_sha256,
             artifact.inputs,
             artifact.includes,
+            artifact.model,
+            None if artifact.provider is None else artifact.provider.name,
+            artifact.tokenizer.name,
+            artifact.tokenizer.exact,
             artifact.cache.prefix_sha256,
             artifact.cache.prefix_tokens,
+            artifact.cache.cacheable_tokens,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -724,8 +929,13 @@ class ManifestEntry:
             "source_sha256": self.source_sha256,
             "inputs": list(self.inputs),
             "includes": list(self.includes),
+            "model": self.model,
+            "provider": self.provider,
+            "tokenizer": self.tokenizer,
+            "tokens_exact": self.tokens_exact,
             "prefix_sha256": self.prefix_sha256,
             "prefix_tokens": self.prefix_tokens,
+            "cacheable_tokens": self.cacheable_tokens,
         }
 
     @classmethod
@@ -744,8 +954,13 @@ class ManifestEntry:
             _sha256(data, "source_sha256", at),
             _strings(data, "inputs", at),
             _strings(data, "includes", at),
+            _optional_str(data, "model", at),
+            _optional_str(data, "provider", at),
+            _str(data, "tokenizer", at),
+            _bool(data, "tokens_exact", at),
             _optional_sha256(data, "prefix_sha256", at),
             _count(data, "prefix_tokens", at),
+            _optional_count(data, "cacheable_tokens", at),
         )
 
 
@@ -782,7 +997,8 @@ class Manifest:
     schema: str
     compiler_name: str
     compiler_version: str
-    tokenizer: str
+    #: the configured tokenizer, or None when each prompt's profile picks (entries name their own)
+    tokenizer: str | None
     provider: str | None
     artifacts: dict[str, ManifestEntry] = field(hash=False)
     prefixes: dict[str, PrefixGroup] = field(hash=False)
@@ -792,7 +1008,7 @@ class Manifest:
         cls,
         entries: Mapping[str, ManifestEntry] | Iterable[tuple[str, ManifestEntry]],
         *,
-        tokenizer: str,
+        tokenizer: str | None,
         provider: str | None,
         compiler_version: str | None = None,
     ) -> Self:
@@ -809,7 +1025,9 @@ class Manifest:
             if entry.prefix_sha256:
                 groups.setdefault(entry.prefix_sha256, (entry.prefix_tokens, []))[1].append(name)
         prefixes = {sha: PrefixGroup(tokens, tuple(names)) for sha, (tokens, names) in sorted(groups.items())}
-        return cls(MANIFEST_SCHEMA, "promptc", compiler_version, tokenizer, provider or None, artifacts, prefixes)
+        return cls(
+            MANIFEST_SCHEMA, "promptc", compiler_version, tokenizer or None, provider or None, artifacts, prefixes
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -849,7 +1067,7 @@ class Manifest:
                 MANIFEST_SCHEMA,
                 compiler_name,
                 _str(compiler, "version", "compiler."),
-                _str(data, "tokenizer", ""),
+                _optional_str(data, "tokenizer", ""),
                 _optional_str(data, "provider", ""),
                 artifacts,
                 prefixes,

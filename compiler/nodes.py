@@ -108,6 +108,19 @@ class Include:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceRef:
+    """`/// tools: a.json, b.json` or `/// output: schema.json`, kept where it stood so that tools
+    keep the order they are written in, across partials. `paths` are as written, each with its
+    span; `base` is the source-relative file the paths resolve against (set by the include pass:
+    the partial's path for a partial's directive)."""
+
+    kind: str  # "tools" | "output"
+    paths: tuple[tuple[str, Span], ...]
+    span: Span
+    base: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Spliced:
     """Items of an included partial, with the partial's own source (for spans and diagnostics)."""
 
@@ -127,6 +140,7 @@ Item = (
     | Block
     | SectionMarker
     | Include
+    | ResourceRef
     | Spliced
 )
 
@@ -153,6 +167,11 @@ class Header:
     declared_input_spans: tuple[tuple[str, Span], ...] = ()
     role: str | None = None
     role_span: Span | None = None
+    #: where each param is written (its directive's value)
+    param_spans: tuple[tuple[str, Span], ...] = ()
+    #: `/// cache_ttl:` (`5m` | `1h`) and where it is written
+    cache_ttl: str | None = None
+    cache_ttl_span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,3 +209,8 @@ class Document:
     inputs: tuple[str, ...] = ()
     helpers: tuple[str, ...] = ()
     includes: tuple[str, ...] = ()  # source-relative paths of every partial spliced in, sorted
+    #: filled by the resources pass: the tool definitions in first-seen order, the output schema
+    #: (`{"name", "schema"}`), and the source-relative files they came from (sorted)
+    tools: tuple[dict, ...] = ()
+    output_schema: dict | None = None
+    resources: tuple[str, ...] = ()

@@ -11,6 +11,7 @@ from .passes.directives import collect_directives
 from .passes.includes import expand_includes
 from .passes.inference import infer_inputs
 from .passes.placeholders import bind_placeholders
+from .passes.resources import load_resources
 from .passes.roles import split_roles
 from .passes.sections import partition_sections
 
@@ -20,6 +21,7 @@ PASSES: tuple[Pass, ...] = (
     strip_comments,
     collect_directives,
     expand_includes,
+    load_resources,
     split_roles,
     bind_placeholders,
     infer_inputs,

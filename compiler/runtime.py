@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from . import template
-from .language import JOINER, MANIFEST, PLACEHOLDER_PATH, SHAPES, SYSTEM_ROLES
-from .model import Artifact, ArtifactError, Manifest
+from .language import JOINER, MANIFEST, PLACEHOLDER_PATH, SHAPES
+from .model import Artifact, ArtifactError, Manifest, OutputSchema, Tool
 from .suggest import suggestions
 
 __all__ = [
@@ -107,49 +107,26 @@ class Rendered:
     blocks: list[list[RenderedBlock]]
     prefix_sha256: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: the artifact's model (`/// param: model=` or config `model`), if it has one
+    model: str | None = None
+    tools: tuple[Tool, ...] = ()
+    output_schema: OutputSchema | None = None
+    #: the Anthropic breakpoint TTL (`cache_ttl`), or None for the provider's default
+    ttl: str | None = None
+    #: the artifact marks a breakpoint for Anthropic right after the tools and schema
+    head_breakpoint: bool = False
 
-    def as_shape(self, shape: str = "plain") -> Any:
-        """The request body in a provider's shape: `plain`, `openai` or `anthropic`."""
-        if shape == "plain":
-            return [dict(m) for m in self.messages]
-        if shape == "openai":
-            body: dict[str, Any] = {"messages": [dict(m) for m in self.messages]}
-            if self.prefix_sha256:
-                # Requests that share a cache-stable prefix share the key, which routes them to the
-                # same cache shard; requests with different prefixes never collide.
-                body["prompt_cache_key"] = self.prefix_sha256
-            return body
-        if shape == "anthropic":
-            return self._anthropic()
-        raise RenderError(f"unknown shape `{shape}`; shapes: {', '.join(SHAPES)}")
+    def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
+        """The request in a provider's shape: the keyword arguments of its official SDK call
+        (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.shapes`).
+        `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
+        computed for its own model); a shape that needs a model and has none is a RenderError."""
+        from . import shapes
 
-    def _anthropic(self) -> dict[str, Any]:
-        """The system and developer messages that open the conversation go to `system`. A system or
-        developer message *after* the conversation started is sent as a `user` turn in its place
-        (Anthropic has one system prompt, at the start; moving the text there would put it ahead of
-        the messages and change the bytes every breakpoint after it covers — the build warns, W405).
-        So the request keeps the order of the artifact's blocks, and the recorded prefix and
-        breakpoints stay a prefix of it. One text block per artifact block; empty blocks are
-        skipped (the API refuses empty text), and a message left with no block at all is dropped.
-        `cache_control` goes on the blocks that end at a breakpoint marked for Anthropic; when that
-        block rendered empty, on the text block before it, which ends at the same position."""
-        system: list[dict[str, Any]] = []
-        messages: list[dict[str, Any]] = []
-        opening = True  # still in the system/developer messages that open the conversation
-        for message, blocks in zip(self.messages, self.blocks, strict=True):
-            opening = opening and message["role"] in SYSTEM_ROLES
-            content: list[dict[str, Any]] = system if opening else []
-            for block in blocks:
-                if block.text:
-                    content.append({"type": "text", "text": block.text})
-                if block.anthropic and content:
-                    content[-1]["cache_control"] = {"type": "ephemeral"}
-                elif block.anthropic and not opening and messages:  # empty: the block before ends here
-                    messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
-            if not opening and content:
-                role = "user" if message["role"] in SYSTEM_ROLES else message["role"]
-                messages.append({"role": role, "content": content})
-        return {"system": system, "messages": messages}
+        try:
+            return shapes.build(self, shape, model)
+        except shapes.ShapeError as exc:
+            raise RenderError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +242,18 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
             blocks.append(RenderedBlock(block.boundary, text, marked, marked and marks[(mi, bi)]))
         messages.append({"role": message.role, "content": JOINER.join(b.text for b in blocks)})
         all_blocks.append(blocks)
-    return Rendered(name, messages, all_blocks, artifact.cache.prefix_sha256, dict(artifact.params))
+    return Rendered(
+        name,
+        messages,
+        all_blocks,
+        artifact.cache.prefix_sha256,
+        dict(artifact.params),
+        artifact.model,
+        artifact.tools,
+        artifact.output_schema,
+        artifact.cache.ttl,
+        any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
+    )
 
 
 class Runtime:

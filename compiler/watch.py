@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
     from watchdog.observers.api import BaseObserver, ObservedWatch
@@ -36,7 +38,7 @@ DEBOUNCE = 0.05
 MAX_WAIT = 1.0
 
 CONFIG_NAME = "pyproject.toml"
-# Files editors and tools write next to the file being saved. Only `.prompt` files start a build
+# Files editors and tools write next to the file being saved. Only `.prompt` and `.json` files start a build
 # anyway; naming these keeps a `notes.prompt~` or a `#a.prompt#` from ever looking like a source.
 _EDITOR_SUFFIXES = (
     "~",  # vim/emacs backup
@@ -223,7 +225,7 @@ class Watcher:
             return None  # hidden files and folders are not part of the source tree (read_tree skips them)
         if is_editor_file(name):
             return None
-        if is_directory or name.endswith(".prompt"):
+        if is_directory or name.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):  # prompts, tools and schemas
             return "source"
         return None
 

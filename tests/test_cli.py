@@ -125,12 +125,14 @@ def test_cli_runner_wiring(project: Path, monkeypatch) -> None:
 def test_provider_flag_checks_prefix_minimums(project: Path) -> None:
     write(project, "prompts_src/short.prompt", "A short stable prompt.\n")
     assert run_promptc("check", "--strict", cwd=project).returncode == 0
-    warned = run_promptc("check", "--provider", "anthropic:haiku", cwd=project)
+    warned = run_promptc("check", "--provider", "gemini", cwd=project)
     assert warned.returncode == 0
     assert (
-        "warning[W705]: cache-stable prefix is 5 tokens (22 chars); anthropic:haiku caches prefixes of at least 2048 tokens"
+        "warning[W705]: cache-stable prefix is 5 tokens (22 chars); gemini caches prefixes of at least 4096 tokens"
         in warned.stdout
     )
+    typo = run_promptc("check", "--provider", "anthropc", cwd=project)
+    assert typo.returncode == 2 and "did you mean `anthropic`?" in typo.stderr
     unknown = run_promptc("check", "--provider", "nope", cwd=project)
     assert unknown.returncode == 2 and "unknown provider `nope`" in unknown.stderr
 

@@ -139,6 +139,16 @@ CASES = {
     "W705": _text("Short stable text.\n", config=Config(tokenizer="approx-bytes/4", provider="openai")),
     "W706": _text("/// section: rules stable\nBuilt on 2024-05-06.\n"),
     "E707": _text("/// section: rules stable\n{{ 1 + 1 }}\n"),
+    "W707": _text("/// param: model=claude-sonnet-4-5, max_tokens=512, temperature=0.2\nHi\n"),
+    "W708": _text(
+        "/// param: model=claude-sonnet-4-5, max_tokens=512\n----- system -----\nRules.\n"
+        + "".join(
+            f"----- user -----\n/// section: s{i} stable\nStep {i}.\n/// section: q{i} dynamic\n${{q{i}}}\n"
+            for i in range(16)
+        )
+    ),
+    "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
+    "E710": _text("/// param: model=42\nHi\n"),
     # 8xx
     "E801": _text("/// include: _tone.prompt\nHi\n", partials={"_tones.prompt": "Be kind.\n"}),
     "E802": _text("/// include: ../outside.prompt\nHi\n"),
@@ -151,6 +161,32 @@ CASES = {
         "/// include: _p0\nHi\n",
         partials={f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(70)}
         | {"_p70.prompt": "End.\n"},
+    ),
+    "E820": _text("/// tools: tools/serch.json\nHi\n", partials={"tools/search.json": "[]"}),
+    "E821": _text(
+        "/// tools: tools/search.json\nHi\n",
+        partials={"tools/search.json": '{"name": "search",\n  "description": "x"\n  "input_schema": {}}\n'},
+    ),
+    "E822": _text(
+        "/// tools: search.json\nHi\n",
+        partials={
+            "search.json": '{"name": "web search", "description": "Search.", "input_schema": {"type": "object"}}\n'
+        },
+    ),
+    "E823": _text(
+        "/// tools: search.json\nHi\n",
+        partials={
+            "search.json": '{"name": "search", "description": "Search.",\n "input_schema": {"type": "object",\n'
+            '  "properties": {"q": {"type": "strin"}}}}\n'
+        },
+    ),
+    "E824": _text(
+        "/// include: _agent\n/// tools: more.json\nHi\n",
+        partials={
+            "_agent.prompt": "/// tools: tools.json\nYou are an agent.\n",
+            "tools.json": '[{"name": "search", "description": "A.", "input_schema": {"type": "object"}}]\n',
+            "more.json": '[{"name": "search", "description": "B.", "input_schema": {"type": "object"}}]\n',
+        },
     ),
     # 9xx
     "E901": _text("Hi\n", config=Config(tokenizer="gpt-17")),

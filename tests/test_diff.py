@@ -31,8 +31,13 @@ def entry(
         "source_sha256": "0" * 64,
         "inputs": list(inputs),
         "includes": [],
+        "model": None,
+        "provider": None,
+        "tokenizer": "cl100k_base",
+        "tokens_exact": False,
         "prefix_sha256": prefix,
         "prefix_tokens": tokens if prefix else 0,
+        "cacheable_tokens": None,
     }
 
 
@@ -42,7 +47,7 @@ def manifest(**artifacts: dict[str, Any]) -> dict[str, Any]:
         value = dict(value, path=f"{name}.json", source=f"{name}.prompt")
         named[name] = value
     return {
-        "schema": "promptc.manifest/1",
+        "schema": "promptc.manifest/2",
         "compiler": {"name": "promptc", "version": "0.1.0"},
         "tokenizer": "cl100k_base",
         "provider": None,
@@ -188,7 +193,7 @@ def test_github_annotations_point_at_the_source_and_follow_fail_on() -> None:
         ([], "old manifest: expected a JSON object, got a list"),
         ({"schema": "promptc.artifact/1", "artifacts": {}}, "not a promptc manifest"),
         ({"schema": "promptc.manifest/9", "artifacts": {}}, "newer promptc"),
-        ({"schema": "promptc.manifest/1"}, "old manifest: compiler: required key is missing"),
+        ({"schema": "promptc.manifest/2"}, "old manifest: compiler: required key is missing"),
         ({"artifacts": {"a": 1}}, "not a promptc manifest"),
         ({**manifest(a=entry()), "artifacts": {"a": {**entry(), "inputs": "x"}}}, "expected a list, got 'x'"),
     ],
@@ -342,7 +347,7 @@ def test_cli_new_manifest_defaults_to_the_configured_output(tmp_path: Path, monk
         (None, "promptc diff: cannot read {old}: No such file or directory"),
         ("{not json", "promptc diff: {old} is not valid JSON"),
         ("[1, 2]", "promptc diff: {old} is not a promptc manifest (expected a JSON object)"),
-        ('{"schema": "promptc.manifest/1"}', "promptc diff: old manifest: compiler: required key is missing"),
+        ('{"schema": "promptc.manifest/2"}', "promptc diff: old manifest: compiler: required key is missing"),
     ],
 )
 def test_cli_unreadable_manifest_exits_2_with_one_line(

@@ -408,9 +408,9 @@ MALFORMED_ARTIFACTS: list[tuple[str, str, Callable[[Any], None], str]] = [
     (
         "newer-schema",
         "build/support/chat.json",
-        _set("schema", value="promptc.artifact/2"),
-        "artifact `support/chat` was written by a newer promptc (schema promptc.artifact/2); "
-        "this promptc reads promptc.artifact/1 — rebuild or upgrade",
+        _set("schema", value="promptc.artifact/3"),
+        "artifact `support/chat` was written by a newer promptc (schema promptc.artifact/3); "
+        "this promptc reads promptc.artifact/2 — rebuild or upgrade",
     ),
     (
         "foreign-schema",
@@ -422,7 +422,7 @@ MALFORMED_ARTIFACTS: list[tuple[str, str, Callable[[Any], None], str]] = [
         "manifest-schema",
         "build/support/chat.json",
         _set("schema", value=MANIFEST_SCHEMA),
-        CHAT + "not a promptc artifact (schema 'promptc.manifest/1')",
+        CHAT + "not a promptc artifact (schema 'promptc.manifest/2')",
     ),
     (
         "schema-missing",
@@ -445,8 +445,8 @@ MALFORMED_ARTIFACTS: list[tuple[str, str, Callable[[Any], None], str]] = [
     (
         "older-schema",
         "build/support/chat.json",
-        _set("schema", value="promptc.artifact/0"),
-        CHAT + "schema promptc.artifact/0 is not one this promptc reads (promptc.artifact/1)",
+        _set("schema", value="promptc.artifact/1"),
+        CHAT + "schema promptc.artifact/1 is not one this promptc reads (promptc.artifact/2) — rebuild with this promptc",
     ),
 ]
 
@@ -550,13 +550,13 @@ MALFORMED_MANIFESTS: list[tuple[str, Callable[[Any], None], str]] = [
     (
         "newer",
         _set("schema", value="promptc.manifest/7"),
-        "manifest was written by a newer promptc (schema promptc.manifest/7); this promptc reads promptc.manifest/1"
+        "manifest was written by a newer promptc (schema promptc.manifest/7); this promptc reads promptc.manifest/2"
         " — rebuild or upgrade",
     ),
     (
         "foreign",
         _set("schema", value=ARTIFACT_SCHEMA),
-        "manifest: not a promptc manifest (schema 'promptc.artifact/1')",
+        "manifest: not a promptc manifest (schema 'promptc.artifact/2')",
     ),
 ]
 

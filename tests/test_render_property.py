@@ -1,8 +1,10 @@
 """Property: whatever the input values, a rendered request starts with exactly the cache-stable prefix bytes
-that the build recorded, and only stable source text moves `prefix_sha256`."""
+that the build recorded — in every shape, tools and output schema included, in the provider's cache order —
+and only stable source text moves `prefix_sha256`."""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from promptc import compile_text
 from promptc.emit import prefix_digest
+from promptc.model import canonical_json, head_segments
 from promptc.runtime import JOINER, render_artifact
 
 from .conftest import examples
@@ -83,28 +86,114 @@ PROMPTS = {
     "stable_run": (
         "----- system -----\nA.\n----- user -----\nB.\n----- assistant -----\nC.\n----- user -----\n{{ question }}\n"
     ),
+    # tools from a partial and an output schema, then stable rules, then dynamic text
+    "tools_and_schema": (
+        "/// output: answer.json\n----- system -----\n/// include: _agent\nStable rules.\n"
+        "/// section: live dynamic\nNow: ${state}\n----- user -----\n${question}\n"
+    ),
+    # the tools are the whole stable part: the first block is dynamic
+    "tools_only": "/// tools: tools.json\n----- system -----\n${state}\n----- user -----\nStable after.\n",
+}
+#: Every prompt sets max_tokens, which the anthropic shape needs; the shapes get a model at render.
+PROMPTS = {name: '/// param: max_tokens=64, temperature=0.5, stop="END"\n' + text for name, text in PROMPTS.items()}
+TOOLS = [
+    {
+        "name": "search",
+        "description": "Search the docs.",
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    },
+    {"name": "fetch", "description": "Fetch a page: é 漢字.", "input_schema": {"type": "object"}},
+]
+ANSWER = {
+    "title": "answer",
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+FILES = {
+    "tools.json": json.dumps(TOOLS),
+    "answer.json": json.dumps(ANSWER),
+    "_agent.prompt": "/// tools: tools.json\nYou are an agent with tools.\n",
+}
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-4o",
+    "openai-responses": "gpt-4o",
+    "gemini": "gemini-2.5-flash",
 }
 
 
 @cache
 def compiled(name: str) -> dict:
-    result = compile_text(PROMPTS[name], name=name)
+    result = compile_text(PROMPTS[name], name=name, partials=FILES)
     assert result.artifact is not None, result.diagnostics
     assert not [d for d in result.diagnostics if d.severity == "error"]
     return result.artifact.to_json()
 
 
 def _shape_blocks(shape: str, rendered) -> list[tuple[str, str, bool]]:
-    """A shape's request as (role, block text, cache breakpoint) in the order it is sent."""
-    body = rendered.as_shape(shape)
+    """A shape's messages as (role, block text, cache breakpoint) in the order it is sent."""
+    body = rendered.as_shape(shape, model=MODELS.get(shape))
     if shape == "plain":
         return [(m["role"], m["content"], False) for m in body]
     if shape == "openai":
         return [(m["role"], m["content"], False) for m in body["messages"]]
-    sent = [("system", b["text"], "cache_control" in b) for b in body["system"]]
+    if shape == "openai-responses":
+        return [(m["role"], m["content"], False) for m in body["input"]]
+    if shape == "gemini":
+        config = body.get("config", {})
+        sent = [("system", part["text"], False) for part in config.get("system_instruction", {}).get("parts", [])]
+        for content in body["contents"]:
+            sent += [(content["role"], part["text"], False) for part in content["parts"]]
+        return sent
+    sent = [("system", b["text"], "cache_control" in b) for b in body.get("system", [])]
     for message in body["messages"]:
         sent += [(message["role"], b["text"], "cache_control" in b) for b in message["content"]]
     return sent
+
+
+def cache_order(shape: str, rendered) -> list[tuple[str, str, bool]]:
+    """A shape's whole request in its provider's cache order — the tools, the output schema, then
+    the message blocks — as (kind, canonical text, cache breakpoint), with the tools and schema
+    read back into promptc's own form so that the bytes compare with what the artifact hashed."""
+    body = rendered.as_shape(shape, model=MODELS[shape])
+    tools: list[dict] = []
+    schema = None
+    tool_marked = False
+    if shape == "anthropic":
+        for tool in body.get("tools", []):
+            tool_marked = "cache_control" in tool
+            tools.append({k: v for k, v in tool.items() if k != "cache_control"})
+        schema = body.get("output_config", {}).get("format", {}).get("schema")
+    elif shape == "openai":
+        tools = [
+            {
+                "name": t["function"]["name"],
+                "description": t["function"]["description"],
+                "input_schema": t["function"]["parameters"],
+            }
+            for t in body.get("tools", [])
+        ]
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema")
+    elif shape == "openai-responses":
+        tools = [
+            {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+            for t in body.get("tools", [])
+        ]
+        schema = body.get("text", {}).get("format", {}).get("schema")
+    elif shape == "gemini":
+        config = body.get("config", {})
+        declarations = [d for group in config.get("tools", []) for d in group["function_declarations"]]
+        tools = [
+            {"name": d["name"], "description": d["description"], "input_schema": d["parameters_json_schema"]}
+            for d in declarations
+        ]
+        schema = config.get("response_json_schema")
+    order = [("tool", canonical_json(tool), tool_marked and i == len(tools) - 1) for i, tool in enumerate(tools)]
+    if schema is not None:
+        order.append(("output_schema", canonical_json(schema), False))
+    return order + _shape_blocks(shape, rendered)
 
 
 def check_shapes(artifact: dict, inputs: dict) -> None:
@@ -112,8 +201,10 @@ def check_shapes(artifact: dict, inputs: dict) -> None:
     prefix of the request, and Anthropic's breakpoints end exactly where the artifact's do."""
     rendered = render_artifact(artifact, inputs)
     message_texts = [m["content"] for m in rendered.messages]
-    for shape in ("plain", "openai"):
+    for shape in ("plain", "openai", "openai-responses"):
         assert [text for _, text, _ in _shape_blocks(shape, rendered)] == message_texts
+    gemini = _shape_blocks("gemini", rendered)
+    assert [text for _, text, _ in gemini] == [b.text for blocks in rendered.blocks for b in blocks if b.text]
     anthropic = _shape_blocks("anthropic", rendered)
     in_order = [(mi, b) for mi, blocks in enumerate(rendered.blocks) for b in blocks if b.text]
     assert [text for _, text, _ in anthropic] == [b.text for _, b in in_order]
@@ -141,10 +232,17 @@ def check_prefix(artifact: dict, inputs: dict) -> None:
         assert message["content"] == JOINER.join(b.text for b in blocks)
 
     end = cache_info["prefix_end"]
+    head = head_segments(rendered.tools, rendered.output_schema)  # what the request leads with
+    assert sum(len(text) for _, text in head) == cache_info["head_chars"]
     if end is None:
-        assert cache_info["prefix_sha256"] is None
+        assert cache_info["prefix_sha256"] is None and not head
         first = artifact["messages"][0]["blocks"][0]
         assert first["boundary"] == "dynamic"
+        return
+    if end["message"] is None:  # the tools and schema are the whole prefix
+        assert head and artifact["messages"][0]["blocks"][0]["boundary"] == "dynamic"
+        assert prefix_digest(head) == cache_info["prefix_sha256"]
+        assert cache_info["prefix_chars"] == cache_info["head_chars"]
         return
     last_message, last_block = end["message"], end["block"]
     # Reconstruct the prefix from the rendered request alone.
@@ -154,8 +252,8 @@ def check_prefix(artifact: dict, inputs: dict) -> None:
     for (role, text), message in zip(segments[:-1], rendered.messages, strict=False):
         assert message == {"role": role, "content": text}
     assert rendered.messages[last_message]["content"].startswith(tail)
-    assert prefix_digest(segments) == cache_info["prefix_sha256"]
-    assert sum(len(text) for _, text in segments) == cache_info["prefix_chars"]
+    assert prefix_digest([*head, *segments]) == cache_info["prefix_sha256"]
+    assert sum(len(text) for _, text in [*head, *segments]) == cache_info["prefix_chars"]
     # Every block in the prefix is stable and renders to its template text, unescaped.
     for mi in range(last_message + 1):
         upto = last_block + 1 if mi == last_message else len(artifact["messages"][mi]["blocks"])
@@ -163,6 +261,52 @@ def check_prefix(artifact: dict, inputs: dict) -> None:
             block = artifact["messages"][mi]["blocks"][bi]
             assert block["boundary"] == "stable"
             assert rendered.blocks[mi][bi].text == unescape(block["text"])
+
+
+def recorded_prefix(artifact: dict, per_block: bool) -> tuple[list[str], str]:
+    """What the artifact says the request starts with, in cache order: each tool and the output
+    schema (canonical JSON), then the stable text of the prefix — one item per non-empty block
+    (`per_block`, the shapes that send blocks) or per message — and the text the item after those
+    starts with (the rest of the message the prefix ends in, for the shapes that send messages)."""
+    texts = [canonical_json(tool) for tool in artifact["tools"]]
+    if artifact["output_schema"] is not None:
+        texts.append(canonical_json(artifact["output_schema"]["schema"]))
+    end = artifact["cache"]["prefix_end"]
+    if end is None or end["message"] is None:
+        return texts, ""
+    tail = ""
+    for mi in range(end["message"] + 1):
+        blocks = artifact["messages"][mi]["blocks"]
+        inside = [unescape(b["text"]) for b in (blocks[: end["block"] + 1] if mi == end["message"] else blocks)]
+        if per_block:
+            texts += [text for text in inside if text]
+        elif mi < end["message"]:
+            texts.append(JOINER.join(inside))
+        else:
+            tail = JOINER.join(inside)
+    return texts, tail
+
+
+SHAPES_WITH_MODELS = sorted(MODELS)
+PER_BLOCK = ("anthropic", "gemini")
+
+
+def check_cache_order(artifact: dict, first: dict, second: dict) -> None:
+    """In every shape, the request up to the end of the cache-stable prefix, in the provider's cache
+    order (tools, schema, then messages), is the same for any two sets of inputs and is exactly what
+    the artifact records; Anthropic's request carries a breakpoint where that prefix ends."""
+    for shape in SHAPES_WITH_MODELS:
+        expected, tail = recorded_prefix(artifact, shape in PER_BLOCK)
+        n = len(expected)
+        for inputs in (first, second):
+            sent = cache_order(shape, render_artifact(artifact, inputs))
+            assert [text for _, text, _ in sent[:n]] == expected, shape
+            if tail:
+                assert sent[n][1].startswith(tail), shape
+            if shape == "anthropic" and artifact["cache"]["prefix_sha256"] is not None:
+                marked = [i for i, (_, _, m) in enumerate(sent) if m]
+                last = max(i for i, (kind, _, _) in enumerate(sent[:n]) if kind != "output_schema")
+                assert last in marked, sent
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -173,6 +317,17 @@ def test_rendered_request_starts_with_the_prefix(name, state, question, items):
     assert set(artifact["inputs"]) <= set(inputs)
     check_prefix(artifact, inputs)
     check_shapes(artifact, inputs)
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(PROMPTS)), first=st.tuples(values, values), second=st.tuples(values, values))
+def test_every_shape_starts_with_the_recorded_prefix(name, first, second):
+    artifact = compiled(name)
+    check_cache_order(
+        artifact,
+        {"state": first[0], "question": first[1], "items": list(first)},
+        {"state": second[0], "question": second[1], "items": list(second)},
+    )
 
 
 @settings(max_examples=examples(100), deadline=None)

@@ -141,7 +141,7 @@ def test_hostile_values_stay_text(source):
         assert HOSTILE in message["content"]
         assert "NOT USED" not in message["content"]
     for shape in ("plain", "openai"):
-        body = rendered.as_shape(shape)
+        body = rendered.as_shape(shape, model="gpt-4o")
         messages = body if shape == "plain" else body["messages"]
         assert [m["role"] for m in messages] == ["system", "user"]
 
@@ -255,6 +255,7 @@ def test_compiled_sections_are_cached_per_text():
 # Shapes and cache breakpoints
 
 SHAPED = (
+    "/// param: max_tokens=256\n"
     "----- system -----\n/// section: rules stable\nRules.\n/// section: state dynamic\nState ${state}\n"
     "----- developer -----\nDev notes.\n"
     "----- user -----\nAsk ${q}\n"
@@ -275,7 +276,8 @@ def test_plain_shape():
 
 def test_openai_shape_carries_the_prefix_as_cache_key():
     art = artifact(SHAPED)
-    body = render_artifact(art, {"state": "s", "q": "why"}).as_shape("openai")
+    body = render_artifact(art, {"state": "s", "q": "why"}).as_shape("openai", model="gpt-4o")
+    assert body["model"] == "gpt-4o" and body["max_completion_tokens"] == 256
     assert body["prompt_cache_key"] == art["cache"]["prefix_sha256"]
     assert [m["role"] for m in body["messages"]] == ["system", "developer", "user", "assistant"]
 
@@ -283,16 +285,19 @@ def test_openai_shape_carries_the_prefix_as_cache_key():
 def test_openai_shape_without_a_prefix_has_no_cache_key():
     art = artifact("${everything}\n")
     assert art["cache"]["prefix_sha256"] is None
-    assert render_artifact(art, {"everything": "x"}).as_shape("openai") == {
-        "messages": [{"role": "system", "content": "x"}]
+    assert render_artifact(art, {"everything": "x"}).as_shape("openai", model="gpt-4o") == {
+        "model": "gpt-4o",
+        "messages": [{"role": "system", "content": "x"}],
     }
 
 
 def test_anthropic_shape():
     art = artifact(SHAPED)
-    body = render_artifact(art, {"state": "s", "q": "why"}).as_shape("anthropic")
+    body = render_artifact(art, {"state": "s", "q": "why"}).as_shape("anthropic", model="claude-sonnet-4-5")
     ephemeral = {"type": "ephemeral"}
     assert body == {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 256,
         "system": [
             {"type": "text", "text": "Rules.", "cache_control": ephemeral},
             {"type": "text", "text": "State s"},
@@ -308,13 +313,16 @@ def test_anthropic_shape():
 
 
 def test_anthropic_shape_skips_empty_blocks_and_messages():
-    art = artifact("----- system -----\nRules.\n----- user -----\n${a}\n----- user -----\nQ ${b}\n")
+    art = artifact(
+        "/// param: model=claude-sonnet-4-5, max_tokens=64\n"
+        "----- system -----\nRules.\n----- user -----\n${a}\n----- user -----\nQ ${b}\n"
+    )
     body = render_artifact(art, {"a": "", "b": "x"}).as_shape("anthropic")
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Q x"}]}]
 
 
 def test_anthropic_takes_at_most_four_breakpoints():
-    source = "".join(
+    source = "/// param: model=claude-sonnet-4-5, max_tokens=64\n" + "".join(
         f"----- {'user' if i % 2 else 'assistant'} -----\n/// section: s{i} stable\nFixed {i}.\n"
         f"/// section: d{i} dynamic\nVar ${{v{i}}}\n"
         for i in range(6)
@@ -332,13 +340,18 @@ def test_anthropic_takes_at_most_four_breakpoints():
 def test_unknown_shape_is_a_render_error():
     rendered = render_artifact(artifact("Hi.\n"), {})
     with pytest.raises(RenderError, match="unknown shape"):
+        rendered.as_shape("cohere")
+    with pytest.raises(RenderError, match="the gemini request needs a model"):
         rendered.as_shape("gemini")
+    with pytest.raises(RenderError, match="the anthropic request needs `max_tokens`"):
+        rendered.as_shape("anthropic", model="claude-sonnet-4-5")
 
 
 # ---------------------------------------------------------------------------------------------
 # A sysprompt-style prompt: Identity stable, Env dynamic (std/env), Date user_context (std/date)
 
 SYSPROMPT = (
+    "/// param: model=claude-sonnet-4-5, max_tokens=1024\n"
     "----- system -----\n"
     "/// section: identity stable\n"
     "You are a code review assistant.\n"
@@ -485,12 +498,15 @@ def test_cli_render_shapes(built: Path):
         {"role": "system", "content": "You help with widgets."},
         {"role": "user", "content": "How?"},
     ]
-    openai = json.loads(invoke(render_cmd, [*base, "--shape", "openai"]).stdout)
-    assert openai == {"messages": json.loads(plain.stdout)}  # starts with dynamic text: no cache key
-    hello = json.loads(invoke(render_cmd, ["hello", "-o", str(built), "--shape", "openai"]).stdout)
+    openai = json.loads(invoke(render_cmd, [*base, "--shape", "openai", "--model", "gpt-4o"]).stdout)
+    # starts with dynamic text: no cache key
+    assert openai == {"model": "gpt-4o", "messages": json.loads(plain.stdout)}
+    hello = json.loads(invoke(render_cmd, ["hello", "-o", str(built), "--shape", "openai", "--model", "o3"]).stdout)
     assert hello["prompt_cache_key"] == load(built).artifact("hello").cache.prefix_sha256
-    anthropic = json.loads(invoke(render_cmd, [*base, "--shape", "anthropic"]).stdout)
-    assert anthropic["system"][0]["text"] == "You help with widgets."
+    no_model = invoke(render_cmd, [*base, "--shape", "gemini"])
+    assert no_model.exit_code == 1 and "needs a model" in no_model.stderr
+    gemini = json.loads(invoke(render_cmd, [*base, "--shape", "gemini", "--model", "gemini-2.5-flash"]).stdout)
+    assert gemini["config"]["system_instruction"] == {"parts": [{"text": "You help with widgets."}]}
 
 
 def test_cli_render_vars_file_dotted_vars_and_precedence(tmp_path: Path):
@@ -535,7 +551,7 @@ def test_cli_render_errors_exit_1(built: Path, tmp_path: Path):
 def test_cli_render_usage_errors_exit_2(built: Path, tmp_path: Path):
     assert invoke(render_cmd, ["hello", "-o", str(built), "--var", "novalue"]).exit_code == 2
     assert invoke(render_cmd, ["hello", "-o", str(built), "--var", "1bad=x"]).exit_code == 2
-    assert invoke(render_cmd, ["hello", "-o", str(built), "--shape", "gemini"]).exit_code == 2
+    assert invoke(render_cmd, ["hello", "-o", str(built), "--shape", "cohere"]).exit_code == 2
     assert invoke(render_cmd, ["hello", "-o", str(built), "--vars", str(tmp_path / "missing.json")]).exit_code == 2
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json", encoding="utf-8")

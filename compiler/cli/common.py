@@ -27,7 +27,7 @@ _OPTION_FIELDS = {
     "build": ("src", "out", "tokenizer", "provider"),
     "check": ("src", "out", "tokenizer", "provider"),
     "watch": ("src", "out", "tokenizer", "provider"),
-    "render": ("out",),
+    "render": ("out", "model"),
     "inspect": ("out",),
 }
 
@@ -47,6 +47,7 @@ class Settings:
             "out": self.config.out,
             "tokenizer": self.config.tokenizer,
             "provider": self.config.provider or None,
+            "model": self.config.model or None,
         }
         return {command: {key: values[key] for key in keys} for command, keys in _OPTION_FIELDS.items()}
 
@@ -89,7 +90,8 @@ def project_config(
     from ..meter import TokenizerError, meter
 
     try:  # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt
-        meter(config.tokenizer)
+        if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
+            meter(config.tokenizer)
     except TokenizerError as exc:
         raise click.BadParameter(str(exc), param_hint="--tokenizer (or `tokenizer` in [tool.promptc])") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
@@ -113,11 +115,15 @@ def common_options(fn: Any) -> Any:
     fn = click.option("--strict", is_flag=True, help="Treat warnings as errors.")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="Print errors only.")(fn)
     fn = click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Build-time constant for ${NAME}.")(fn)
-    fn = click.option("--tokenizer", default=None, help="Tokenizer for metering (config: tokenizer; cl100k_base).")(fn)
+    fn = click.option(
+        "--tokenizer",
+        default=None,
+        help="Tokenizer for metering (config: tokenizer; default: the provider profile's, else cl100k_base).",
+    )(fn)
     fn = click.option(
         "--provider",
         default=None,
-        help="Check prefixes against this provider's minimum (anthropic, openai, gemini:pro, ...).",
+        help="Provider profile for every prompt: anthropic, openai or gemini (default: from each prompt's model).",
     )(fn)
     return fn
 

@@ -16,7 +16,7 @@ import click
 if TYPE_CHECKING:
     from ..model import Artifact
 
-SHAPE_CHOICES = ("plain", "openai", "anthropic")
+from ..language import SHAPES as SHAPE_CHOICES
 
 
 def _fail(message: str) -> None:
@@ -100,9 +100,18 @@ def _read_vars(path: str) -> dict[str, Any]:
     is_flag=True,
     help="Fill the inputs of std/env, std/git and std/date from this machine (explicit values win).",
 )
+@click.option(
+    "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
+)
 @click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
 def render_cmd(
-    name: str, variables: tuple[str, ...], vars_file: str | None, shape: str, std_inputs: bool, out: str | None
+    name: str,
+    variables: tuple[str, ...],
+    vars_file: str | None,
+    shape: str,
+    std_inputs: bool,
+    model: str | None,
+    out: str | None,
 ) -> None:
     """Render prompt NAME from the build folder and print the request as JSON."""
     import json
@@ -122,7 +131,7 @@ def render_cmd(
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
                     inputs = {**collect(), **inputs}
         rendered = runtime.render(name, inputs)
-        payload = rendered.as_shape(shape)
+        payload = rendered.as_shape(shape, model=model)
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 

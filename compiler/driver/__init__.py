@@ -27,12 +27,13 @@ from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, has_errors, make, ordered
 from ..emit import dumps
+from ..language import SOURCE_SUFFIX
 from ..model import Manifest
 from .manifest import MANIFEST, collisions, manifest_for, read_manifest
 from .output import CACHE_DIR, STAGING_MARK, discard, output_lock, recover, stale_paths, write_error, write_output
 from .plan import Plan, last_good, load_plan, save_state
 from .pool import PARALLEL_THRESHOLD, compile_many
-from .sources import is_partial, read_tree
+from .sources import is_prompt, read_tree
 
 __all__ = ["build", "check", "BuildResult", "Progress", "CACHE_DIR", "STAGING_MARK", "MANIFEST", "PARALLEL_THRESHOLD"]
 
@@ -98,7 +99,9 @@ class _Compiled:
             diagnostics=tuple(_dedupe(self.diagnostics)),
             manifest=self.manifest,
             outputs=tuple(sorted([*self.files, *self.keep])) if self.manifest is not None else (),
-            source_count=len(self.tree.files) if self.tree is not None else 0,
+            source_count=sum(1 for rel in self.tree.files if rel.endswith(SOURCE_SUFFIX))
+            if self.tree is not None
+            else 0,
             **changes,
         )
 
@@ -217,7 +220,7 @@ def _compile(
     project.tree, project.plan = tree, plan
     project.diagnostics += diagnostics
     project.diagnostics += _outside_symlinks(tree)
-    rels = [rel for rel in tree.files if not is_partial(rel)]
+    rels = [rel for rel in tree.files if is_prompt(rel)]
 
     # 2. plan: which artifacts the output folder already holds as they should be
     reused = plan.reusable(rels, tree, out)
@@ -292,7 +295,7 @@ def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:
             path=tree.display(rel),
         )
         for rel in tree.outside
-        if not is_partial(rel) and not rel.endswith("/")  # folders: only an include through one is an error
+        if is_prompt(rel)  # folders, partials and JSON files: only a reference through one is an error
     ]
 
 

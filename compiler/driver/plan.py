@@ -23,7 +23,6 @@ from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, Span, has_errors
 from ..model import Artifact, ArtifactError, ManifestEntry
-from .manifest import read_manifest
 from .output import CACHE_DIR
 
 
@@ -63,16 +62,11 @@ class Plan:
 
         from ..meter import TokenizerError, meter
 
-        if read_manifest(out).get("tokenizer") != config.tokenizer:
-            return
-        try:
-            counter = meter(config.tokenizer)
-        except TokenizerError:
-            return
         for rel in rels:
             try:
                 artifact = Artifact.from_json(orjson.loads((out / f"{name_of(rel)}.json").read_bytes()))
-            except (OSError, ValueError, ArtifactError):
+                counter = meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
+            except (OSError, ValueError, ArtifactError, TokenizerError):
                 continue
             counts: dict[str, int] = {}
             for message in artifact.messages:
@@ -120,7 +114,7 @@ def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: Sourc
             continue
         entries[prompt.source] = {
             "sha": shas[prompt.source],
-            "deps": {dep: shas.get(dep) for dep in prompt.includes},
+            "deps": {dep: shas.get(dep) for dep in prompt.deps},
             "summary": prompt.summary,
             "artifact_sha256": prompt.artifact_sha256,
             "includes": list(prompt.includes),
@@ -204,6 +198,7 @@ def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
             rel,
             warnings,
             includes=tuple(entry["includes"]),
+            resources=tuple(dep for dep in entry["deps"] if dep not in entry["includes"]),
             summary=entry["summary"],
             artifact_sha256=entry["artifact_sha256"],
             reused=True,

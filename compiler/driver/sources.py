@@ -1,5 +1,6 @@
-"""Stage 1 — read sources: every `*.prompt` under the source folder, in sorted order, with the
-stat-based shortcut that lets an incremental build skip reading unchanged files."""
+"""Stage 1 — read sources: every `*.prompt` under the source folder, and every `*.json` (tool
+definitions and schemas that prompts name), in sorted order, with the stat-based shortcut that lets
+an incremental build skip reading unchanged files."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from stat import S_ISREG
 from .. import codes
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, make
-from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX
+from ..language import PARTIAL_PREFIX, RESOURCE_SUFFIX, SOURCE_SUFFIX
 
 # ---------------------------------------------------------------------------------------------
 # Reading the source tree
@@ -169,7 +170,7 @@ def read_tree(
                     continue
                 subfolders.append((path, rel + "/", target))
                 continue
-            if not entry.name.endswith(SOURCE_SUFFIX):
+            if not entry.name.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):
                 continue
             if entry.is_symlink():
                 target = os.path.realpath(path)
@@ -237,3 +238,8 @@ def read_tree(
 
 def is_partial(rel: str) -> bool:
     return os.path.basename(rel).startswith(PARTIAL_PREFIX)
+
+
+def is_prompt(rel: str) -> bool:
+    """A source that compiles to an artifact: a `.prompt` file that is not a partial."""
+    return rel.endswith(SOURCE_SUFFIX) and not is_partial(rel)

@@ -16,14 +16,27 @@ from .. import codes
 from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
-from ..language import BOUNDARIES, TARGETS
-from ..nodes import Directive, Document, Header, Include, Item, SectionMarker
+from ..language import BOUNDARIES, CACHE_TTLS, TARGETS
+from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from ..suggest import did_you_mean
 
 #: Keys with a meaning of their own; anything else is generic metadata.
-RESERVED_KEYS = ("param", "flow", "node", "tag", "input", "section", "include", "role")
+RESERVED_KEYS = (
+    "param",
+    "flow",
+    "node",
+    "tag",
+    "input",
+    "section",
+    "include",
+    "role",
+    "tools",
+    "output",
+    "cache_ttl",
+)
 #: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
-PROMPT_ONLY_KEYS = ("param", "flow", "node", "role")
+#: (`tools` is allowed: a shared identity often comes with its tools.)
+PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -123,6 +136,7 @@ class _HeaderBuilder:
         self.input_spans: dict[str, Span] = {}
         self.role: tuple[str, Span] | None = None
         self.param_spans: dict[str, Span] = {}
+        self.cache_ttl: tuple[str, Span] | None = None
 
     def once(self, current: tuple[str, Span] | None, d: Directive) -> tuple[str, Span]:
         if current is not None:
@@ -201,6 +215,16 @@ class _HeaderBuilder:
                 elif name not in self.inputs:
                     self.inputs.append(name)
                     self.input_spans[name] = _name_span(d, name)
+        elif key == "cache_ttl":
+            if d.value not in CACHE_TTLS:
+                ctx.report(
+                    codes.INVALID_MODEL,
+                    f"unknown cache TTL `{d.value}`",
+                    d.value_span if d.value else d.span,
+                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes)",
+                )
+            else:
+                self.cache_ttl = self.once(self.cache_ttl, d)
         elif key == "role":
             role = d.value.lower()
             if role not in ROLES:
@@ -248,7 +272,36 @@ class _HeaderBuilder:
             declared_input_spans=tuple(self.input_spans.items()),
             role=self.role[0] if self.role else None,
             role_span=self.role[1] if self.role else None,
+            param_spans=tuple(self.param_spans.items()),
+            cache_ttl=self.cache_ttl[0] if self.cache_ttl else None,
+            cache_ttl_span=self.cache_ttl[1] if self.cache_ttl else None,
         )
+
+
+def _resource_ref(d: Directive, ctx: Context, *, partial: bool) -> ResourceRef | None:
+    """`/// tools: a.json, b.json` / `/// output: schema.json` → a positional reference."""
+    if partial and d.key in PROMPT_ONLY_KEYS:
+        ctx.report(
+            codes.PARTIAL_NOT_ALLOWED,
+            f"a partial may not set `{d.key}`",
+            d.span,
+            f"move `/// {d.key}:` into the prompts that include this partial",
+        )
+        return None
+    paths = tuple((path, _name_span(d, path)) for path in split_list(d.value))
+    example = "tools/search.json, tools/fetch.json" if d.key == "tools" else "schemas/answer.json"
+    if not paths:
+        ctx.report(codes.MALFORMED_DIRECTIVE, f"`{d.key}` needs a path", d.span, f"write `/// {d.key}: {example}`")
+        return None
+    if d.key == "output" and len(paths) > 1:
+        ctx.report(
+            codes.MALFORMED_DIRECTIVE,
+            "`output` takes one schema file",
+            d.value_span,
+            "a prompt has one structured-output schema; combine them into one file",
+        )
+        return None
+    return ResourceRef(d.key, paths, d.span)
 
 
 def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> tuple[tuple[Item, ...], Header]:
@@ -280,6 +333,10 @@ def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> 
                 )
                 continue
             kept.append(Include(item.value, item.value_span))
+        elif item.key in ("tools", "output"):
+            ref = _resource_ref(item, ctx, partial=partial)
+            if ref is not None:
+                kept.append(ref)
         else:
             builder.add(item)
     return tuple(kept), builder.header()

@@ -25,6 +25,7 @@ from ..nodes import (
     Include,
     Item,
     Placeholder,
+    ResourceRef,
     SectionMarker,
     Separator,
     Text,
@@ -127,6 +128,8 @@ def _expand(
         elif isinstance(item, Separator):
             section = None
         if not isinstance(item, Include):
+            if isinstance(item, ResourceRef) and not item.base:
+                item = replace(item, base=rel)  # its paths resolve against the file that holds it
             out.append(item)
             continue
         key, code, message = resolve(ctx, rel, item.path)
