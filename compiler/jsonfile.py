@@ -195,8 +195,8 @@ def _duplicate_offset(text: str, key: str) -> int:
     pattern = re.compile(re.escape(json.dumps(key)) + r"\s*:")
     matches = pattern.finditer(text)
     first = next(matches, None)
-    second = next(matches, None)
-    return (second or first).start() if (second or first) else 0
+    found = next(matches, None) or first
+    return found.start() if found is not None else 0
 
 
 __all__ = ["MAX_DEPTH", "locate", "read_json", "token_length", "too_deep"]

@@ -446,7 +446,8 @@ MALFORMED_ARTIFACTS: list[tuple[str, str, Callable[[Any], None], str]] = [
         "older-schema",
         "build/support/chat.json",
         _set("schema", value="promptc.artifact/1"),
-        CHAT + "schema promptc.artifact/1 is not one this promptc reads (promptc.artifact/2) — rebuild with this promptc",
+        CHAT
+        + "schema promptc.artifact/1 is not one this promptc reads (promptc.artifact/2) — rebuild with this promptc",
     ),
 ]
 

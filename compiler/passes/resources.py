@@ -77,9 +77,9 @@ def schema_problem(schema: Any) -> tuple[tuple[str | int, ...], str] | None:
         return (), "a JSON Schema here is an object"
     import warnings
 
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
-    from jsonschema.validators import validator_for
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 
     declared = schema.get("$schema")
     with warnings.catch_warnings():
@@ -219,7 +219,7 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
     result = _Checked(diagnostics=read_diagnostics)
     if src is not None and value is not None:
         checker = _FileChecker(src)
-        if checker.schema(value, (), "output schema"):
+        if checker.schema(value, (), "output schema") and isinstance(value, dict):
             name = output_name(key, value)
             if TOOL_NAME.match(name):
                 result = _Checked(schema={"name": name, "schema": value}, diagnostics=read_diagnostics)
