@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from promptc.codes import CODES, markdown
 
@@ -26,3 +27,27 @@ def test_docs_only_mention_codes_that_exist() -> None:
     for path in (ROOT / "docs").glob("*.md"):
         for code in re.findall(r"\b[EW][1-9]\d\d\b", path.read_text(encoding="utf-8")):
             assert code in CODES, f"{path.name} mentions unknown code {code}"
+
+
+def _python_blocks(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_caching_doc_examples_run_against_the_committed_build(monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    blocks = _python_blocks(ROOT / "docs/caching.md")
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/caching.md", "exec"), {})
+
+
+def test_caching_doc_lists_every_minimum_of_the_profiles() -> None:
+    from promptc.profiles import data
+
+    doc = (ROOT / "docs/caching.md").read_text(encoding="utf-8")
+    for name, provider in data()["providers"].items():
+        minimum = provider["min_cacheable_tokens"]
+        for prefix, tokens in minimum.get("by_model", {}).items():
+            assert f"| {name} | `{prefix}` | {tokens:,} |" in doc
+        assert f"| {name} | any other model | {minimum['value']:,} |" in doc
