@@ -43,22 +43,15 @@ def grammar_text() -> str:
 
 
 def _cache_path(grammar: str) -> str | None:
-    """Where Lark keeps the analysed grammar: the user's cache folder (platformdirs knows it on
-    Linux, macOS and Windows; `XDG_CACHE_HOME` wins where set), or None for no cache."""
+    """Where Lark keeps the analysed grammar, or None for no cache."""
     import lark
-    import platformdirs
 
+    from .caches import cache_folder
+
+    base = cache_folder()
+    if base is None:
+        return None
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = os.path.join(xdg, "promptc") if xdg else platformdirs.user_cache_dir("promptc", appauthor=False)
-    # Lark unpickles the cache file: only a folder of the user's own may hold it. When that folder
-    # is unusable there is no cache (a shared temporary folder would let another user run code).
-    try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(base, os.W_OK):
-        return None
     return os.path.join(base, f"grammar-{digest}.lark.cache")
 
 

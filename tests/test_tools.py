@@ -250,3 +250,19 @@ def test_cache_ttl_directive_is_checked() -> None:
     result = compile_text("/// cache_ttl: 10m\nHi\n")
     assert codes_of(result) == ["E710"]
     assert "did" not in result.diagnostics[0].message
+
+
+def test_inspect_shows_the_model_profile_tools_and_cacheable_tokens(tmp_path: Path) -> None:
+    _project(tmp_path, "Search the docs.")
+    write(
+        tmp_path,
+        "prompts_src/agent.prompt",
+        "/// param: model=gpt-4o\n" + (tmp_path / "prompts_src/agent.prompt").read_text(),
+    )
+    assert run_promptc("build", "prompts_src", "-o", "build", cwd=tmp_path).returncode == 0
+    shown = run_promptc("inspect", "agent", "-o", "build", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "model:   gpt-4o  profile: openai (minimum 1024 tokens)" in shown.stdout
+    assert "tokens:  o200k_base (exact)" in shown.stdout
+    assert "tools:   search" in shown.stdout and "output:  answer" in shown.stdout
+    assert "cacheable 0" in shown.stdout and "(tools and schema " in shown.stdout

@@ -156,6 +156,21 @@ def inspect_lines(artifact: Artifact) -> list[str]:
     ]
     if artifact.params:
         lines.append("params:  " + ", ".join(f"{k}={v!r}" for k, v in artifact.params.items()))
+    provider = artifact.provider
+    profile = (
+        f"{provider.name} (minimum {provider.min_cacheable_tokens} tokens"
+        + (f", {provider.family}" if provider.family else "")
+        + ")"
+        if provider is not None
+        else "none"
+    )
+    lines.append(f"model:   {artifact.model or '-'}  profile: {profile}")
+    exact = "exact" if artifact.tokenizer.exact else "estimate"
+    lines.append(f"tokens:  {artifact.tokenizer.name} ({exact})")
+    if artifact.tools:
+        lines.append("tools:   " + ", ".join(tool.name for tool in artifact.tools))
+    if artifact.output_schema is not None:
+        lines.append(f"output:  {artifact.output_schema.name}")
     lines.append("")
     rows = [["msg", "role", "block", "boundary", "section", "target", "chars", "tokens"]]
     for mi, message in enumerate(messages):
@@ -180,10 +195,15 @@ def inspect_lines(artifact: Artifact) -> list[str]:
     lines.append("")
     if cache.prefix_sha256:
         end = cache.prefix_end
-        where = f"message {end.message} block {end.block}" if end is not None else "message None block None"
+        if end is None or end.message is None:
+            where = "the tools and output schema"
+        else:
+            where = f"message {end.message} block {end.block}"
+        cacheable = "" if cache.cacheable_tokens is None else f"  cacheable {cache.cacheable_tokens}"
+        head = f" (tools and schema {cache.head_tokens})" if cache.head_chars else ""
         lines.append(
             f"cache prefix: sha256 {cache.prefix_sha256}  chars {cache.prefix_chars}  "
-            f"tokens {cache.prefix_tokens}  ends at {where}"
+            f"tokens {cache.prefix_tokens}{head}{cacheable}  ends at {where}"
         )
     else:
         lines.append("cache prefix: none (the request starts with dynamic content)")
@@ -193,8 +213,8 @@ def inspect_lines(artifact: Artifact) -> list[str]:
         for b in cache.breakpoints:
             rows.append(
                 [
-                    str(b.message),
-                    str(b.block),
+                    "-" if b.message is None else str(b.message),
+                    "-" if b.block is None else str(b.block),
                     str(b.chars),
                     str(b.tokens),
                     "yes" if b.stable_prefix else "no",
