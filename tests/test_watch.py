@@ -316,6 +316,22 @@ def next_build(watcher: Watcher, after: int) -> WatchBuild:
     return record
 
 
+def test_editing_a_tool_file_rebuilds_the_prompt_that_names_it(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    tool = {"name": "search", "description": "Search v1.", "input_schema": {"type": "object"}}
+    write(src, "agent.prompt", "/// tools: tools.json\nAgent.\n")
+    write(src, "tools.json", json.dumps(tool))
+    watcher = started(src, out)
+    try:
+        n = watcher.builds
+        save(src / "tools.json", json.dumps({**tool, "description": "Search v2."}))
+        record = next_build(watcher, n)
+        assert record.ok and record.compiled == 1, record
+        assert json.loads((out / "agent.json").read_text())["tools"][0]["description"] == "Search v2."
+    finally:
+        watcher.stop()
+
+
 def test_library_initial_build_and_rebuild(tree: tuple[Path, Path]) -> None:
     src, out = tree
     results: list[WatchBuild] = []
@@ -551,6 +567,8 @@ def test_classify(tmp_path: Path) -> None:
     assert watcher.classify(str(src / "team"), True) == "source"
     assert watcher.classify(str(src), True) == "source"
     assert watcher.classify(str(src / "_part.prompt"), False) == "source"
+    assert watcher.classify(str(src / "tools" / "search.json"), False) == "source"  # tools and schemas
+    assert watcher.classify(str(src / "notes.txt"), False) is None
     assert watcher.classify(str(tmp_path / "pyproject.toml"), False) == "config"
     assert watcher.classify(str(src / "pyproject.toml"), False) is None
     for ignored in ["a.txt", "a.prompt.swp", ".git/x.prompt", "build/a.prompt", "build", "build.promptc-tmp-1"]:
