@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+TESTSTAMP := $(VENV)/.test-installed-stamp
+# -qq: pip's own progress and the build backend's notices stay out of `make build`; errors still show
+PIP    := $(BIN)/python -m pip install -qq --disable-pip-version-check
 
 .PHONY: build test check lint bench clean
 
@@ -10,28 +13,33 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Reinstall when the project's metadata changes; the editable install picks up code edits itself.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# `make build` installs promptc and what it needs to run; the test toolchain comes with `make test`.
+$(STAMP): pyproject.toml setup.cfg | $(BIN)/python
+	@$(PIP) --upgrade pip
+	@$(PIP) -e .
 	@touch $(STAMP)
+
+$(TESTSTAMP): $(STAMP)
+	@$(PIP) -e '.[test]'
+	@touch $(TESTSTAMP)
 
 build: $(STAMP)
 	$(BIN)/promptc build prompts_src -o build
 
 # Two workers: the suite stays under a minute on a two-core machine. `.ci/run` adds the fuller
 # randomised profile (PROMPTC_TEST_PROFILE=ci).
-test: $(STAMP)
+test: $(TESTSTAMP)
 	$(BIN)/python -m pytest -n 2
 
-check: $(STAMP)
+check: $(TESTSTAMP)
 	$(BIN)/promptc check prompts_src -o build --locked
 	$(BIN)/ruff check compiler tests bench
 	$(BIN)/ruff format --check compiler tests bench
 
 lint: check
 
-bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+bench: $(TESTSTAMP)
+	@$(PIP) -e '.[test,bench]'
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/pathological.py
 
