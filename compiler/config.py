@@ -179,6 +179,16 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
             diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see docs/configuration.md"))
             continue
         values[key] = coerced
+    for key in ("src", "out"):
+        # Paths in the file are relative to the file, wherever promptc runs from (as tsc's
+        # tsconfig.json and ruff's pyproject.toml have it); shown relative to the current folder.
+        if key in values and not os.path.isabs(values[key]):
+            values[key] = _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), values[key]))
+    if "promptc" in data.get("tool", {}) and pyproject.parent.resolve() != Path.cwd().resolve():
+        for key in ("src", "out"):  # the defaults too: they are the file's folder's `prompts_src`, `build`
+            values.setdefault(
+                key, _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), getattr(Config(), key)))
+            )
     config = replace(Config(origin=path), **values)
     problem = validate(config)
     if problem:
@@ -187,6 +197,15 @@ def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
         )
         config = replace(config, provider="")
     return config, diagnostics
+
+
+def _relative(path: str) -> str:
+    """`path` relative to the current folder when that is shorter to read, else absolute."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return rel if not rel.startswith(os.pardir + os.sep + os.pardir + os.sep + os.pardir) else os.path.abspath(path)
 
 
 def _key_span(source: SourceText, key: str) -> Span:

@@ -151,3 +151,27 @@ def test_an_unknown_tokenizer_is_one_usage_error(project: Path, how: str) -> Non
         result = run_promptc(*args, cwd=project)
         assert result.returncode == 2, result.stdout + result.stderr
         assert result.stderr.count("unknown tokenizer `gpt-17`") == 1 and "E901" not in result.stdout
+
+
+def test_config_paths_are_relative_to_the_pyproject_that_holds_them(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.promptc]\nsrc = 'prompts'\nout = 'dist/prompts'\n")
+    write(tmp_path, "prompts/a.prompt", "Hi.\n")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    built = run_promptc("build", cwd=tmp_path / "deep" / "er")
+    assert built.returncode == 0, built.stdout
+    assert (tmp_path / "dist" / "prompts" / "a.json").is_file()
+    assert "→ ../../dist/prompts:" in built.stdout
+    assert run_promptc("check", "--locked", cwd=tmp_path / "deep").returncode == 0
+    # the defaults are the config's folder's too
+    write(tmp_path, "pyproject.toml", "[tool.promptc]\n")
+    (tmp_path / "prompts").rename(tmp_path / "prompts_src")
+    assert run_promptc("build", cwd=tmp_path / "deep").returncode == 0
+    assert (tmp_path / "build" / "a.json").is_file() and not (tmp_path / "deep" / "build").exists()
+
+
+def test_a_missing_source_folder_hint_names_the_config(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.promptc]\nsrc = 'prompts'\n")
+    result = run_promptc("check", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "source folder `prompts` not found" in result.stdout
+    assert "set `src` in [tool.promptc] of pyproject.toml" in result.stdout

@@ -208,7 +208,9 @@ def _compile(
                 codes.SOURCE_NOT_FOUND,
                 f"source folder `{src}` not found",
                 None,
-                "pass the folder: `promptc build prompts_src`",
+                f"create it, pass the folder (`promptc build PATH`), or set `src` in [tool.promptc] of {config.origin}"
+                if config.origin
+                else "create it, or pass the folder: `promptc build PATH`",
                 path=str(src),
             )
         )
