@@ -80,6 +80,21 @@ class Diagnostic:
     def col(self) -> int:
         return self.span.col if self.span else 1
 
+    @property
+    def end(self) -> tuple[int, int]:
+        """(line, column) just past the span, on the span's line (a span that runs past the end of
+        its line ends there). Columns count code points from 1, like `col`."""
+        if self.span is None:
+            return self.line, self.col
+        width = max(0, self.span.end - self.span.start)
+        if self.source_line is not None:
+            width = min(width, max(0, len(self.source_line) + 1 - self.col))
+        return self.line, self.col + width
+
+    def __str__(self) -> str:
+        """The CLI's one-line form: `path:line:col: severity[CODE]: message`."""
+        return f"{self.path}:{self.line}:{self.col}: {self.severity}[{self.code}]: {self.message}"
+
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code, self.message)
 
@@ -91,8 +106,8 @@ class Diagnostic:
             "path": self.path,
             "line": self.line,
             "col": self.col,
-            "end_line": self.line,
-            "end_col": self.col + max(0, (self.span.end - self.span.start) if self.span else 0),
+            "end_line": self.end[0],
+            "end_col": self.end[1],
             "severity": self.severity,
             "code": self.code,
             "message": self.message,
@@ -166,8 +181,7 @@ def _expand_tabs_for_caret(line: str, col: int) -> tuple[str, int]:
 
 
 def render_text(d: Diagnostic) -> str:
-    head = f"{d.path}:{d.line}:{d.col}: {d.severity}[{d.code}]: {d.message}"
-    lines = [head]
+    lines = [str(d)]
     if d.span is not None and d.source_line is not None:
         shown, col = _expand_tabs_for_caret(d.source_line, d.col)
         if len(shown) > 200:  # keep huge single-line files readable
@@ -196,8 +210,10 @@ def github_escape(value: str, *, prop: bool = False) -> str:
 def render_github(d: Diagnostic) -> str:
     kind = "error" if d.severity == "error" else "warning"
     message = f"[{d.code}] {d.message}" + (f" (hint: {d.hint})" if d.hint else "")
+    end_line, end_col = d.end
     props = (
-        f"file={github_escape(d.path, prop=True)},line={d.line},col={d.col},title={github_escape(d.code, prop=True)}"
+        f"file={github_escape(d.path, prop=True)},line={d.line},col={d.col},endLine={end_line},"
+        f"endColumn={end_col},title={github_escape(d.code, prop=True)}"
     )
     return f"::{kind} {props}::{github_escape(message)}"
 

@@ -89,9 +89,10 @@ def test_json_and_github_formats(project: Path) -> None:
     assert payload["diagnostics"][0]["path"] == "prompts_src/w.prompt"
     github = run_promptc("check", "--format", "github", cwd=project)
     assert (
-        "::warning file=prompts_src/w.prompt,line=1,col=1,title=W303::[W303] unknown directive `sectoin`"
-        in github.stdout
+        "::warning file=prompts_src/w.prompt,line=1,col=1,endLine=1,endColumn=15,title=W303::"
+        "[W303] unknown directive `sectoin`" in github.stdout
     )
+    assert (payload["diagnostics"][0]["end_line"], payload["diagnostics"][0]["end_col"]) == (1, 15)
     strict = run_promptc("check", "--strict", cwd=project)
     assert strict.returncode == 1
 
