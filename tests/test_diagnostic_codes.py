@@ -122,7 +122,7 @@ CASES = {
     "W404": _text("Hi\n---- user ----\nthere\n"),
     "W405": _text("----- system -----\nRules.\n----- user -----\nQ\n----- system -----\nNow: ${x}\n"),
     # 5xx
-    "E501": _text("/// input: question\nAnswer ${questoin}.\n"),
+    "E501": _text("/// input: question\nQuestion: ${question}\nAgain: ${questoin}.\n"),
     "W502": _text("/// input: question, unused\nAnswer ${question}.\n"),
     "E503": _text("Answer ${question}.\n", config=Config(tokenizer="approx-bytes/4", require_declared_inputs=True)),
     "E504": _text("Hello ${product.name}\n", config=Config(tokenizer="approx-bytes/4", defines=(("product", "Acme"),))),

@@ -4,15 +4,76 @@ The grammar already decided what is a comment (URL protection, `\\///`, full-lin
 full-line comment token spans its whole line including the newline, an inline one includes the
 whitespace before it. Removing the tokens is therefore the whole rule, and blank lines the author
 wrote are untouched. Directive lines are kept for the next pass.
+
+A full-line comment that is one slip away from a directive — `/// Section: rules` (keys are
+lowercase), `/// section rules stable` (no colon) — would silently do nothing, so it gets W303
+with the directive it was probably meant to be. Only comments whose rest reads as that
+directive's value are flagged, so prose such as `/// include the customer's name` is left alone.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
+from .. import codes
 from ..context import Context
+from ..language import BOUNDARIES, TARGETS
 from ..nodes import Comment, Document
+
+#: `/// Key: value` — a directive but for the case of its key
+_CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
+#: `/// key value` — a directive but for its colon
+_NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S.*?)[ \t]*\n?\Z", re.S)
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+#: what the value of each directive looks like, for `/// key value` without the colon
+_VALUE_SHAPES = {
+    "section": re.compile(rf"[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t]+(?:{'|'.join((*BOUNDARIES, *TARGETS))}))+", re.I),
+    "include": re.compile(r"(?:_\S+|std/\S+|\S+\.prompt)"),
+    "param": re.compile(rf"{_IDENT}[ \t]*=.*"),
+    "input": re.compile(rf"{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})+"),
+    "tools": re.compile(r"\S+\.json(?:[ \t]*,[ \t]*\S+\.json)*"),
+    "output": re.compile(r"\S+\.json"),
+    "cache_ttl": re.compile(r"(?:5m|1h)"),
+}
+
+
+def _near_miss(line: str) -> tuple[str, str] | None:
+    """(message, hint) when the comment line looks like a directive with a slip."""
+    from .directives import RESERVED_KEYS
+
+    cased = _CASED.match(line)
+    if cased and cased.group(1) != cased.group(1).lower() and cased.group(1).lower() in RESERVED_KEYS:
+        key = cased.group(1)
+        return (
+            f"`/// {key}:` is a comment, not a directive: directive keys are lowercase",
+            f"did you mean `/// {key.lower()}:`?",
+        )
+    bare = _NO_COLON.match(line)
+    if bare and bare.group(1) in _VALUE_SHAPES and _VALUE_SHAPES[bare.group(1)].fullmatch(bare.group(2)):
+        key, value = bare.group(1), bare.group(2)
+        return (
+            f"`/// {key} {value}` is a comment, not a directive: it has no colon",
+            f"did you mean `/// {key}: {value}`?",
+        )
+    return None
 
 
 def strip_comments(doc: Document, ctx: Context) -> Document:
-    return replace(doc, items=tuple(item for item in doc.items if not isinstance(item, Comment)))
+    kept = []
+    text = ctx.source.text
+    for item in doc.items:
+        if not isinstance(item, Comment):
+            kept.append(item)
+            continue
+        if item.full_line and item.span.src in (None, ctx.source):
+            slip = _near_miss(text[item.span.start : item.span.end])
+            if slip is not None:
+                end = text.find("\n", item.span.start, item.span.end)
+                ctx.report(
+                    codes.DIRECTIVE_TYPO,
+                    slip[0],
+                    ctx.source.span(item.span.start, end if end != -1 else item.span.end),
+                    slip[1],
+                )
+    return replace(doc, items=tuple(kept))

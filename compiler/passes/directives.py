@@ -39,6 +39,24 @@ RESERVED_KEYS = (
 PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: keys people write for a reserved one that a typo distance does not catch
+_ALIASES = {
+    "params": "param",
+    "parms": "param",
+    "prams": "param",
+    "parameter": "param",
+    "parameters": "param",
+    "inputs": "input",
+    "tags": "tag",
+    "includes": "include",
+    "sections": "section",
+    "tool": "tools",
+    "outputs": "output",
+    "output_schema": "output",
+    "ttl": "cache_ttl",
+}
+#: model parameters written as directives of their own (`/// model: gpt-4o`)
+_PARAM_KEYS = ("model", "temperature", "max_tokens", "top_p", "top_k", "stop", "seed")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 
@@ -100,6 +118,10 @@ def parse_section(value: str) -> tuple[str, str | None, str] | str:
     seen_target = False
     for word in rest:
         lowered = word.lower()
+        if lowered in BOUNDARIES and boundary is not None:
+            return f"section `{name}` is given both `{boundary}` and `{lowered}`: a section is one or the other"
+        if lowered in TARGETS and seen_target:
+            return f"section `{name}` is given two targets, `{target}` and `{lowered}`: choose one"
         if lowered in BOUNDARIES and boundary is None:
             boundary = lowered
         elif lowered in TARGETS and not seen_target:
@@ -240,8 +262,15 @@ class _HeaderBuilder:
             else:
                 self.role = (role, d.value_span)
         else:
-            close = did_you_mean(key, RESERVED_KEYS)
-            if close:
+            close = did_you_mean(key, RESERVED_KEYS) or _ALIASES.get(key)
+            if key in _PARAM_KEYS:
+                ctx.report(
+                    codes.DIRECTIVE_TYPO,
+                    f"unknown directive `{key}`, kept as metadata",
+                    d.span,
+                    f"model parameters are params: did you mean `/// param: {key}={d.value}`?",
+                )
+            elif close:
                 ctx.report(
                     codes.DIRECTIVE_TYPO,
                     f"unknown directive `{key}`, kept as metadata",

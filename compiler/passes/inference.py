@@ -21,6 +21,15 @@ from ..suggest import did_you_mean
 _COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION})
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _code_names(section: Section) -> set[str]:
+    """Every identifier written in a section's template blocks (loop variables, assignments…):
+    the names a misspelt one was most likely meant to be."""
+    return {m.group() for item in section.items if isinstance(item, Block) for m in _IDENTIFIER.finditer(item.code)}
+
+
 def first_use(section: Section, name: str) -> Span | None:
     """Where a section first uses an input: the placeholder or the name node the analysis saw
     first; else (a section the analysis did not see) the first textual occurrence."""
@@ -123,28 +132,46 @@ def _check_declared(doc: Document, ctx: Context) -> None:
             )
         return
     declared_set = set(declared)
+    spans = dict(doc.header.declared_input_spans)
+    unused = [n for n in declared if n not in doc.inputs and n not in doc.helpers]  # a declared helper is used
     for name in doc.inputs:
         if name in declared_set:
             continue
-        span = next(
-            (first_use(s, name) for m in doc.messages for s in m.sections if name in s.inputs),
-            None,
+        section, span = next(
+            ((s, first_use(s, name)) for m in doc.messages for s in m.sections if name in s.inputs), (None, None)
         )
-        close = did_you_mean(name, declared, limit=2)
-        ctx.report(
-            codes.UNDECLARED_INPUT,
-            f"unbound placeholder ${{{name}}}: `{name}` is not a declared input",
-            span,
-            f"did you mean `{close}`?"
-            if close
-            else f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})",
+        src = span.src if span is not None and span.src is not None else ctx.source
+        placeholder = span is not None and src.text.startswith("${", span.start)
+        candidates = set(declared) | (_code_names(section) if section is not None else set())
+        close = did_you_mean(name, unused, limit=2) or did_you_mean(name, sorted(candidates - {name}), limit=2)
+        if close in unused:
+            # either the use or the declaration holds the typo: the hint must not pick one
+            line = spans[close].line if close in spans else "?"
+            hint = f"`/// input:` declares `{close}` (line {line}), which nothing uses: fix whichever is misspelt"
+        elif close:
+            hint = f"did you mean `{close}`?"
+        else:
+            hint = f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})"
+        message = (
+            f"unbound placeholder ${{{name}}}: `{name}` is not a declared input"
+            if placeholder
+            else f"name `{name}` is neither a declared input nor defined by the template"
         )
-    spans = dict(doc.header.declared_input_spans)
-    for name in declared:
-        if name not in doc.inputs and name not in doc.helpers:  # a declared helper is used
+        ctx.report(codes.UNDECLARED_INPUT, message, span, hint)
+    defines = ctx.config.defines_map
+    for name in unused:
+        if name in defines:
             ctx.report(
                 codes.UNUSED_INPUT,
-                f"declared input `{name}` is never used",
+                f"declared input `{name}` is bound at build time by a define (`-D {name}=…` or [tool.promptc.defines]),"
+                " so it is not a runtime input",
                 spans.get(name, doc.header.declared_inputs_span),
-                "remove it from `/// input:`",
+                "remove it from `/// input:`, or drop the define to keep it an input",
             )
+            continue
+        ctx.report(
+            codes.UNUSED_INPUT,
+            f"declared input `{name}` is never used",
+            spans.get(name, doc.header.declared_inputs_span),
+            "remove it from `/// input:`",
+        )

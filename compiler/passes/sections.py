@@ -147,11 +147,16 @@ def partition_sections(doc: Document, ctx: Context) -> Document:
         if sections:
             messages.append(Message(message.role, message.span, tuple(sections)))
         else:
+            span = message.span
+            src = span.src if span is not None and span.src is not None else ctx.source
+            separated = span is not None and src.text.startswith("-----", span.start)
             ctx.report(
                 codes.EMPTY_MESSAGE,
                 f"empty `{message.role}` message left out",
-                message.span,
-                "remove the separator, or write the message's text",
+                span,
+                "remove the separator, or write the message's text"
+                if separated
+                else "the file holds only comments and directives: write the prompt's text below them",
             )
     if not placed:
         first = user_context[0]

@@ -1,0 +1,69 @@
+"""Messages a newcomer meets in the first hour: each says what is wrong where it is, and each hint
+is true in its context."""
+
+from __future__ import annotations
+
+import pytest
+
+from promptc import compile_text
+
+
+def diagnostics(source: str, **kwargs) -> list[tuple[str, str, str | None]]:
+    return [(d.code, d.message, d.hint) for d in compile_text(source, **kwargs).diagnostics]
+
+
+@pytest.mark.parametrize(
+    ("source", "hint"),
+    [
+        ("/// Section: rules stable\nHi\n", "did you mean `/// section:`?"),
+        ("/// section rules stable\nHi\n", "did you mean `/// section: rules stable`?"),
+        ("/// include _tone\nHi\n", "did you mean `/// include: _tone`?"),
+        ("/// param temperature=0.2\nHi\n", "did you mean `/// param: temperature=0.2`?"),
+        ("/// parms: temperature=0.2\nHi\n", "did you mean `param`?"),
+        ("/// inputs: a, b\nHi ${a} ${b}\n", "did you mean `input`?"),
+        ("/// model: gpt-4o\nHi\n", "model parameters are params: did you mean `/// param: model=gpt-4o`?"),
+    ],
+)
+def test_directive_near_misses_get_did_you_mean(source: str, hint: str) -> None:
+    found = diagnostics(source)
+    assert [(code, h) for code, _, h in found] == [("W303", hint)]
+
+
+@pytest.mark.parametrize(
+    "source", ["/// include the customer's name when you greet\nHi\n", "/// Note: keep it short\nHi\n"]
+)
+def test_prose_comments_are_left_alone(source: str) -> None:
+    assert diagnostics(source) == []
+
+
+def test_names_in_template_code_are_names_not_placeholders_and_suggest_the_loop_variable() -> None:
+    ((code, message, hint),) = diagnostics("/// input: items\n{% for item in items %}{{ itme }}{% endfor %}\n")
+    assert code == "E501"
+    assert message == "name `itme` is neither a declared input nor defined by the template"
+    assert hint == "did you mean `item`?"
+
+
+def test_a_typo_in_the_declaration_is_not_where_the_hint_steers() -> None:
+    found = diagnostics("/// input: questoin\nAnswer ${question}.\n")
+    assert found[0][0] == "E501"
+    assert found[0][2] == "`/// input:` declares `questoin` (line 1), which nothing uses: fix whichever is misspelt"
+
+
+def test_w502_says_when_a_define_binds_the_input() -> None:
+    found = diagnostics("/// input: product, q\nUse ${product} for ${q}.\n", defines={"product": "Acme"})
+    assert [(c, m.split(" (")[0]) for c, m, _ in found] == [
+        ("W502", "declared input `product` is bound at build time by a define")
+    ]
+
+
+def test_w403_hint_fits_a_file_without_separators() -> None:
+    ((code, _, hint),) = diagnostics("/// tag: x\n")
+    assert code == "W403" and "separator" not in hint
+    ((code, _, hint),) = diagnostics("----- system -----\n----- user -----\nHi\n")
+    assert code == "W403" and hint == "remove the separator, or write the message's text"
+
+
+def test_e704_names_the_conflict() -> None:
+    ((code, message, _),) = diagnostics("/// section: rules stable dynamic\nHi\n")
+    assert code == "E704"
+    assert message == "section `rules` is given both `stable` and `dynamic`: a section is one or the other"
