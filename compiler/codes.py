@@ -235,6 +235,11 @@ BUILTIN_AS_TEXT = _code(
     "a builtin output as a value",
     "A `{{ }}` block outputs a name that is one of Python's builtins (`{{ input }}`, `{{ type }}`) and that the template never assigns. It is the builtin function, never an input, and rendering a function or a class as text is a render error. Prompt collections use such names as variables; rename it.",
 )
+JINJA_HABIT = _code(
+    "W605",
+    "Jinja syntax in a Python block",
+    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input) or Jinja's `loop` variable (`{{ loop.index }}`). The hint gives the Python. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …) are errors (E208, E601) with the same kind of hint.",
+)
 
 # 7xx: sections and the cache-stable prefix
 SECTION_TWICE = _code(

@@ -76,6 +76,7 @@ __all__ = [
     "IMPLICIT_SECTION",
     "BOUNDARIES",
     "TARGETS",
+    "JINJA_TAGS",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -178,3 +179,15 @@ STD_PREFIX = "std/"
 IMPLICIT_SECTION = "body"
 BOUNDARIES: tuple[str, ...] = ("stable", "dynamic")
 TARGETS: tuple[str, ...] = ("system", "user_context")
+
+#: Jinja statement tags and the promptc way to write each
+JINJA_TAGS = {
+    "set": "`{% set %}` is Jinja: assign in a statement block, `{# x = … #}`",
+    "include": "`{% include %}` is Jinja: include a partial with `/// include: _partial` on its own line",
+    "extends": "promptc has no template inheritance: share text with `/// include: _partial`",
+    "block": "promptc has no template blocks: use `/// section: NAME` to name a part of a message",
+    "macro": "define a function in a statement block, `{# def name(…): … #}`, and call it in `{{ }}`",
+    "raw": "write `\\{{`, `\\{%` or `\\{#` for a literal opener",
+    "with": "assign in a statement block, `{# x = … #}`; blocks are Python",
+    "filter": "call a method or function in `{{ }}`; blocks are Python",
+}

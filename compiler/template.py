@@ -80,7 +80,7 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
-from .language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, MAX_NESTING, OPENERS
+from .language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, JINJA_TAGS, MAX_NESTING, OPENERS
 
 __all__ = [
     "APPEND",
@@ -512,12 +512,14 @@ class Structure(Generic[W]):
                 ]
             return []
         shown = keyword or code
+        word = shown.split(maxsplit=1)[0] if shown.split() else ""
         return [
             Problem(
                 "E208",
                 f"unknown statement tag `{{% {shown} %}}`" if shown else "empty `{% %}` tag",
                 where,
-                "`{% %}` holds if / elif / else / for / while and endif / endfor / endwhile; "
+                JINJA_TAGS.get(word)
+                or "`{% %}` holds if / elif / else / for / while and endif / endfor / endwhile; "
                 "use `{# #}` for other statements",
             )
         ]

@@ -138,6 +138,7 @@ CASES = {
     "E704": _text("/// section: rules loud\nx\n"),
     "W705": _text("Short stable text.\n", config=Config(tokenizer="approx-bytes/4", provider="openai")),
     "W706": _text("/// section: rules stable\nBuilt on 2024-05-06.\n"),
+    "W605": _text("Hello {{ name | title }}.\n"),
     "E707": _text("/// section: rules stable\n{{ 1 + 1 }}\n"),
     "W707": _text("/// param: model=claude-sonnet-4-5, max_tokens=512, temperature=0.2\nHi\n"),
     "W708": _text(

@@ -67,3 +67,23 @@ def test_e704_names_the_conflict() -> None:
     ((code, message, _),) = diagnostics("/// section: rules stable dynamic\nHi\n")
     assert code == "E704"
     assert message == "section `rules` is given both `stable` and `dynamic`: a section is one or the other"
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "hint"),
+    [
+        ("Use {{ name | upper }}\n", "W605", "write `{{ name.upper() }}`"),
+        ("{% for i in items %}{{ loop.index }}{% endfor %}\n", "W605", "enumerate(items)"),
+        ("{% if a %}x{% else if b %}y{% endif %}\n", "E601", "write `{% elif … %}`"),
+        ("{% set x = 1 %}{{ x }}\n", "E208", "`{# x = … #}`"),
+        ("{% include 'x' %}\n", "E208", "`/// include: _partial`"),
+        ("A literal {{ brace\n", "E201", "`\\{{`"),
+    ],
+)
+def test_jinja_habits_say_that_blocks_are_python(source: str, code: str, hint: str) -> None:
+    found = [(c, h) for c, _, h in diagnostics(source)]
+    assert found and found[0][0] == code and hint in (found[0][1] or ""), found
+
+
+def test_a_bitwise_or_of_inputs_is_not_a_jinja_filter() -> None:
+    assert diagnostics("{{ a | b }}\n") == []

@@ -16,6 +16,7 @@ from ..context import Context
 from ..diagnostics import Span
 from ..nodes import Block, Document, Message, Placeholder, Section
 from ..suggest import did_you_mean
+from . import jinja_habits
 
 #: what compiling a section can find that the analysis did not (structure is the parser's)
 _COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION})
@@ -100,6 +101,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
                 _check_compiles(section, ctx)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
+            jinja_habits.check(section, set(inputs), ctx)
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
