@@ -408,7 +408,7 @@ SYMLINK_LOOP = _code(
 
 
 def markdown(examples: dict[str, str]) -> str:
-    """docs/diagnostics.md: every code, what it means, and real output (tests/cases/diagnostics)."""
+    """docs/diagnostics.md: every code, what it means, and real output (promptc/data/diagnostics, which `promptc explain` prints too)."""
     lines = [
         "# Diagnostics",
         "",
@@ -436,6 +436,6 @@ if __name__ == "__main__":  # pragma: no cover - documentation generator
     import sys
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parent.parent / "tests" / "cases" / "diagnostics"
+    folder = Path(__file__).resolve().parent / "data" / "diagnostics"
     found = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.txt")} if folder.is_dir() else {}
     sys.stdout.write(markdown(found))

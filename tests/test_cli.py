@@ -178,3 +178,26 @@ def test_a_missing_source_folder_hint_names_the_config(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "source folder `prompts` not found" in result.stdout
     assert "set `src` in [tool.promptc] of pyproject.toml" in result.stdout
+
+
+def test_explain_prints_a_codes_documentation_and_example() -> None:
+    result = run_promptc("explain", "e501", real=True)
+    assert result.returncode == 0
+    assert result.stdout.startswith("E501: ")
+    assert "severity: error" in result.stdout and "error[E501]" in result.stdout  # the real example
+    unknown = run_promptc("explain", "E99")
+    assert unknown.returncode == 2 and "no diagnostic code 'E99'" in unknown.stderr
+
+
+def test_list_shows_inputs_model_prefix_and_whether_it_is_cached(project: Path) -> None:
+    write(project, "prompts_src/a.prompt", "/// param: model=gpt-4o\nHello ${name}.\n")
+    write(project, "prompts_src/b.prompt", "Stable.\n")
+    assert run_promptc("build", cwd=project).returncode == 0
+    listed = run_promptc("list", cwd=project)
+    assert listed.returncode == 0
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["prompt", "inputs", "model", "prefix", "cached"]
+    assert lines[1].split()[:3] == ["a", "name", "gpt-4o"] and lines[1].endswith("no (below minimum)")
+    assert lines[2].split() == ["b", "-", "-", "3", "-"]  # no model: no profile, no verdict
+    data = json.loads(run_promptc("list", "--format", "json", cwd=project).stdout)
+    assert data["schema"] == "promptc.list/1" and data["prompts"][0]["cacheable_tokens"] == 0

@@ -206,7 +206,7 @@ CASES = {
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
 }
 
-EXPECTED_DIR = Path(__file__).parent / "cases" / "diagnostics"
+EXPECTED_DIR = Path(__file__).parent.parent / "compiler" / "data" / "diagnostics"  # ships: `promptc explain` shows them
 
 
 def test_every_code_has_an_exact_text_case() -> None:

@@ -11,7 +11,7 @@ from .conftest import ROOT
 
 
 def test_diagnostics_doc_is_generated_from_the_codes() -> None:
-    examples = {p.stem: p.read_text(encoding="utf-8") for p in (ROOT / "tests/cases/diagnostics").glob("*.txt")}
+    examples = {p.stem: p.read_text(encoding="utf-8") for p in (ROOT / "compiler/data/diagnostics").glob("*.txt")}
     doc = (ROOT / "docs/diagnostics.md").read_text(encoding="utf-8")
     assert doc == markdown(examples), "run `python -m promptc.codes > docs/diagnostics.md`"
     for code in CODES:

@@ -29,6 +29,7 @@ _OPTION_FIELDS = {
     "watch": ("src", "out", "tokenizer", "provider"),
     "render": ("out", "model"),
     "inspect": ("out",),
+    "list": ("out",),
 }
 
 

@@ -1,0 +1,90 @@
+"""`promptc explain CODE` and `promptc list`: what a diagnostic means, and what the build holds."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .common import settings
+
+
+@click.command("explain")
+@click.argument("code")
+def explain_cmd(code: str) -> None:
+    """Print what diagnostic CODE means, why it fires, and an example (as docs/diagnostics.md has it)."""
+    from ..codes import CODES
+    from ..suggest import did_you_mean
+
+    entry = CODES.get(code.upper())
+    if entry is None:
+        close = did_you_mean(code.upper(), list(CODES), limit=2)
+        hint = f"; did you mean {close}?" if close else ""
+        raise click.BadParameter(f"no diagnostic code {code!r}{hint} (codes: E101 … W909)", param_hint="CODE")
+    severity = "error" if entry.severity == "error" else "warning (`--strict` makes it an error)"
+    click.echo(f"{entry.code}: {entry.title}\n\n{entry.explain}\n\nseverity: {severity}")
+    example = _example(entry.code)
+    if example:
+        click.echo(f"\nexample:\n\n{example.rstrip()}")
+
+
+def _example(code: str) -> str | None:
+    """The real output kept for the docs (shipped with the package as part of codes' documentation)."""
+    from importlib import resources
+
+    try:
+        return resources.files("promptc.data").joinpath("diagnostics", f"{code}.txt").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        return None
+
+
+def _inputs(names: list[str], shown: int = 3) -> str:
+    if not names:
+        return "-"
+    rest = len(names) - shown
+    return ", ".join(names[:shown]) + (f" +{rest} more" if rest > 0 else "")
+
+
+@click.command("list")
+@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def list_cmd(out: str | None, fmt: str) -> None:
+    """List the prompts of the build folder: inputs, model, prefix tokens, and whether the provider caches it."""
+    from ..runtime import RenderError, load
+
+    folder = out or settings().config.out
+    runtime = load(folder)
+    try:
+        entries = runtime.manifest.artifacts
+    except RenderError as exc:
+        click.echo(f"promptc list: {exc}", err=True)
+        sys.exit(1)
+    rows = []
+    for name, entry in sorted(entries.items()):
+        cached = None if entry.cacheable_tokens is None else entry.cacheable_tokens > 0
+        rows.append(
+            {
+                "name": name,
+                "inputs": list(entry.inputs),
+                "model": entry.model,
+                "provider": entry.provider,
+                "prefix_tokens": entry.prefix_tokens,
+                "cacheable_tokens": entry.cacheable_tokens,
+                "cached": cached,
+            }
+        )
+    if fmt == "json":
+        click.echo(json.dumps({"schema": "promptc.list/1", "out": folder, "prompts": rows}, indent=2))
+        return
+    table = [["prompt", "inputs", "model", "prefix", "cached"]]
+    for row in rows:
+        cached = "-" if row["cached"] is None else ("yes" if row["cached"] else "no (below minimum)")
+        table.append([row["name"], _inputs(row["inputs"]), row["model"] or "-", str(row["prefix_tokens"]), cached])
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        click.echo(
+            "  ".join(
+                cell.rjust(w) if i == 3 else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths, strict=True))
+            ).rstrip()
+        )
