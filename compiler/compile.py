@@ -71,6 +71,20 @@ def tokenizer_diagnostic(config: Config, path: str, exc: Exception) -> Diagnosti
     )
 
 
+def _allow(diagnostics: tuple[Diagnostic, ...], src, doc: Document, ctx: Context) -> tuple[Diagnostic, ...]:
+    """Drop the warnings a `/// promptc: allow CODE` comment allows on their line (promptc.suppress)."""
+    from .suppress import apply
+
+    files = {src.path: src.text}
+    for key in doc.includes:
+        partial = ctx.partials.load(key)
+        if partial.source is not None:
+            files[partial.source.path] = partial.source.text
+    if not any("promptc" in text for text in files.values()):
+        return diagnostics
+    return tuple(apply(diagnostics, files))
+
+
 def compile_source(
     rel: str,
     data: bytes,
@@ -98,7 +112,7 @@ def compile_source(
         artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request)
     except TokenizerError as exc:
         return replace(failed, diagnostics=(*all_diagnostics, tokenizer_diagnostic(config, display, exc)))
-    all_diagnostics = (*all_diagnostics, *check(artifact, doc, request))
+    all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request)), src, doc, ctx)
     if has_errors(all_diagnostics):
         return replace(failed, diagnostics=all_diagnostics)
     encoded = dumps(artifact)

@@ -87,3 +87,31 @@ def test_jinja_habits_say_that_blocks_are_python(source: str, code: str, hint: s
 
 def test_a_bitwise_or_of_inputs_is_not_a_jinja_filter() -> None:
     assert diagnostics("{{ a | b }}\n") == []
+
+
+def test_one_warning_can_be_allowed_on_one_line() -> None:
+    source = (
+        "/// section: rules stable\n"
+        "/// promptc: allow W706\n"
+        "Built on 2024-05-06.\n"
+        "Release 2024-05-07 is current. /// promptc: allow W706, W303\n"
+        "Shipped 2024-05-08.\n"
+    )
+    found = compile_text(source).diagnostics
+    assert [(d.code, d.line) for d in found] == [("W706", 5)]  # only the line nothing allows
+    assert compile_text(source).artifact.metadata == {}  # not metadata
+
+
+def test_a_partial_can_allow_its_own_warnings() -> None:
+    partial = "/// section: id stable\n/// promptc: allow W706\nSince 2024-05-06.\n"
+    found = compile_text("/// include: _p\nHi\n", partials={"_p.prompt": partial}).diagnostics
+    assert [d.code for d in found] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("allow E501", "errors cannot be allowed"), ("allow W999", "not a diagnostic code"), ("ignore W706", "write")],
+)
+def test_a_bad_allow_is_an_error(value: str, message: str) -> None:
+    found = compile_text(f"/// promptc: {value}\nHi\n").diagnostics
+    assert [d.code for d in found] == ["E304"] and message in found[0].message

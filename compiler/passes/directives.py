@@ -19,6 +19,7 @@ from ..diagnostics import Span
 from ..language import BOUNDARIES, CACHE_TTLS, TARGETS
 from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from ..suggest import did_you_mean
+from ..suppress import parse_allow
 
 #: Keys with a meaning of their own; anything else is generic metadata.
 RESERVED_KEYS = (
@@ -177,7 +178,7 @@ class _HeaderBuilder:
     def add(self, d: Directive) -> None:
         key = d.key
         ctx = self.ctx
-        if self.partial and key in PROMPT_ONLY_KEYS:
+        if self.partial and key in PROMPT_ONLY_KEYS and key != "promptc":
             ctx.report(
                 codes.PARTIAL_NOT_ALLOWED,
                 f"a partial may not set `{key}`",
@@ -247,6 +248,10 @@ class _HeaderBuilder:
                 )
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
+        elif key == "promptc":  # `/// promptc: allow W706`: read by promptc.suppress, never metadata
+            _, problem = parse_allow(d.value)
+            if problem:
+                ctx.report(codes.MALFORMED_DIRECTIVE, problem, d.value_span if d.value else d.span, None)
         elif key == "role":
             role = d.value.lower()
             if role not in ROLES:
