@@ -180,8 +180,21 @@ def _expand_tabs_for_caret(line: str, col: int) -> tuple[str, int]:
     return line.replace("\t", " "), col
 
 
-def render_text(d: Diagnostic) -> str:
-    lines = [str(d)]
+#: ANSI styles of `render_text(color=True)`: bold red errors, bold yellow warnings, blue gutters,
+#: a caret in the severity's colour, a cyan hint label (rustc's and ruff's palette)
+_STYLE = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "gutter": "\x1b[34m", "hint": "\x1b[36m", "bold": "\x1b[1m"}
+_RESET = "\x1b[0m"
+
+
+def render_text(d: Diagnostic, color: bool = False) -> str:
+    """The CLI's text rendering: the one-line form, the source line with a caret under the span,
+    and the hint. `color` adds ANSI styles (the CLI decides: `--color`, `NO_COLOR`, a terminal)."""
+
+    def paint(style: str, text: str) -> str:
+        return f"{_STYLE[style]}{text}{_RESET}" if color else text
+
+    where = f"{d.path}:{d.line}:{d.col}:"
+    lines = [f"{paint('bold', where)} {paint(d.severity, f'{d.severity}[{d.code}]')}: {d.message}" if color else str(d)]
     if d.span is not None and d.source_line is not None:
         shown, col = _expand_tabs_for_caret(d.source_line, d.col)
         if len(shown) > 200:  # keep huge single-line files readable
@@ -191,12 +204,35 @@ def render_text(d: Diagnostic) -> str:
         width = max(1, min(d.span.end - d.span.start, len(shown) - col + 1))
         gutter = str(d.line)
         pad = " " * len(gutter)
-        lines.append(f" {pad} |")
-        lines.append(f" {gutter} | {shown}")
-        lines.append(f" {pad} | {' ' * (col - 1)}{'^' * width}")
+        lines.append(paint("gutter", f" {pad} |"))
+        lines.append(f"{paint('gutter', f' {gutter} |')} {shown}")
+        lines.append(f"{paint('gutter', f' {pad} |')} {' ' * (col - 1)}{paint(d.severity, '^' * width)}")
     if d.hint:
-        lines.append(f"  = hint: {d.hint}")
+        lines.append(f"  {paint('hint', '= hint:')} {d.hint}")
     return "\n".join(lines)
+
+
+def use_color(choice: str = "auto", stream=None) -> bool:
+    """Whether to colour output: `always`/`never` decide; `auto` colours a terminal unless
+    `NO_COLOR` is set (https://no-color.org), `TERM` is `dumb` or a CI runner is detected;
+    `FORCE_COLOR` colours anyway."""
+    import os
+    import sys
+
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    env = os.environ
+    if env.get("FORCE_COLOR"):
+        return True
+    if "NO_COLOR" in env or env.get("TERM") == "dumb" or env.get("CI"):
+        return False
+    stream = stream if stream is not None else sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def github_escape(value: str, *, prop: bool = False) -> str:

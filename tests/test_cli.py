@@ -201,3 +201,32 @@ def test_list_shows_inputs_model_prefix_and_whether_it_is_cached(project: Path) 
     assert lines[2].split() == ["b", "-", "-", "3", "-"]  # no model: no profile, no verdict
     data = json.loads(run_promptc("list", "--format", "json", cwd=project).stdout)
     assert data["schema"] == "promptc.list/1" and data["prompts"][0]["cacheable_tokens"] == 0
+
+
+def test_colour_on_request_never_in_a_pipe(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(project, "prompts_src/w.prompt", "/// sectoin: x\nText\n")
+    piped = run_promptc("check", cwd=project)
+    assert "\x1b[" not in piped.stdout
+    coloured = run_promptc("--color", "always", "check", cwd=project)
+    assert "\x1b[1;33mwarning[W303]\x1b[0m" in coloured.stdout
+    assert "\x1b[" not in run_promptc("--color", "never", "check", cwd=project).stdout
+
+
+def test_use_color_follows_no_color_ci_and_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from promptc.diagnostics import use_color
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    for name in ("NO_COLOR", "CI", "FORCE_COLOR", "TERM"):
+        monkeypatch.delenv(name, raising=False)
+    assert use_color("auto", Tty()) is True
+    monkeypatch.setenv("NO_COLOR", "")
+    assert use_color("auto", Tty()) is False and use_color("always", Tty()) is True
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("CI", "true")
+    assert use_color("auto", Tty()) is False
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert use_color("auto", Tty()) is True
+    assert use_color("never", Tty()) is False

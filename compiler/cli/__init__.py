@@ -58,10 +58,18 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     callback=_print_version,
     help="Show the version, the schemas it writes and the tokenizer data, and exit.",
 )
+@click.option(
+    "--color",
+    type=click.Choice(("auto", "always", "never")),
+    default="auto",
+    show_default=True,
+    help="Colour diagnostics: auto colours a terminal, unless NO_COLOR is set or in CI.",
+)
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, color: str) -> None:
     """promptc — compile prompt sources into frozen, cache-aware JSON artifacts."""
     settings = Settings()
+    settings.color = color
     ctx.obj = settings
     # [tool.promptc] becomes every command's defaults: a flag on the command line wins.
     ctx.default_map = settings.default_map()

@@ -41,6 +41,8 @@ class Settings:
 
         self.pyproject = find_pyproject(Path.cwd())
         self.config, self.diagnostics = load_config(self.pyproject)
+        #: `--color` (auto | always | never)
+        self.color = "auto"
 
     def default_map(self) -> dict[str, dict[str, Any]]:
         values = {
@@ -143,7 +145,7 @@ class Reporter:
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]
 
     def emit(self, diagnostics, files: int | None = None, extra: dict | None = None, summary: str | None = None) -> int:
-        from ..diagnostics import render_github, render_text, summary_line
+        from ..diagnostics import render_github, render_text, summary_line, use_color
 
         diagnostics = self.promote(diagnostics)
         errors = any(d.severity == "error" for d in diagnostics)
@@ -156,8 +158,12 @@ class Reporter:
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return 1 if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        try:
+            color = use_color(settings().color)
+        except RuntimeError:  # no click context: a library caller
+            color = False
         for d in shown:
-            click.echo(render_github(d) if self.fmt == "github" else render_text(d) + "\n")
+            click.echo(render_github(d) if self.fmt == "github" else render_text(d, color=color) + "\n", color=color)
         if not self.quiet or errors:
             line = summary_line(diagnostics, files)
             click.echo(f"{summary}: {line}" if summary else line)
