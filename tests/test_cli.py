@@ -230,3 +230,24 @@ def test_use_color_follows_no_color_ci_and_the_terminal(monkeypatch: pytest.Monk
     monkeypatch.setenv("FORCE_COLOR", "1")
     assert use_color("auto", Tty()) is True
     assert use_color("never", Tty()) is False
+
+
+def test_prompt_names_complete_for_render_and_inspect(project: Path) -> None:
+    import os
+    import subprocess
+
+    from .conftest import promptc_executable
+
+    write(project, "prompts_src/support/chat.prompt", "Hi.\n")
+    write(project, "prompts_src/support/faq.prompt", "Hi.\n")
+    write(project, "prompts_src/other.prompt", "Hi.\n")
+    assert run_promptc("build", cwd=project).returncode == 0
+    for command in ("render", "inspect"):
+        env = {
+            **os.environ,
+            "COMP_WORDS": f"promptc {command} sup",
+            "COMP_CWORD": "2",
+            "_PROMPTC_COMPLETE": "bash_complete",
+        }
+        done = subprocess.run([promptc_executable()], cwd=project, env=env, capture_output=True, text=True)
+        assert done.stdout.split() == ["plain,support/chat", "plain,support/faq"], done

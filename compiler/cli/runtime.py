@@ -86,8 +86,21 @@ def _read_vars(path: str) -> dict[str, Any]:
     return data
 
 
+def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion for NAME: the prompts of the build folder (`-o`, else config `out`)."""
+    from ..runtime import RenderError, load
+
+    try:
+        from .common import Settings  # completion runs without an active click context
+
+        out = ctx.params.get("out") or Settings().config.out
+        return [name for name in load(out).names() if name.startswith(incomplete)]
+    except (RenderError, OSError, RuntimeError):
+        return []
+
+
 @click.command("render")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_prompt_names)
 @click.option(
     "--var", "variables", multiple=True, metavar="NAME=VALUE", help="An input value (repeatable; wins over --vars)."
 )
@@ -228,7 +241,7 @@ def inspect_lines(artifact: Artifact) -> list[str]:
 
 
 @click.command("inspect")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_prompt_names)
 @click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
 def inspect_cmd(name: str, out: str | None) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
