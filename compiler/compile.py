@@ -9,7 +9,7 @@ from typing import Any
 from . import codes
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, file_span, has_errors, make
+from .diagnostics import Diagnostic, file_span, has_errors, make, ordered
 from .emit import build_artifact, dumps
 from .frontend import PartialLoader, read_source
 from .language import SOURCE_SUFFIX
@@ -141,7 +141,9 @@ def compile_text(
     rel = f"{name}{SOURCE_SUFFIX}"
     files = {rel: text.encode("utf-8")}
     files.update({path: body.encode("utf-8") for path, body in (partials or {}).items()})
-    return compile_source(rel, files[rel], config, SourceTree(files=files))
+    compiled = compile_source(rel, files[rel], config, SourceTree(files=files))
+    # the order the CLI prints them in: by file, line and column
+    return replace(compiled, diagnostics=tuple(ordered(compiled.diagnostics)))
 
 
 __all__ = ["CompiledPrompt", "compile_source", "compile_text"]

@@ -139,8 +139,16 @@ def validate(config: Config) -> str | None:
     return None
 
 
-def load_config(pyproject: Path | None) -> tuple[Config, list[Diagnostic]]:
-    """Read `[tool.promptc]`; unknown keys are warnings, bad values errors."""
+#: `load_config()`'s default: find the pyproject.toml as the CLI does
+FIND: Any = object()
+
+
+def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]]:
+    """Read `[tool.promptc]` of `pyproject` — by default of the nearest pyproject.toml from the
+    current folder up, as the CLI finds it; None means no file (the defaults). Unknown keys are
+    warnings, bad values errors; paths in the file resolve against the file's folder."""
+    if pyproject is FIND:
+        pyproject = find_pyproject(Path.cwd())
     if pyproject is None or not pyproject.is_file():
         return Config(), []
     try:

@@ -17,7 +17,7 @@ import pytest
 
 import promptc
 
-from .conftest import ROOT, write
+from .conftest import ROOT, run_promptc, write
 
 #: the names the redesign issue requires (the package may export more)
 PUBLIC = """compile_text build check load Config load_config Diagnostic Runtime Rendered RenderError
@@ -157,3 +157,30 @@ def test_the_library_never_prints_and_reports_progress_to_a_callback(project: Pa
         "source_count",
     }
     assert "manifest.json" in result.outputs and all(isinstance(p, str) for p in result.outputs)
+
+
+def test_build_and_load_config_read_the_project_config_as_the_cli_does(tmp_path: Path, monkeypatch) -> None:
+    from promptc.config import load_config
+    from promptc.driver import build, check
+
+    (tmp_path / "pyproject.toml").write_text("[tool.promptc]\nsrc = 'p'\nout = 'o'\ntokeniser = 'x'\n")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.prompt").write_text("/// input: a, c\nHi ${b} and ${a}\n")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    config, diagnostics = load_config()
+    assert (config.src, config.out) == ("../p", "../o") and [d.code for d in diagnostics] == ["W903"]
+    result = check()
+    codes = [d.code for d in result.diagnostics]
+    assert "W903" in codes and "E501" in codes  # the config's diagnostics and the build's
+    import promptc
+
+    cli = run_promptc("check", cwd=tmp_path / "sub")
+    from promptc.diagnostics import ordered
+
+    compiled = promptc.compile_text((tmp_path / "p" / "a.prompt").read_text(), name="a")
+    assert [d.code for d in compiled.diagnostics] == [d.code for d in ordered(compiled.diagnostics)]
+    assert cli.stdout.index("W502") < cli.stdout.index("E501")  # line 1 before line 2, in both
+    assert [d.code for d in compiled.diagnostics] == ["W502", "E501"]
+    (tmp_path / "p" / "a.prompt").write_text("Hi.\n")
+    assert build().ok and (tmp_path / "o" / "a.json").is_file()

@@ -44,8 +44,7 @@ def test_names_in_template_code_are_names_not_placeholders_and_suggest_the_loop_
 
 
 def test_a_typo_in_the_declaration_is_not_where_the_hint_steers() -> None:
-    found = diagnostics("/// input: questoin\nAnswer ${question}.\n")
-    assert found[0][0] == "E501"
+    found = [d for d in diagnostics("/// input: questoin\nAnswer ${question}.\n") if d[0] == "E501"]
     assert found[0][2] == "`/// input:` declares `questoin` (line 1), which nothing uses: fix whichever is misspelt"
 
 

@@ -107,8 +107,8 @@ class _Compiled:
 
 
 def build(
-    src: Path | str = "prompts_src",
-    out: Path | str = "build",
+    src: Path | str | None = None,
+    out: Path | str | None = None,
     config: Config | None = None,
     *,
     write: bool = True,
@@ -122,11 +122,15 @@ def build(
     (the watch loop) a failing prompt keeps the artifact `out` already has and the rest is written.
     With `incremental`, sources whose bytes, partials, config and compiler are unchanged are not
     recompiled; the output is byte-identical to a clean build either way.
+
+    Without `config`, `[tool.promptc]` is read as the CLI reads it (`load_config()`), and its
+    diagnostics are the result's; `src` and `out` default to the config's.
     """
-    src, out = Path(src), Path(out)
-    config = config or Config()
+    config, config_diagnostics = _config(config)
+    src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
     spool = out.parent / CACHE_DIR / f"{out.name}.spool-{os.getpid()}" if write else None
     project = _Compiled()
+    project.diagnostics += config_diagnostics
     problem = _output_problem(src, out)
     if problem is not None:
         project.diagnostics.append(problem)
@@ -144,6 +148,7 @@ def build(
                 spool=spool,
                 on_progress=on_progress,
             )
+            project.diagnostics[:0] = config_diagnostics
             if not write or project.manifest is None:
                 return project.result()
             recover(out)
@@ -164,16 +169,27 @@ def build(
     return project.result()
 
 
+def _config(config: Config | None) -> tuple[Config, list[Diagnostic]]:
+    if config is not None:
+        return config, []
+    from ..config import load_config
+
+    return load_config()
+
+
 def check(
-    src: Path | str = "prompts_src", out: Path | str = "build", config: Config | None = None, *, locked: bool = False
+    src: Path | str | None = None, out: Path | str | None = None, config: Config | None = None, *, locked: bool = False
 ) -> BuildResult:
     """Compile without writing (and without the incremental cache: check is the authority); with
-    `locked`, also report every output file that build would change, add or remove."""
-    src, out = Path(src), Path(out)
+    `locked`, also report every output file that build would change, add or remove. Config, `src`
+    and `out` default as for `build`."""
+    config, config_diagnostics = _config(config)
+    src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
     problem = _output_problem(src, out)
     if problem is not None:
-        return _Compiled(diagnostics=[problem]).result()
-    project = _compile(src, out, config or Config())
+        return _Compiled(diagnostics=[*config_diagnostics, problem]).result()
+    project = _compile(src, out, config)
+    project.diagnostics[:0] = config_diagnostics
     if not (locked and project.ok):
         return project.result()
     stale = stale_paths(project.files, out)
