@@ -430,13 +430,17 @@ class Watcher:
         )
 
     def _finish(self, record: WatchBuild) -> None:
-        with self._cond:
-            self._count = record.seq
-            self._last = record
-            self._building = False
-            self._cond.notify_all()
-        if self.on_result is not None:
-            self.on_result(record)
+        """Hand the build to `on_result`, then publish it: `wait_for_build()` returns only once the
+        callback has run (so what it printed or recorded is there when the waiter looks)."""
+        try:
+            if self.on_result is not None:
+                self.on_result(record)
+        finally:
+            with self._cond:
+                self._count = record.seq
+                self._last = record
+                self._building = False
+                self._cond.notify_all()
 
     def run(self) -> None:
         """Watch and rebuild in the calling thread until `stop()` is called (from another thread)."""

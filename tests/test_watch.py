@@ -574,3 +574,22 @@ def test_classify(tmp_path: Path) -> None:
     for ignored in ["a.txt", "a.prompt.swp", ".git/x.prompt", "build/a.prompt", "build", "build.promptc-tmp-1"]:
         assert watcher.classify(str(src / ignored), ignored == "build") is None, ignored
     assert watcher.classify(str(tmp_path / "elsewhere.prompt"), False) is None
+
+
+def test_wait_for_build_returns_after_the_result_callback_ran(tree: tuple[Path, Path]) -> None:
+    src, out = tree
+    seen: list[int] = []
+
+    def slow(record: WatchBuild) -> None:
+        time.sleep(0.2)
+        seen.append(record.seq)
+
+    watcher = started(src, out, on_result=slow)
+    try:
+        assert seen == [1]  # the initial build's callback ran before wait_for_build returned
+        n = watcher.builds
+        save(src / "a.prompt", "Version 2.\n")
+        record = next_build(watcher, n)
+        assert seen[-1] == record.seq
+    finally:
+        watcher.stop()
