@@ -67,6 +67,8 @@ class Diagnostic:
     hint: str | None = None
     #: The source line the caret points into (kept so diagnostics render without re-reading files).
     source_line: str | None = None
+    #: For a diagnostic in a partial (or a tool file): the prompts whose build reported it
+    included_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.code not in CODES:  # a programming error, not a user one
@@ -112,6 +114,7 @@ class Diagnostic:
             "code": self.code,
             "message": self.message,
             "hint": self.hint,
+            "included_by": list(self.included_by),
         }
 
 
@@ -207,9 +210,17 @@ def render_text(d: Diagnostic, color: bool = False) -> str:
         lines.append(paint("gutter", f" {pad} |"))
         lines.append(f"{paint('gutter', f' {gutter} |')} {shown}")
         lines.append(f"{paint('gutter', f' {pad} |')} {' ' * (col - 1)}{paint(d.severity, '^' * width)}")
+    if d.included_by:
+        lines.append(f"  {paint('hint', '= note:')} {_included_by(d.included_by)}")
     if d.hint:
         lines.append(f"  {paint('hint', '= hint:')} {d.hint}")
     return "\n".join(lines)
+
+
+def _included_by(names: tuple[str, ...], shown: int = 5) -> str:
+    more = len(names) - shown
+    listed = ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+    return f"reported while compiling {listed}, which include{'s' if len(names) == 1 else ''} this file"
 
 
 def use_color(choice: str = "auto", stream=None) -> bool:
@@ -245,7 +256,11 @@ def github_escape(value: str, *, prop: bool = False) -> str:
 
 def render_github(d: Diagnostic) -> str:
     kind = "error" if d.severity == "error" else "warning"
-    message = f"[{d.code}] {d.message}" + (f" (hint: {d.hint})" if d.hint else "")
+    message = (
+        f"[{d.code}] {d.message}"
+        + (f" ({_included_by(d.included_by)})" if d.included_by else "")
+        + (f" (hint: {d.hint})" if d.hint else "")
+    )
     end_line, end_col = d.end
     props = (
         f"file={github_escape(d.path, prop=True)},line={d.line},col={d.col},endLine={end_line},"

@@ -186,3 +186,18 @@ def test_an_include_through_a_symlinked_folder_outside_is_e802(project: Path, mo
     result = check("prompts_src", "build", Config(tokenizer="approx-bytes/4"))
     assert [(d.code, d.path) for d in result.diagnostics] == [("E802", "prompts_src/a.prompt")]
     assert "symlink" in result.diagnostics[0].message
+
+
+def test_a_diagnostic_in_a_partial_names_the_prompts_that_include_it(tmp_path: Path) -> None:
+    from promptc.diagnostics import render_github, render_text
+    from promptc.driver import check
+
+    write(tmp_path, "prompts_src/_p.prompt", "/// section: id stable\nBuilt 2024-05-06.\n")
+    write(tmp_path, "prompts_src/a.prompt", "/// include: _p\nA\n")
+    write(tmp_path, "prompts_src/team/b.prompt", "/// include: ../_p\nB\n")
+    write(tmp_path, "prompts_src/c.prompt", "C\n")
+    (d,) = check(tmp_path / "prompts_src", tmp_path / "build").diagnostics
+    assert d.code == "W706" and d.included_by == ("a", "team/b")
+    assert "= note: reported while compiling a, team/b, which include this file" in render_text(d)
+    assert "(reported while compiling a, team/b" in render_github(d)
+    assert d.to_json()["included_by"] == ["a", "team/b"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +255,10 @@ def _compile(
         prompts = [(last_good(p, previous, out) or p) if has_errors(p.diagnostics) else p for p in prompts]
     project.prompts = prompts
     for prompt in prompts:
-        project.diagnostics.extend(prompt.diagnostics)
+        own = tree.display(prompt.source)
+        project.diagnostics.extend(
+            d if d.path == own else replace(d, included_by=(prompt.name,)) for d in prompt.diagnostics
+        )
     project.diagnostics.extend(collisions(prompts, tree))
 
     # 4. the manifest, and the set of files to write
@@ -318,11 +321,14 @@ def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:
 
 
 def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    seen = set()
-    unique = []
+    """One diagnostic per place and problem; one in a partial names every prompt that reported it."""
+    unique: dict[tuple, Diagnostic] = {}
     for d in diagnostics:
         key = (d.path, d.line, d.col, d.code, d.message)
-        if key not in seen:
-            seen.add(key)
-            unique.append(d)
-    return ordered(unique)
+        first = unique.get(key)
+        if first is None:
+            unique[key] = d
+        elif d.included_by:
+            names = tuple(sorted({*first.included_by, *d.included_by}))
+            unique[key] = replace(first, included_by=names)
+    return ordered(unique.values())
