@@ -200,7 +200,11 @@ def test_list_shows_inputs_model_prefix_and_whether_it_is_cached(project: Path) 
     assert lines[1].split()[:3] == ["a", "name", "gpt-4o"] and lines[1].endswith("no (below minimum)")
     assert lines[2].split() == ["b", "-", "-", "3", "-"]  # no model: no profile, no verdict
     data = json.loads(run_promptc("list", "--format", "json", cwd=project).stdout)
-    assert data["schema"] == "promptc.list/1" and data["prompts"][0]["cacheable_tokens"] == 0
+    assert (
+        data["schema"] == "promptc.output/1"
+        and data["command"] == "list"
+        and data["prompts"][0]["cacheable_tokens"] == 0
+    )
 
 
 def test_colour_on_request_never_in_a_pipe(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,3 +255,21 @@ def test_prompt_names_complete_for_render_and_inspect(project: Path) -> None:
         }
         done = subprocess.run([promptc_executable()], cwd=project, env=env, capture_output=True, text=True)
         assert done.stdout.split() == ["plain,support/chat", "plain,support/faq"], done
+
+
+def test_every_json_output_shares_one_envelope(project: Path) -> None:
+    write(project, "prompts_src/a.prompt", "Hello ${name}.\n")
+    documents = {
+        "build": run_promptc("build", "--format", "json", cwd=project),
+        "check": run_promptc("check", "--format", "json", cwd=project),
+        "diff": run_promptc("diff", "build/manifest.json", "build/manifest.json", "--format", "json", cwd=project),
+        "inspect": run_promptc("inspect", "a", "--format", "json", cwd=project),
+        "render": run_promptc("render", "a", "--var", "name=Ada", "--format", "json", cwd=project),
+        "list": run_promptc("list", "--format", "json", cwd=project),
+    }
+    for command, done in documents.items():
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+        data = json.loads(done.stdout)
+        assert (data["schema"], data["command"]) == ("promptc.output/1", command)
+    assert json.loads(documents["render"].stdout)["request"] == [{"role": "system", "content": "Hello Ada."}]
+    assert json.loads(documents["inspect"].stdout)["artifact"]["name"] == "a"

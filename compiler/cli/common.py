@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
 
 FORMATS = ("text", "json", "github")
+#: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
+#: `{"schema", "command", …}`; paths in it are as the user named them, relative to the current folder.
+OUTPUT_SCHEMA = "promptc.output/1"
+
+
+def envelope(command: str, **fields: Any) -> dict[str, Any]:
+    """The `--format json` document of `command`."""
+    return {"schema": OUTPUT_SCHEMA, "command": command, **fields}
+
+
 #: exit code for usage errors, as click uses for bad options
 USAGE_ERROR = 2
 #: command name → the config fields its options take defaults from
@@ -152,7 +162,8 @@ class Reporter:
         if self.fmt == "json":
             import orjson
 
-            payload = {"diagnostics": [d.to_json() for d in diagnostics], **(extra or {})}
+            command = click.get_current_context().info_name or "promptc"
+            payload = envelope(command, diagnostics=[d.to_json() for d in diagnostics], **(extra or {}))
             payload["errors"] = sum(1 for d in diagnostics if d.severity == "error")
             payload["warnings"] = sum(1 for d in diagnostics if d.severity == "warning")
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())

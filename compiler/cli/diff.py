@@ -87,7 +87,11 @@ def diff_cmd(old_manifest: str, new_manifest: str | None, fmt: str, fail_on: tup
     if fmt == "json":
         import orjson
 
-        payload = {**diff.to_json(), "fail_on": sorted(set(fail_on)), "failed": failing}
+        from .common import envelope
+
+        data = diff.to_json()
+        data.pop("schema", None)  # the envelope's schema names the document; the diff's fields follow
+        payload = envelope("diff", **data, fail_on=sorted(set(fail_on)), failed=failing)
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
         for line in render_github(diff, fail_on, source_root=Path(config.src).as_posix()):

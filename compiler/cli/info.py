@@ -75,7 +75,9 @@ def list_cmd(out: str | None, fmt: str) -> None:
             }
         )
     if fmt == "json":
-        click.echo(json.dumps({"schema": "promptc.list/1", "out": folder, "prompts": rows}, indent=2))
+        from .common import envelope
+
+        click.echo(json.dumps(envelope("list", out=folder, prompts=rows), indent=2))
         return
     table = [["prompt", "inputs", "model", "prefix", "cached"]]
     for row in rows:

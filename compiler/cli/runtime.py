@@ -114,6 +114,14 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
     help="Fill the inputs of std/env, std/git and std/date from this machine (explicit values win).",
 )
 @click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("request", "json")),
+    default="request",
+    show_default=True,
+    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope.",
+)
+@click.option(
     "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
 )
 @click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
@@ -123,6 +131,7 @@ def render_cmd(
     vars_file: str | None,
     shape: str,
     std_inputs: bool,
+    fmt: str,
     model: str | None,
     out: str | None,
 ) -> None:
@@ -145,6 +154,10 @@ def render_cmd(
                     inputs = {**collect(), **inputs}
         rendered = runtime.render(name, inputs)
         payload = rendered.as_shape(shape, model=model)
+    if fmt == "json":
+        from .common import envelope
+
+        payload = envelope("render", prompt=name, shape=shape, request=payload)
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
 
@@ -243,13 +256,21 @@ def inspect_lines(artifact: Artifact) -> list[str]:
 @click.command("inspect")
 @click.argument("name", shell_complete=complete_prompt_names)
 @click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
-def inspect_cmd(name: str, out: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def inspect_cmd(name: str, out: str | None, fmt: str) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
     from ..runtime import load
 
     with _one_line_errors():
-        lines = inspect_lines(load(_build_dir(out)).artifact(name))
-    click.echo("\n".join(lines))
+        artifact = load(_build_dir(out)).artifact(name)
+    if fmt == "json":
+        import json
+
+        from .common import envelope
+
+        click.echo(json.dumps(envelope("inspect", out=_build_dir(out), artifact=artifact.to_json()), indent=2))
+        return
+    click.echo("\n".join(inspect_lines(artifact)))
 
 
 __all__ = ["render_cmd", "inspect_cmd", "inspect_lines"]
