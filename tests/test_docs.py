@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from promptc.codes import CODES, markdown
 
@@ -27,19 +26,6 @@ def test_docs_only_mention_codes_that_exist() -> None:
     for path in (ROOT / "docs").glob("*.md"):
         for code in re.findall(r"\b[EW][1-9]\d\d\b", path.read_text(encoding="utf-8")):
             assert code in CODES, f"{path.name} mentions unknown code {code}"
-
-
-def _python_blocks(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
-
-
-def test_caching_doc_examples_run_against_the_committed_build(monkeypatch) -> None:
-    monkeypatch.chdir(ROOT)
-    blocks = _python_blocks(ROOT / "docs/caching.md")
-    assert blocks
-    for block in blocks:
-        exec(compile(block, "docs/caching.md", "exec"), {})
 
 
 def test_caching_doc_lists_every_minimum_of_the_profiles() -> None:

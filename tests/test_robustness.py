@@ -63,7 +63,7 @@ def test_sigkill_at_random_moments_leaves_old_or_new_set(tmp_path: Path) -> None
     sets["B"] = snapshot(tmp_path / "reference")
     current = "A"
     kills = 0
-    rounds = examples(50)
+    rounds = examples(30)  # dev: 10 rounds; the ci profile (.ci/run) 60
     for _ in range(rounds):
         target = "B" if current == "A" else "A"
         _tree(tmp_path, target, 80)

@@ -19,9 +19,8 @@ from promptc.runtime import RenderError
 from . import sdk_capture
 from .conftest import write
 
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
-genai = pytest.importorskip("google.genai")
+# The SDKs are imported by the tests that use them, not at collection: google-genai alone takes
+# over a second to import, and every xdist worker collects every module.
 
 TOOLS = [
     {
@@ -194,9 +193,9 @@ def _keywords(function) -> set[str]:
 
 
 SDK_CALLS = {
-    "anthropic": lambda: anthropic.resources.messages.Messages.create,
-    "openai": lambda: openai.resources.chat.completions.Completions.create,
-    "openai-responses": lambda: openai.resources.responses.Responses.create,
+    "anthropic": lambda: pytest.importorskip("anthropic").resources.messages.Messages.create,
+    "openai": lambda: pytest.importorskip("openai").resources.chat.completions.Completions.create,
+    "openai-responses": lambda: pytest.importorskip("openai").resources.responses.Responses.create,
 }
 
 
@@ -213,7 +212,7 @@ def test_every_mapped_parameter_is_a_keyword_of_the_sdk_call(shape: str) -> None
 
 
 def test_gemini_parameters_are_fields_of_its_config() -> None:
-    from google.genai import types
+    types = pytest.importorskip("google.genai.types")
 
     fields = set(types.GenerateContentConfig.model_fields)
     natives = set(shape_params("gemini").values())
