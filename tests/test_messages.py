@@ -114,3 +114,22 @@ def test_a_partial_can_allow_its_own_warnings() -> None:
 def test_a_bad_allow_is_an_error(value: str, message: str) -> None:
     found = compile_text(f"/// promptc: {value}\nHi\n").diagnostics
     assert [d.code for d in found] == ["E304"] and message in found[0].message
+
+
+def test_e905_says_what_is_stale_and_why(tmp_path) -> None:
+    from promptc.driver import build, check
+
+    from .conftest import write
+
+    write(tmp_path, "prompts_src/a.prompt", "/// include: _p\nA\n")
+    write(tmp_path, "prompts_src/_p.prompt", "Shared.\n")
+    write(tmp_path, "prompts_src/b.prompt", "B\n")
+    src, out = tmp_path / "prompts_src", tmp_path / "build"
+    assert build(src, out).ok
+    write(tmp_path, "prompts_src/_p.prompt", "Shared, edited.\n")
+    write(tmp_path, "prompts_src/b.prompt", "B, edited\n")
+    write(tmp_path, "build/stray.json", "{}")
+    messages = {d.path.rsplit("/", 1)[-1]: d.message for d in check(src, out, locked=True).diagnostics}
+    assert "unchanged, so one of" in messages["a.json"] and "_p.prompt" in messages["a.json"]
+    assert "its source" in messages["b.json"] and "changed since it was built" in messages["b.json"]
+    assert "should not be there" in messages["stray.json"]

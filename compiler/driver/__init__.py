@@ -194,16 +194,41 @@ def check(
         return project.result()
     stale = stale_paths(project.files, out)
     for path in stale:
-        project.diagnostics.append(
-            make(
-                codes.BUILD_STALE,
-                f"`{(out / path).as_posix()}` is stale: it differs from what `promptc build` would write",
-                None,
-                "run `promptc build` and commit the result",
-                path=(out / path).as_posix(),
-            )
-        )
+        message, hint = _why_stale(path, out, project)
+        project.diagnostics.append(make(codes.BUILD_STALE, message, None, hint, path=(out / path).as_posix()))
     return project.result(stale=tuple(stale))
+
+
+def _why_stale(path: str, out: Path, project: _Compiled) -> tuple[str, str]:
+    """E905's message and hint for one output file: missing, stray, or stale, and what changed."""
+    shown = (out / path).as_posix()
+    rebuild = "run `promptc build` and commit the result"
+    if not out.is_dir():
+        return f"`{shown}` is missing: the output folder `{out.as_posix()}` does not exist", rebuild
+    if path not in project.files:
+        return (
+            f"`{shown}` should not be there: no source compiles to it",
+            "delete it, or run `promptc build`, which removes it",
+        )
+    if not (out / path).exists():
+        return f"`{shown}` is missing: `promptc build` would write it", rebuild
+    if path == MANIFEST:
+        return f"`{shown}` is stale: it lists artifacts or hashes that are not the current ones", rebuild
+    prompt = next((p for p in project.prompts if f"{p.name}.json" == path), None)
+    if prompt is None or project.tree is None:
+        return f"`{shown}` is stale: it differs from what `promptc build` would write", rebuild
+    import orjson
+
+    source = project.tree.display(prompt.source)
+    try:
+        recorded = orjson.loads((out / path).read_bytes()).get("source_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded != project.tree.shas.get(prompt.source):
+        return f"`{shown}` is stale: its source `{source}` changed since it was built", rebuild
+    deps = ", ".join(f"`{project.tree.display(d)}`" for d in prompt.deps) if prompt.deps else ""
+    what = f"one of {deps}, the config or promptc itself" if deps else "the config or promptc itself"
+    return f"`{shown}` is stale: `{source}` is unchanged, so {what} changed", rebuild
 
 
 def _compile(
