@@ -273,3 +273,12 @@ def test_every_json_output_shares_one_envelope(project: Path) -> None:
         assert (data["schema"], data["command"]) == ("promptc.output/1", command)
     assert json.loads(documents["render"].stdout)["request"] == [{"role": "system", "content": "Hello Ada."}]
     assert json.loads(documents["inspect"].stdout)["artifact"]["name"] == "a"
+
+
+def test_a_config_error_is_reported_once_at_its_line_and_exits_2(project: Path) -> None:
+    write(project, "pyproject.toml", "[tool.promptc]\ndefault_role = 'robot'\n")
+    for name in "abc":
+        write(project, f"prompts_src/{name}.prompt", "Hi.\n")
+    done = run_promptc("check", cwd=project)
+    assert done.returncode == 2
+    assert done.stdout.count("E902") == 1 and "pyproject.toml:2:1: error[E902]" in done.stdout

@@ -32,6 +32,8 @@ def envelope(command: str, **fields: Any) -> dict[str, Any]:
 
 #: exit code for usage errors, as click uses for bad options
 USAGE_ERROR = 2
+#: codes whose errors are usage errors (exit 2): the configuration and the tokenizer
+_USAGE_CODES = ("E901", "E902")
 #: command name → the config fields its options take defaults from
 _OPTION_FIELDS = {
     "build": ("src", "out", "tokenizer", "provider"),
@@ -159,6 +161,8 @@ class Reporter:
 
         diagnostics = self.promote(diagnostics)
         errors = any(d.severity == "error" for d in diagnostics)
+        # a configuration or tokenizer error is a usage error: exit 2, as for a bad flag
+        status = USAGE_ERROR if any(d.code in _USAGE_CODES and d.severity == "error" for d in diagnostics) else 1
         if self.fmt == "json":
             import orjson
 
@@ -167,7 +171,7 @@ class Reporter:
             payload["errors"] = sum(1 for d in diagnostics if d.severity == "error")
             payload["warnings"] = sum(1 for d in diagnostics if d.severity == "warning")
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
-            return 1 if errors else 0
+            return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
         try:
             color = use_color(settings().color)
@@ -178,4 +182,4 @@ class Reporter:
         if not self.quiet or errors:
             line = summary_line(diagnostics, files)
             click.echo(f"{summary}: {line}" if summary else line)
-        return 1 if errors else 0
+        return status if errors else 0
