@@ -282,3 +282,18 @@ def test_a_config_error_is_reported_once_at_its_line_and_exits_2(project: Path) 
     done = run_promptc("check", cwd=project)
     assert done.returncode == 2
     assert done.stdout.count("E902") == 1 and "pyproject.toml:2:1: error[E902]" in done.stdout
+
+
+def test_init_starts_a_project_that_builds_and_renders(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", '[project]\nname = "mine"\n')
+    done = run_promptc("init", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "[project]" in (tmp_path / "pyproject.toml").read_text()
+        and "[tool.promptc]" in (tmp_path / "pyproject.toml").read_text()
+    )
+    assert run_promptc("build", "--strict", cwd=tmp_path).returncode == 0
+    rendered = run_promptc("render", "hello", "--var", "question=Hi?", cwd=tmp_path)
+    assert json.loads(rendered.stdout)[1] == {"role": "user", "content": "Hi?"}
+    again = run_promptc("init", cwd=tmp_path)
+    assert again.returncode == 2 and "already has [tool.promptc]" in again.stderr

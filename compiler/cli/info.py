@@ -90,3 +90,38 @@ def list_cmd(out: str | None, fmt: str) -> None:
                 cell.rjust(w) if i == 3 else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths, strict=True))
             ).rstrip()
         )
+
+
+STARTER_PROMPT = """\
+/// A starter prompt: a stable system message (the cache-stable prefix), then the user's question.
+/// param: temperature=0.2
+/// input: question
+----- system -----
+/// section: identity stable
+You are a helpful assistant. Answer briefly and say so when you are unsure.
+----- user -----
+${question}
+"""
+
+
+@click.command("init")
+@click.option("--src", default="prompts_src", show_default=True, help="Source folder to create.")
+@click.option("--out", default="build", show_default=True, help="Output folder the config names.")
+def init_cmd(src: str, out: str) -> None:
+    """Start a prompt project here: a SRC folder with a first prompt and [tool.promptc] in pyproject.toml."""
+    from pathlib import Path
+
+    pyproject = Path("pyproject.toml")
+    text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
+    if "[tool.promptc]" in text:
+        raise click.UsageError("pyproject.toml already has [tool.promptc]; nothing to do")
+    folder = Path(src)
+    first = folder / "hello.prompt"
+    if first.exists():
+        raise click.UsageError(f"{first} already exists; nothing was changed")
+    folder.mkdir(parents=True, exist_ok=True)
+    first.write_text(STARTER_PROMPT, encoding="utf-8")
+    table = f'[tool.promptc]\nsrc = "{src}"\nout = "{out}"\n'
+    pyproject.write_text((text.rstrip("\n") + "\n\n" if text.strip() else "") + table, encoding="utf-8")
+    click.echo(f"created {first.as_posix()} and [tool.promptc] in pyproject.toml")
+    click.echo("next: promptc build, then promptc render hello --var question='What is promptc?'")
