@@ -109,7 +109,8 @@ def compile_source(
     if has_errors(all_diagnostics):
         return failed
     try:
-        artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request)
+        root = display[: len(display) - len(rel)] if display.endswith(rel) else ""
+        artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request, root)
     except TokenizerError as exc:
         return replace(failed, diagnostics=(*all_diagnostics, tokenizer_diagnostic(config, display, exc)))
     all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request)), src, doc, ctx)

@@ -102,9 +102,29 @@ class Request:
     ttl: str | None = None
 
 
+def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
+    """Where each placeholder and block of a section with template code is written (the k-th token
+    of its text is its k-th placeholder or block item), as source-relative path and line."""
+    if not section.has_template:
+        return ()
+    out = []
+    for item in section.items:
+        if isinstance(item, (Placeholder, BlockNode)):
+            path = item.span.src.path if item.span.src is not None else ""
+            out.append((path[len(root) :] if root and path.startswith(root) else path, item.span.line))
+    return tuple(out)
+
+
 def build_artifact(
-    doc: Document, rel_source: str, source_bytes: bytes, meter: Meter, request: Request | None = None
+    doc: Document,
+    rel_source: str,
+    source_bytes: bytes,
+    meter: Meter,
+    request: Request | None = None,
+    root: str = "",
 ) -> Artifact:
+    """`root` is how diagnostics name the source folder (`prompts_src/`): stripped from the paths
+    the artifact records."""
     request = request or Request(tokenizer=meter.name)
     messages_out: list[Message] = []
     # flattened blocks for the cache analysis: (message index, block index, boundary, rendered, chars, tokens)
@@ -124,6 +144,7 @@ def build_artifact(
                 len(text),
                 meter.tokens(text),
                 text,
+                _origins(section, root),
             )
             if groups and groups[-1][0] == section.boundary:
                 groups[-1][1].append(entry)

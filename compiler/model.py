@@ -187,6 +187,22 @@ def _optional_index(value: Any, path: str) -> int | None:
     raise _expected(path, "a non-negative integer or null", value)
 
 
+def _origins(data: Mapping[str, Any], key: str, at: str) -> tuple[tuple[str, int], ...]:
+    items = _list(data, key, at)
+    out = []
+    for index, item in enumerate(items):
+        if not (
+            isinstance(item, (list, tuple))
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and type(item[1]) is int
+            and item[1] >= 1
+        ):
+            raise _expected(f"{at}{key}[{index}]", "a [source, line] pair", item)
+        out.append((item[0], item[1]))
+    return tuple(out)
+
+
 def _bool(data: Mapping[str, Any], key: str, at: str) -> bool:
     value = data.get(key, _MISSING)
     if value is True or value is False:
@@ -381,6 +397,10 @@ class Section:
     chars: int
     tokens: int
     text: str
+    #: for a section with template blocks: where each placeholder and block of `text` is written,
+    #: in order, as (source path under the source folder, line) — a partial's path for text that
+    #: came from one. The runtime reports a failing block there. Empty otherwise.
+    origins: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -392,6 +412,7 @@ class Section:
             "chars": self.chars,
             "tokens": self.tokens,
             "text": self.text,
+            "origins": [[source, line] for source, line in self.origins],
         }
 
     @classmethod
@@ -412,6 +433,7 @@ class Section:
             _count(data, "chars", at),
             _count(data, "tokens", at),
             _str(data, "text", at),
+            _origins(data, "origins", at),
         )
 
 

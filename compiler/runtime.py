@@ -77,11 +77,16 @@ class MissingInputsError(RenderError):
 class TemplateError(RenderError):
     """Template code of a python-renderer section failed to compile or raised while running."""
 
-    def __init__(self, message: str, prompt: str, section: str, line: int | None = None) -> None:
+    def __init__(
+        self, message: str, prompt: str, section: str, line: int | None = None, source: str | None = None
+    ) -> None:
         self.prompt = prompt
         self.section = section
         self.line = line
-        where = f"prompt `{prompt}`, section `{section}`" + (f", line {line}" if line else "")
+        #: where the failing code is written: `path:line` under the source folder (None if unknown)
+        self.source = source
+        where = f"{source}: " if source else ""
+        where += f"prompt `{prompt}`, section `{section}`" + (f", line {line}" if line and not source else "")
         super().__init__(f"{where}: {message}")
 
 
@@ -165,7 +170,9 @@ def _to_text(value: Any, path: str) -> str:
 # Python sections: template → code object
 
 
-def _render_python(text: str, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
+def _render_python(
+    text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
+) -> str:
     """Run a section's template. The code is what the build compiled and checked
     (`promptc.template.compile_section`, cached per distinct section text)."""
     try:
@@ -184,7 +191,14 @@ def _render_python(text: str, inputs: Mapping[str, Any], prompt: str, section: s
         raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
         raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
     except Exception as exc:
-        raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc)) from exc
+        where = compiled.error_token(exc)
+        source = None
+        if where is not None and origins:
+            k = sum(1 for token in template.scan(text)[: where[0]] if token.kind != "lit")
+            k = min(k, len(origins) - 1)
+            path, line = origins[k]
+            source = f"{path}:{line + where[1]}"
+        raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc), source) from exc
     try:
         return "".join(map(str, parts))
     except Exception as exc:
@@ -201,7 +215,9 @@ def _render_placeholders(tokens: tuple[template.Token, ...], inputs: Mapping[str
     return "".join(out)
 
 
-def _render_section(text: str, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
+def _render_section(
+    text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
+) -> str:
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
     tokens = template.scan(text)
@@ -211,7 +227,7 @@ def _render_section(text: str, inputs: Mapping[str, Any], prompt: str, section: 
         if tok.kind == "ph" and tok.text.split(".", 1)[0] not in inputs:
             raise MissingInputsError(prompt, [tok.text.split(".", 1)[0]])
     if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        return _render_python(text, inputs, prompt, section)
+        return _render_python(text, inputs, prompt, section, origins)
     return _render_placeholders(tokens, inputs)
 
 
@@ -237,7 +253,7 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
     for mi, message in enumerate(artifact.messages):
         blocks: list[RenderedBlock] = []
         for bi, block in enumerate(message.blocks):
-            text = JOINER.join(_render_section(s.text, inputs, name, s.name) for s in block.sections)
+            text = JOINER.join(_render_section(s.text, inputs, name, s.name, s.origins) for s in block.sections)
             marked = (mi, bi) in marks
             blocks.append(RenderedBlock(block.boundary, text, marked, marked and marks[(mi, bi)]))
         messages.append({"role": message.role, "content": JOINER.join(b.text for b in blocks)})

@@ -1203,11 +1203,27 @@ class CompiledSection:
 
     def error_line(self, exc: BaseException) -> int | None:
         """The section line of the innermost template frame in `exc`'s traceback, if any."""
+        where = self._innermost(exc)
+        return None if where is None else self.program.section_line(where)
+
+    def error_token(self, exc: BaseException) -> tuple[int, int] | None:
+        """(index of the template token, lines into that token) of the innermost template frame in
+        `exc`'s traceback: where in the source the failing code was written."""
+        where = self._innermost(exc)
+        if where is None:
+            return None
+        index, offset, _, _ = _locate(self.program.origins, where, 0, False)
+        if index < 0:
+            return None
+        origin = self.program.origins[index]
+        return origin.index, origin.raw.count("\n", 0, max(0, offset - origin.pos))
+
+    def _innermost(self, exc: BaseException) -> int | None:
         line = None
         tb = exc.__traceback__
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == self.filename:
-                line = self.program.section_line(tb.tb_lineno)
+                line = tb.tb_lineno
             tb = tb.tb_next
         return line
 

@@ -236,7 +236,8 @@ def test_template_errors_name_prompt_section_and_line():
         render_artifact(art, {"zero": 0})
     message = str(info.value)
     assert "prompt `calc`" in message and "section `calc`" in message
-    assert "ZeroDivisionError" in message and "line 2" in message
+    assert "ZeroDivisionError" in message and message.startswith("calc.prompt:3: ")  # the .prompt line
+    assert info.value.line == 2  # and the line within the section's text
     assert isinstance(info.value, RenderError)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
 
@@ -608,3 +609,20 @@ def test_inputs_cannot_replace_the_machinery():
     art = artifact("{{ len(word) }}\n")
     rendered = render_artifact(art, {"word": "abc", "__builtins__": "nope", "__append__": "nope", "__parts__": 1})
     assert rendered.messages[0]["content"] == "3"
+
+
+def test_a_failing_block_is_reported_where_it_is_written(tmp_path: Path):
+    _, out = write_project(
+        tmp_path,
+        {
+            "p.prompt": "/// Title.\n----- system -----\nIntro.\n/// include: _loop\n",
+            "_loop.prompt": "/// a partial\n/// section: work dynamic\nStart.\n{% for x in items %}\n- {{ 10 / x }}\n{% endfor %}\n{#\nok = 1\nboom = 1 / zero\n#}\n",
+        },
+    )
+    with pytest.raises(TemplateError) as caught:
+        load(out).render("p", items=[1, 0], zero=1)
+    assert caught.value.source == "_loop.prompt:5"
+    assert str(caught.value).startswith("_loop.prompt:5: prompt `p`, section `work`: ZeroDivisionError")
+    with pytest.raises(TemplateError) as caught:
+        load(out).render("p", items=[1], zero=0)
+    assert caught.value.source == "_loop.prompt:9"  # the second line of a multi-line block
