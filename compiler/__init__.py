@@ -5,7 +5,8 @@ The public API, importable by name (`from promptc import build`):
 - compiling: `compile_text(text, name=..., defines=...)` → `CompiledPrompt`;
   `build(src, out, config)` and `check(src, out, config, locked=...)` → `BuildResult`
 - configuration: `Config`, `load_config(pyproject)`
-- diagnostics: `Diagnostic` (every problem is one, with a stable code and a `path:line:col`)
+- diagnostics: `Diagnostic` (every problem is one, with a stable code and a `path:line:col`;
+  `str(d)` is its one-line form) and `render_text` (the CLI's full rendering, caret and hint)
 - rendering: `load(build_dir)` → `Runtime`; `Runtime.render(name, **inputs)` → `Rendered`;
   `RenderError`, `MissingInputsError`
 - llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
@@ -26,7 +27,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .compile import CompiledPrompt, compile_text
     from .config import Config, load_config
-    from .diagnostics import Diagnostic
+    from .diagnostics import Diagnostic, render_text
     from .driver import BuildResult, build, check
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
@@ -42,6 +43,7 @@ _EXPORTS = {
     "Config": "config",
     "load_config": "config",
     "Diagnostic": "diagnostics",
+    "render_text": "diagnostics",
     "load": "runtime",
     "Runtime": "runtime",
     "Rendered": "runtime",
@@ -67,6 +69,7 @@ __all__ = [
     "Config",
     "load_config",
     "Diagnostic",
+    "render_text",
     "load",
     "Runtime",
     "Rendered",
