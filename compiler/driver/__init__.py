@@ -325,7 +325,8 @@ def _output_problem(src: Path, out: Path) -> Diagnostic | None:
             codes.OUTPUT_OVERLAPS_SOURCES,
             f"output folder `{out}` {how} `{src}`; nothing was read or written",
             None,
-            "use separate folders: `promptc build prompts_src -o build`",
+            f"use two folders side by side, e.g. `promptc build {src.as_posix()} -o build` "
+            "(or set `src` and `out` in [tool.promptc])",
             path=str(out),
         )
     return None
