@@ -115,6 +115,19 @@ def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+def input_schema(doc: Document) -> dict[str, Any]:
+    """The inputs as one JSON Schema object, for validating values in any language."""
+    from .inputtypes import optional
+
+    declared = dict(doc.header.input_types)
+    properties = {name: declared.get(name, {}) for name in doc.inputs}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [name for name in doc.inputs if not optional(properties[name])],
+    }
+
+
 def build_artifact(
     doc: Document,
     rel_source: str,
@@ -196,6 +209,7 @@ def build_artifact(
         dict(sorted(header.metadata)),
         tuple(doc.inputs),
         tuple(doc.helpers),
+        input_schema(doc),
         "python" if has_template else "placeholder",
         tuple(doc.includes),
         tuple(doc.resources),

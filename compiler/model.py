@@ -203,6 +203,18 @@ def _origins(data: Mapping[str, Any], key: str, at: str) -> tuple[tuple[str, int
     return tuple(out)
 
 
+def _input_schema(data: Mapping[str, Any], key: str, at: str) -> dict[str, Any]:
+    """The artifact's `input_schema`: a JSON object with `type: "object"`, `properties` (an
+    object) and `required` (a list of strings)."""
+    schema = _json_object(data, key, at)
+    where = at + key + "."
+    if schema.get("type", _MISSING) != "object":
+        raise _expected(where + "type", "'object'", schema.get("type", _MISSING))
+    _object(_get(schema, "properties", where), where + "properties")
+    _strings(schema, "required", where)
+    return schema
+
+
 def _bool(data: Mapping[str, Any], key: str, at: str) -> bool:
     value = data.get(key, _MISSING)
     if value is True or value is False:
@@ -799,6 +811,9 @@ class Artifact:
     metadata: dict[str, str] = field(hash=False)
     inputs: tuple[str, ...]
     helpers: tuple[str, ...]
+    #: the inputs as a JSON Schema object: declared types (`/// input: name: TYPE`), `{}` for an
+    #: untyped input; `required` leaves out the inputs that may be None
+    input_schema: dict[str, Any] = field(hash=False)
     renderer: Renderer
     includes: tuple[str, ...]
     resources: tuple[str, ...]
@@ -824,6 +839,7 @@ class Artifact:
             "metadata": dict(self.metadata),
             "inputs": list(self.inputs),
             "helpers": list(self.helpers),
+            "input_schema": _json_copy(self.input_schema, "input_schema", check=False),
             "renderer": self.renderer,
             "includes": list(self.includes),
             "resources": list(self.resources),
@@ -858,6 +874,7 @@ class Artifact:
                 _string_map(data, "metadata", ""),
                 _names(data, "inputs", ""),
                 _names(data, "helpers", ""),
+                _input_schema(data, "input_schema", ""),
                 cast(Renderer, _choice(data, "renderer", "", RENDERERS)),
                 _strings(data, "includes", ""),
                 _strings(data, "resources", ""),

@@ -167,6 +167,8 @@ class Header:
     declared_input_spans: tuple[tuple[str, Span], ...] = ()
     role: str | None = None
     role_span: Span | None = None
+    #: declared input types (`/// input: name: TYPE`), as JSON Schema
+    input_types: tuple[tuple[str, dict], ...] = ()
     #: where each param is written (its directive's value)
     param_spans: tuple[tuple[str, Span], ...] = ()
     #: `/// cache_ttl:` (`5m` | `1h`) and where it is written

@@ -56,6 +56,7 @@ __all__ = [
     "render_artifact",
     "RenderError",
     "MissingInputsError",
+    "InputTypeError",
     "TemplateError",
     "SHAPES",
 ]
@@ -72,6 +73,36 @@ class MissingInputsError(RenderError):
         names = ", ".join(self.missing)
         plural = "s" if len(self.missing) != 1 else ""
         super().__init__(f"prompt `{prompt}` is missing {len(self.missing)} input{plural}: {names}")
+
+
+class InputTypeError(RenderError):
+    """Input values that do not match the prompt's declared types; `problems` lists every one, by
+    path (`history[2]: expected a string, got 3`)."""
+
+    def __init__(self, prompt: str, problems: list[str]) -> None:
+        self.prompt = prompt
+        self.problems = tuple(problems)
+        plural = "s" if len(problems) != 1 else ""
+        super().__init__(f"prompt `{prompt}`: {len(problems)} input{plural} of the wrong type: " + "; ".join(problems))
+
+
+def _checked(
+    prompt: str, schema: Mapping[str, Any], names: tuple[str, ...], inputs: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """`inputs` checked against the declared types (every problem reported at once); an optional
+    input left out renders as None."""
+    from .inputtypes import check_value
+
+    properties = schema.get("properties", {})
+    problems: list[str] = []
+    absent = [n for n in names if n not in inputs]
+    for input_name in names:
+        declared = properties.get(input_name)
+        if declared and input_name in inputs:
+            problems += check_value(declared, inputs[input_name], input_name)
+    if problems:
+        raise InputTypeError(prompt, problems)
+    return {**inputs, **dict.fromkeys(absent)} if absent else inputs
 
 
 class TemplateError(RenderError):
@@ -244,9 +275,14 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
             raise RenderError(str(exc)) from None
     inputs = {} if inputs is None else inputs
     name = artifact.name
-    missing = sorted({n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs})
+    schema = artifact.input_schema
+    required = set(schema.get("required", artifact.inputs))
+    missing = sorted(
+        {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in {*required, *artifact.helpers}}
+    )
     if missing:
         raise MissingInputsError(name, missing)
+    inputs = _checked(name, schema, artifact.inputs, inputs)
     marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
     messages: list[dict[str, str]] = []
     all_blocks: list[list[RenderedBlock]] = []

@@ -33,6 +33,8 @@ def _one_line_errors():
         yield
     except RenderError as exc:
         _fail(str(exc))
+    except click.ClickException:
+        raise  # a usage error (exit 2) stays one
     except Exception as exc:  # noqa: BLE001 - the command line never shows a traceback
         _fail(f"{type(exc).__name__}: {exc}")
 
@@ -65,6 +67,24 @@ def _parse_var(raw: str, into: dict[str, Any]) -> None:
             raise click.BadParameter(f"`{'.'.join(walked)}` is already a plain value", param_hint="--var")
         target = existing
     target[leaf] = value
+
+
+def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """`--var` values parsed by the input's declared type (`true`, `3`, JSON for lists and
+    objects); untyped inputs, and strings, stay as written. A mismatch is a usage error."""
+    from ..inputtypes import from_text
+
+    properties = schema.get("properties", {})
+    typed: dict[str, Any] = {}
+    for key, value in texts.items():
+        declared = properties.get(key)
+        if declared and isinstance(value, str):
+            try:
+                value = from_text(declared, value)
+            except ValueError as exc:
+                raise click.BadParameter(f"`{key}`: {exc}", param_hint="--var") from None
+        typed[key] = value
+    return typed
 
 
 def _read_vars(path: str) -> dict[str, Any]:
@@ -139,12 +159,14 @@ def render_cmd(
     import json
 
     inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
+    texts: dict[str, Any] = {}
     for raw in variables:
-        _parse_var(raw, inputs)
+        _parse_var(raw, texts)
     from ..runtime import load
 
     with _one_line_errors():
         runtime = load(_build_dir(out))
+        inputs = {**inputs, **_typed(texts, runtime.artifact(name).input_schema)} if texts else inputs
         if std_inputs:
             from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
 

@@ -160,6 +160,29 @@ class _HeaderBuilder:
         self.role: tuple[str, Span] | None = None
         self.param_spans: dict[str, Span] = {}
         self.cache_ttl: tuple[str, Span] | None = None
+        #: declared input types, as JSON Schema
+        self.types: dict[str, dict] = {}
+
+    def _input_type(self, d: Directive, name: str, written: str) -> None:
+        """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
+        not parse, located at the offending part of the type)."""
+        from ..inputtypes import TypeSyntaxError, parse_type
+
+        text = written.strip()
+        where = _name_span(d, text) if text else d.value_span
+        try:
+            schema = parse_type(text)
+        except TypeSyntaxError as exc:
+            src = where.src
+            span = src.span(where.start + exc.offset, where.start + exc.offset + 1) if src is not None else where
+            self.ctx.report(
+                codes.MALFORMED_DIRECTIVE,
+                f"input `{name}`: {exc}",
+                span,
+                "types: str, int, float, bool, list[T], dict[str, T], T | None",
+            )
+            return
+        self.types[name] = schema
 
     def once(self, current: tuple[str, Span] | None, d: Directive) -> tuple[str, Span]:
         if current is not None:
@@ -224,7 +247,13 @@ class _HeaderBuilder:
                 if tag not in self.tags:
                     self.tags.append(tag)
         elif key == "input":
-            names = split_list(d.value)
+            names = []
+            for piece in split_list(d.value):
+                name, colon, written = piece.partition(":")
+                name = name.strip()
+                if colon:
+                    self._input_type(d, name, written)
+                names.append(name)
             if self.inputs is None:
                 self.inputs, self.inputs_span = [], d.value_span
             for name in names:
@@ -307,6 +336,7 @@ class _HeaderBuilder:
             role=self.role[0] if self.role else None,
             role_span=self.role[1] if self.role else None,
             param_spans=tuple(self.param_spans.items()),
+            input_types=tuple(self.types.items()),
             cache_ttl=self.cache_ttl[0] if self.cache_ttl else None,
             cache_ttl_span=self.cache_ttl[1] if self.cache_ttl else None,
         )

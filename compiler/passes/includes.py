@@ -76,12 +76,13 @@ MAX_EXPANDED_ITEMS = 200_000
 class _Expanded:
     """A partial with its own includes spliced in, as the includer receives it."""
 
-    __slots__ = ("items", "tags", "inputs", "diagnostics", "includes", "chars")
+    __slots__ = ("items", "tags", "inputs", "types", "diagnostics", "includes", "chars")
 
-    def __init__(self, items, tags, inputs, diagnostics, includes) -> None:
+    def __init__(self, items, tags, inputs, diagnostics, includes, types=()) -> None:
         self.items = items
         self.tags = tags
         self.inputs = inputs
+        self.types = types
         self.diagnostics = diagnostics
         #: partials spliced in, first-seen order (dict keys)
         self.includes = includes
@@ -109,7 +110,12 @@ def _splice(ctx: Context, key: str, chain: tuple[str, ...]) -> _Expanded:
         items, includes = _expand(partial.items, key, sub, chain)
         header = partial.header
         expanded = _Expanded(
-            items, header.tags, header.declared_inputs or (), (*partial.diagnostics, *sub.diagnostics), includes
+            items,
+            header.tags,
+            header.declared_inputs or (),
+            (*partial.diagnostics, *sub.diagnostics),
+            includes,
+            header.input_types,
         )
     ctx.partials.expanded[key] = expanded
     return expanded
@@ -199,15 +205,18 @@ def expand_includes(doc: Document, ctx: Context) -> Document:
     header = doc.header
     merged_tags = list(header.tags)
     merged_inputs = list(header.declared_inputs or ())
+    merged_types = dict(header.input_types)
     for key in includes:  # tags and inputs from partials keep first-seen order
         partial = _splice(ctx, key, (key,))
         merged_tags += [t for t in partial.tags if t not in merged_tags]
         merged_inputs += [i for i in partial.inputs if i not in merged_inputs]
+        for name, schema in partial.types:  # the prompt's own declaration wins
+            merged_types.setdefault(name, schema)
     # A partial's `/// input:` adds to the includer's declaration; it does not create one, or a
     # prompt that declares nothing would suddenly have its own inputs checked against the partial's.
     if header.declared_inputs is not None:
         header = replace(header, declared_inputs=tuple(merged_inputs))
-    header = replace(header, tags=tuple(merged_tags))
+    header = replace(header, tags=tuple(merged_tags), input_types=tuple(merged_types.items()))
     return replace(
         doc, items=items, header=header, includes=tuple(sorted(k for k in includes if not k.startswith(STD_PREFIX)))
     )
