@@ -400,6 +400,11 @@ OUTPUT_IS_SYMLINK = _code(
     "output folder is a symlink",
     "The output folder is a symbolic link. A build swaps the output folder atomically, which would exchange the link itself (and delete files in its target on the next build), so promptc refuses: point `out` at the real folder.",
 )
+BINDING_COLLISION = _code(
+    "E920",
+    "generated name collision",
+    "`promptc gen` would give two prompts the same function name (`support/chat` and `support-chat` are both `support_chat`), or an input is named like a keyword of the target language. Bindings never rename silently: rename a prompt or the input.",
+)
 SYMLINK_LOOP = _code(
     "W909",
     "symlink loop in the source tree",

@@ -203,6 +203,12 @@ CASES = {
         check("prompts_src", "prompts_src/build", APPROX).diagnostics,
     )[1],
     "E911": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_output),
+    "E920": lambda tmp_path: (
+        write(tmp_path, "prompts_src/a-b.prompt", "Hi.\n"),
+        write(tmp_path, "prompts_src/a_b.prompt", "Hi.\n"),
+        build("prompts_src", "build", APPROX),
+        __import__("promptc.bindings", fromlist=["python_module"]).python_module("build")[1],
+    )[3],
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
 }
 

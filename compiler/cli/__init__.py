@@ -13,7 +13,7 @@ from .. import __version__
 from .build import build_cmd, check_cmd
 from .common import Settings
 from .diff import diff_cmd
-from .info import explain_cmd, init_cmd, list_cmd
+from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
 
@@ -75,7 +75,18 @@ def main(ctx: click.Context, color: str) -> None:
     ctx.default_map = settings.default_map()
 
 
-for _command in (build_cmd, check_cmd, watch_cmd, diff_cmd, render_cmd, inspect_cmd, list_cmd, explain_cmd, init_cmd):
+for _command in (
+    build_cmd,
+    check_cmd,
+    watch_cmd,
+    diff_cmd,
+    render_cmd,
+    inspect_cmd,
+    list_cmd,
+    explain_cmd,
+    init_cmd,
+    gen_cmd,
+):
     main.add_command(_command)
 
 

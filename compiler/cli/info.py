@@ -125,3 +125,40 @@ def init_cmd(src: str, out: str) -> None:
     pyproject.write_text((text.rstrip("\n") + "\n\n" if text.strip() else "") + table, encoding="utf-8")
     click.echo(f"created {first.as_posix()} and [tool.promptc] in pyproject.toml")
     click.echo("next: promptc build, then promptc render hello --var question='What is promptc?'")
+
+
+@click.group("gen")
+def gen_cmd() -> None:
+    """Generate typed bindings for the prompts of the build folder."""
+
+
+@gen_cmd.command("python")
+@click.option("-o", "--output", "output", default=None, metavar="FILE", help="Write the module here (default: stdout).")
+@click.option("--build", "build_dir", default=None, help="Build folder (default from config: out).")
+def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
+    """A Python module with a typed function per prompt (`support/chat` → `support_chat(*, ...)`)."""
+    from pathlib import Path
+
+    from ..bindings import python_module
+    from ..diagnostics import render_text
+    from ..runtime import RenderError
+
+    folder = build_dir or settings().config.out
+    try:
+        text, diagnostics = python_module(folder, output)
+    except RenderError as exc:
+        click.echo(f"promptc gen: {exc}", err=True)
+        sys.exit(1)
+    if diagnostics:
+        for d in diagnostics:
+            click.echo(render_text(d) + "\n", err=True)
+        sys.exit(1)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    click.echo(f"wrote {path.as_posix()}", err=True)
