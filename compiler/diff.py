@@ -52,20 +52,39 @@ class CacheBust:
 
 
 @dataclass(frozen=True, slots=True)
+class TypeChange:
+    """An input whose declared type changed: `breaking` when a value the old type admitted can fail
+    the new one (a narrower type, or an input that may be None becoming required)."""
+
+    input: str
+    old: str
+    new: str
+    breaking: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input": self.input, "old": self.old, "new": self.new, "breaking": self.breaking}
+
+
+@dataclass(frozen=True, slots=True)
 class ContractChange:
     name: str
     added_inputs: tuple[str, ...]
     removed_inputs: tuple[str, ...]
+    type_changes: tuple[TypeChange, ...] = ()
+    #: the added inputs callers may leave out (their type admits None)
+    optional_added: tuple[str, ...] = ()
 
     @property
     def breaking(self) -> bool:
-        return bool(self.added_inputs)
+        required_added = [name for name in self.added_inputs if name not in self.optional_added]
+        return bool(required_added) or any(change.breaking for change in self.type_changes)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "added_inputs": list(self.added_inputs),
             "removed_inputs": list(self.removed_inputs),
+            "type_changes": [change.to_json() for change in self.type_changes],
             "breaking": self.breaking,
         }
 
@@ -146,6 +165,23 @@ def _read(manifest: Manifest | Any, which: str) -> Manifest:
         raise ManifestError(f"{which} {exc}") from None
 
 
+def _type_changes(old: dict[str, Any], new: dict[str, Any], names: set[str]) -> tuple[TypeChange, ...]:
+    from .inputtypes import accepts, describe
+
+    old_props, new_props = old.get("properties", {}), new.get("properties", {})
+    old_required, new_required = set(old.get("required", ())), set(new.get("required", ()))
+    changes = []
+    for name in sorted(names):
+        before, after = old_props.get(name, {}), new_props.get(name, {})
+        newly_required = name in new_required and name not in old_required
+        if before == after and not newly_required:
+            continue
+        changes.append(
+            TypeChange(name, describe(before), describe(after), newly_required or not accepts(after, before))
+        )
+    return tuple(changes)
+
+
 def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any]) -> ManifestDiff:
     """What changed between two manifests (model objects or decoded `manifest.json` documents),
     prompt by prompt, in name order.
@@ -164,9 +200,18 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
                 CacheBust(name, before.prefix_sha256, after.prefix_sha256, before.prefix_tokens, after.prefix_tokens)
             )
         old_inputs, new_inputs = set(before.inputs), set(after.inputs)
-        if old_inputs != new_inputs:
+        types = _type_changes(before.input_schema, after.input_schema, old_inputs & new_inputs)
+        if old_inputs != new_inputs or types:
+            optional = set(after.input_schema.get("properties", {})) - set(after.input_schema.get("required", ()))
+            added = tuple(sorted(new_inputs - old_inputs))
             contracts.append(
-                ContractChange(name, tuple(sorted(new_inputs - old_inputs)), tuple(sorted(old_inputs - new_inputs)))
+                ContractChange(
+                    name,
+                    added,
+                    tuple(sorted(old_inputs - new_inputs)),
+                    types,
+                    tuple(n for n in added if n in optional),
+                )
             )
         if before.sha256 != after.sha256:
             changed.append(name)
@@ -197,7 +242,10 @@ def _short(sha: str | None) -> str:
 
 def _contract_text(change: ContractChange) -> str:
     parts = [f"+{name}" for name in change.added_inputs] + [f"-{name}" for name in change.removed_inputs]
-    label = "breaking: callers must pass the new inputs" if change.breaking else "not breaking"
+    parts += [f"{t.input}: {t.old} → {t.new}" for t in change.type_changes]
+    label = "breaking: existing callers can fail" if change.breaking else "not breaking"
+    if change.breaking and not change.type_changes:
+        label = "breaking: callers must pass the new inputs"
     return f"{' '.join(parts)} ({label})"
 
 

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["TypeSyntaxError", "parse_type", "check_value", "from_text", "describe", "optional"]
+__all__ = ["TypeSyntaxError", "accepts", "parse_type", "check_value", "from_text", "describe", "optional"]
 
 MAX_DEPTH = 16
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "None": "null"}
@@ -118,6 +118,31 @@ def optional(schema: dict[str, Any]) -> bool:
     if schema.get("type") == "null":
         return True
     return any(option.get("type") == "null" for option in schema.get("anyOf", ()))
+
+
+def accepts(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether every value `old` admits is admitted by `new` (so a caller written against `old`
+    cannot fail against `new`). Conservative: False when it cannot tell."""
+    if not new:
+        return True  # any value
+    if not old:
+        return False
+    olds = old.get("anyOf", [old])
+    news = new.get("anyOf", [new])
+    return all(any(_accepts_one(n, o) for n in news) for o in olds)
+
+
+def _accepts_one(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    if "anyOf" in new or "anyOf" in old:
+        return accepts(new, old)
+    kind_new, kind_old = new.get("type"), old.get("type")
+    if kind_new != kind_old:
+        return kind_new == "number" and kind_old == "integer"
+    if kind_new == "array":
+        return accepts(new.get("items", {}), old.get("items", {}))
+    if kind_new == "object":
+        return accepts(new.get("additionalProperties", {}), old.get("additionalProperties", {}))
+    return True
 
 
 def describe(schema: dict[str, Any]) -> str:

@@ -907,6 +907,7 @@ class Artifact:
             "prefix_sha256": self.cache.prefix_sha256,
             "prefix_tokens": self.cache.prefix_tokens,
             "cacheable_tokens": self.cache.cacheable_tokens,
+            "input_schema": _json_copy(self.input_schema, "input_schema", check=False),
         }
 
     def breakpoint_at(self, message_index: int, block_index: int) -> Breakpoint | None:
@@ -940,6 +941,8 @@ class ManifestEntry:
     prefix_sha256: str | None
     prefix_tokens: int
     cacheable_tokens: int | None
+    #: the artifact's `input_schema` (declared types), for `promptc diff`'s contract changes
+    input_schema: dict[str, Any] = field(hash=False)
 
     @classmethod
     def of(cls, artifact: Artifact, path: str, sha256: str) -> Self:
@@ -958,6 +961,7 @@ class ManifestEntry:
             artifact.cache.prefix_sha256,
             artifact.cache.prefix_tokens,
             artifact.cache.cacheable_tokens,
+            artifact.input_schema,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -975,6 +979,7 @@ class ManifestEntry:
             "prefix_sha256": self.prefix_sha256,
             "prefix_tokens": self.prefix_tokens,
             "cacheable_tokens": self.cacheable_tokens,
+            "input_schema": _json_copy(self.input_schema, "input_schema", check=False),
         }
 
     @classmethod
@@ -1000,6 +1005,7 @@ class ManifestEntry:
             _optional_sha256(data, "prefix_sha256", at),
             _count(data, "prefix_tokens", at),
             _optional_count(data, "cacheable_tokens", at),
+            _input_schema(data, "input_schema", at),
         )
 
 

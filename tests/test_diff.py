@@ -38,6 +38,7 @@ def entry(
         "prefix_sha256": prefix,
         "prefix_tokens": tokens if prefix else 0,
         "cacheable_tokens": None,
+        "input_schema": {"type": "object", "properties": {name: {} for name in inputs}, "required": sorted(inputs)},
     }
 
 
@@ -159,7 +160,9 @@ def test_to_json_is_complete_and_serialisable() -> None:
         "removed": 1,
         "changed": 1,
     }
-    assert data["contracts"] == [{"name": "a", "added_inputs": ["y"], "removed_inputs": [], "breaking": True}]
+    assert data["contracts"] == [
+        {"name": "a", "added_inputs": ["y"], "removed_inputs": [], "type_changes": [], "breaking": True}
+    ]
     assert data["added"] == ["new"] and data["removed"] == ["gone"] and data["tokenizer"] is None
 
 

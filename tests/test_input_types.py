@@ -102,3 +102,40 @@ def test_var_values_are_parsed_by_their_declared_type(tmp_path: Path) -> None:
     done = run_promptc("render", "p", "-o", "build", "--vars", str(with_file), cwd=tmp_path)
     assert json.loads(done.stdout)[0]["content"] == "VIP. Q (0, 5, [], n)"
     assert load(tmp_path / "build").artifact("p").input_schema["required"][0] == "history"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "breaking"),
+    [
+        ("q: str", "q: str | None", False),  # wider
+        ("q: str | None", "q: str", True),  # optional → required
+        ("n: int", "n: float", False),  # an int is a float
+        ("n: float", "n: int", True),  # narrower
+        ("q", "q: str", True),  # untyped (anything) → typed
+        ("q: list[str]", "q", False),  # typed → anything
+        ("q: list[str]", "q: list[int]", True),
+    ],
+)
+def test_diff_reports_type_changes_as_contract_changes(old: str, new: str, breaking: bool, tmp_path: Path) -> None:
+    from promptc.diff import diff_manifests
+
+    manifests = []
+    for index, declaration in enumerate((old, new)):
+        name = declaration.split(":")[0]
+        write(tmp_path, f"v{index}/prompts_src/p.prompt", f"/// input: {declaration}\nValue: {{{{ {name} }}}}\n")
+        assert build(tmp_path / f"v{index}/prompts_src", tmp_path / f"v{index}/build").ok
+        manifests.append(json.loads((tmp_path / f"v{index}/build/manifest.json").read_text()))
+    (change,) = diff_manifests(*manifests).contracts
+    assert len(change.type_changes) == 1 and change.breaking is breaking
+
+
+def test_a_new_optional_input_does_not_break_callers(tmp_path: Path) -> None:
+    from promptc.diff import diff_manifests
+
+    manifests = []
+    for index, source in enumerate(("/// input: a\n${a}\n", "/// input: a, b: str | None\n${a} ${b}\n")):
+        write(tmp_path, f"v{index}/prompts_src/p.prompt", source)
+        assert build(tmp_path / f"v{index}/prompts_src", tmp_path / f"v{index}/build").ok
+        manifests.append(json.loads((tmp_path / f"v{index}/build/manifest.json").read_text()))
+    (change,) = diff_manifests(*manifests).contracts
+    assert change.added_inputs == ("b",) and not change.breaking
