@@ -38,6 +38,8 @@ class Config:
     model: str = ""
     #: Anthropic breakpoint lifetime, "5m" or "1h" ("" leaves the provider's default, 5 minutes)
     cache_ttl: str = ""
+    #: where `promptc build` writes the generated Python bindings (`promptc gen python`), "" for nowhere
+    python_bindings: str = ""
     default_role: str = "system"
     intro: str = DEFAULT_INTRO
     disclaimer: str = DEFAULT_DISCLAIMER
@@ -187,10 +189,10 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
             diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see docs/configuration.md"))
             continue
         values[key] = coerced
-    for key in ("src", "out"):
+    for key in ("src", "out", "python_bindings"):
         # Paths in the file are relative to the file, wherever promptc runs from (as tsc's
         # tsconfig.json and ruff's pyproject.toml have it); shown relative to the current folder.
-        if key in values and not os.path.isabs(values[key]):
+        if key in values and values[key] and not os.path.isabs(values[key]):
             values[key] = _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), values[key]))
     if "promptc" in data.get("tool", {}) and pyproject.parent.resolve() != Path.cwd().resolve():
         for key in ("src", "out"):  # the defaults too: they are the file's folder's `prompts_src`, `build`

@@ -104,3 +104,18 @@ def test_the_docs_excerpt_is_the_generated_code() -> None:
     excerpt = doc.split("```text\n", 1)[1].split("```", 1)[0]
     text, diagnostics = python_module(ROOT / "build")
     assert not diagnostics and excerpt in text
+
+
+def test_build_writes_the_configured_bindings_and_check_locked_notices_when_stale(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.promptc]\npython_bindings = 'app/prompts.py'\n")
+    write(tmp_path, "prompts_src/hello.prompt", "/// input: name: str\nHello ${name}.\n")
+    assert run_promptc("build", cwd=tmp_path / "prompts_src").returncode == 0  # from a subfolder, too
+    module = (tmp_path / "app" / "prompts.py").read_text()
+    assert "def hello(*, name: str) -> Rendered:" in module
+    assert "BUILD_DIR = Path(__file__).resolve().parent / '../build'" in module
+    assert run_promptc("check", "--locked", cwd=tmp_path).returncode == 0
+    (tmp_path / "app" / "prompts.py").write_text(module.replace("name: str", "name: int"))
+    stale = run_promptc("check", "--locked", cwd=tmp_path)
+    assert stale.returncode == 1 and "`app/prompts.py` (python_bindings) is stale" in stale.stdout
+    assert run_promptc("build", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "app" / "prompts.py").read_text() == module

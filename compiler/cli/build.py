@@ -28,6 +28,8 @@ def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer, provider) -> Non
     with progress_callback() as on_progress:
         result = build(config.src, config.out, config, on_progress=on_progress)
     diagnostics = [*config_diags, *result.diagnostics]
+    if result.ok and config.python_bindings:
+        diagnostics += _write_bindings(config, result)
     state = "unchanged" if result.unchanged else ("written" if result.written else "not written")
     summary = f"build {state}: {len(result.prompts)} prompt{'s' if len(result.prompts) != 1 else ''} → {config.out}"
     if not result.ok:
@@ -51,5 +53,66 @@ def check_cmd(src, out, locked, fmt, strict, quiet, defines, tokenizer, provider
     summary = "check"
     if locked and result.stale:
         summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"
-    extra = {"stale": list(result.stale)}
+    stale = list(result.stale)
+    if locked and result.ok and config.python_bindings:
+        problem = _stale_bindings(config, result)
+        if problem is not None:
+            result_diags = [*result.diagnostics, problem]
+            stale.append(config.python_bindings)
+            summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
+            extra = {"stale": stale}
+            sys.exit(reporter.emit([*config_diags, *result_diags], result.source_count, extra=extra, summary=summary))
+    extra = {"stale": stale}
     sys.exit(reporter.emit([*config_diags, *result.diagnostics], result.source_count, extra=extra, summary=summary))
+
+
+def _bindings_text(config, result):
+    """The Python bindings (`python_bindings` in [tool.promptc]) of the build a check compiled (in
+    memory: a check compiles every prompt)."""
+    from ..bindings import python_module_of
+
+    artifacts = {p.name: p.load_artifact() for p in result.prompts}
+    return python_module_of(
+        {name: a for name, a in artifacts.items() if a is not None}, config.out, config.python_bindings
+    )
+
+
+def _write_bindings(config, result) -> list:
+    """Write the bindings next to the build; only when their bytes change (like the artifacts)."""
+    from pathlib import Path
+
+    from ..bindings import python_module
+
+    text, diagnostics = python_module(config.out, config.python_bindings)  # the build just written
+    if diagnostics:
+        return diagnostics
+    path = Path(config.python_bindings)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return []
+
+
+def _stale_bindings(config, result):
+    """E905 when the bindings file is not what `promptc build` would write."""
+    from pathlib import Path
+
+    from .. import codes
+    from ..diagnostics import make
+
+    text, diagnostics = _bindings_text(config, result)
+    if diagnostics:
+        return diagnostics[0]
+    path = Path(config.python_bindings)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return None
+    what = "is missing" if not path.is_file() else "is stale: it is not what `promptc build` would generate"
+    return make(
+        codes.BUILD_STALE,
+        f"`{path.as_posix()}` (python_bindings) {what}",
+        None,
+        "run `promptc build` and commit the result",
+        path=path.as_posix(),
+    )
