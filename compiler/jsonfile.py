@@ -124,7 +124,8 @@ def _reject_constant(name: str) -> Any:
 
 def read_json(display: str, data: bytes) -> tuple[SourceText | None, Any, list[Diagnostic]]:
     """Decode and parse one JSON file: (source, value, diagnostics). `source` is None when the
-    bytes are not text; `value` is None when the file has an error (diagnostics say which)."""
+    bytes are not text; the file is usable when no diagnostic is an error (`value` is then the
+    JSON value, which may itself be null)."""
     src, diagnostics = decode(display, data)
     if src is None:
         return None, None, diagnostics

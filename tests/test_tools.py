@@ -68,6 +68,7 @@ def test_output_schema_is_named_by_its_title_else_its_file() -> None:
     ("files", "code", "needle"),
     [
         ({"t.json": "[]"}, "E822", "the tool list is empty"),
+        ({"t.json": "null"}, "E822", "a tool is an object"),  # JSON null is a value, not a read failure
         ({"t.json": json.dumps({"name": "x", "input_schema": {"type": "object"}})}, "E822", "has no description"),
         ({"t.json": json.dumps({**tool("x"), "parameters": {}})}, "E822", "unknown key `parameters`"),
         ({"t.json": json.dumps({**tool("x"), "input_schema": {"type": "array"}})}, "E823", "root must be"),

@@ -188,7 +188,7 @@ def _check_tools(ctx: Context, key: str) -> _Checked:
         return cached
     src, value, read_diagnostics = ctx.partials.read_json(key)
     result = _Checked(diagnostics=read_diagnostics)
-    if src is not None and value is not None:
+    if src is not None and not any(d.severity == "error" for d in read_diagnostics):
         checker = _FileChecker(src)
         entries = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
         if isinstance(value, list) and not value:
@@ -217,7 +217,7 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
         return cached
     src, value, read_diagnostics = ctx.partials.read_json(key)
     result = _Checked(diagnostics=read_diagnostics)
-    if src is not None and value is not None:
+    if src is not None and not any(d.severity == "error" for d in read_diagnostics):
         checker = _FileChecker(src)
         if checker.schema(value, (), "output schema") and isinstance(value, dict):
             name = output_name(key, value)
