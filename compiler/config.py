@@ -63,8 +63,6 @@ class Config:
     def profile(self, model: str | None):
         """The provider profile for a prompt of `model` (`promptc.profiles.Profile`), with this
         config's minimum overrides applied; None when neither `provider` nor the model names one."""
-        from dataclasses import replace as _replace
-
         from .profiles import resolve
 
         profile = resolve(self.provider or None, model or self.model or None)
@@ -77,7 +75,7 @@ class Config:
             best = profile.name
         if best is None:
             return profile
-        return _replace(profile, min_cacheable_tokens=overrides[best], family=best)
+        return replace(profile, min_cacheable_tokens=overrides[best], family=best)
 
     def fingerprint(self) -> str:
         """What in the config can change artifact bytes (for incremental build caches)."""

@@ -94,17 +94,6 @@ class Profile:
             return self.min_cacheable_tokens + steps * self.cache_step_tokens
         return tokens
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "shape": self.shape,
-            "family": self.family,
-            "min_cacheable_tokens": self.min_cacheable_tokens,
-            "cache_step_tokens": self.cache_step_tokens,
-            "max_breakpoints": self.max_breakpoints,
-            "lookback_blocks": self.lookback_blocks,
-        }
-
 
 def resolve(provider: str | None, model: str | None) -> Profile | None:
     """The profile for a prompt: `provider` (from config) if given, else the model's provider; None

@@ -54,16 +54,14 @@ def check_cmd(src, out, locked, fmt, strict, quiet, defines, tokenizer, provider
     if locked and result.stale:
         summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"
     stale = list(result.stale)
+    diagnostics = [*config_diags, *result.diagnostics]
     if locked and result.ok and config.python_bindings:
         problem = _stale_bindings(config, result)
         if problem is not None:
-            result_diags = [*result.diagnostics, problem]
+            diagnostics.append(problem)
             stale.append(config.python_bindings)
             summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
-            extra = {"stale": stale}
-            sys.exit(reporter.emit([*config_diags, *result_diags], result.source_count, extra=extra, summary=summary))
-    extra = {"stale": stale}
-    sys.exit(reporter.emit([*config_diags, *result.diagnostics], result.source_count, extra=extra, summary=summary))
+    sys.exit(reporter.emit(diagnostics, result.source_count, extra={"stale": stale}, summary=summary))
 
 
 def _bindings_text(config, result):

@@ -201,13 +201,8 @@ class _HeaderBuilder:
     def add(self, d: Directive) -> None:
         key = d.key
         ctx = self.ctx
-        if self.partial and key in PROMPT_ONLY_KEYS and key != "promptc":
-            ctx.report(
-                codes.PARTIAL_NOT_ALLOWED,
-                f"a partial may not set `{key}`",
-                d.span,
-                f"move `/// {key}:` into the prompts that include this partial",
-            )
+        if self.partial and key in PROMPT_ONLY_KEYS:
+            _not_in_partial(ctx, d)
             return
         if key == "param":
             pieces = split_list(d.value)
@@ -342,15 +337,19 @@ class _HeaderBuilder:
         )
 
 
+def _not_in_partial(ctx: Context, d: Directive) -> None:
+    ctx.report(
+        codes.PARTIAL_NOT_ALLOWED,
+        f"a partial may not set `{d.key}`",
+        d.span,
+        f"move `/// {d.key}:` into the prompts that include this partial",
+    )
+
+
 def _resource_ref(d: Directive, ctx: Context, *, partial: bool) -> ResourceRef | None:
     """`/// tools: a.json, b.json` / `/// output: schema.json` → a positional reference."""
     if partial and d.key in PROMPT_ONLY_KEYS:
-        ctx.report(
-            codes.PARTIAL_NOT_ALLOWED,
-            f"a partial may not set `{d.key}`",
-            d.span,
-            f"move `/// {d.key}:` into the prompts that include this partial",
-        )
+        _not_in_partial(ctx, d)
         return None
     paths = tuple((path, _name_span(d, path)) for path in split_list(d.value))
     example = "tools/search.json, tools/fetch.json" if d.key == "tools" else "schemas/answer.json"

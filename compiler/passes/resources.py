@@ -182,14 +182,22 @@ class _FileChecker:
         return {"name": name, "description": description, "input_schema": value["input_schema"]}
 
 
-def _check_tools(ctx: Context, key: str) -> _Checked:
-    cached = ctx.partials.resources.get(("tools", key))
+def _checked_file(ctx: Context, kind: str, key: str, check) -> _Checked:
+    """File `key` read and checked once per build (the result is kept on the loader, by kind):
+    `check(checker, value, read_diagnostics)` runs only when the file reads as JSON."""
+    cached = ctx.partials.resources.get((kind, key))
     if isinstance(cached, _Checked):
         return cached
     src, value, read_diagnostics = ctx.partials.read_json(key)
     result = _Checked(diagnostics=read_diagnostics)
     if src is not None and not any(d.severity == "error" for d in read_diagnostics):
-        checker = _FileChecker(src)
+        result = check(_FileChecker(src), value, read_diagnostics)
+    ctx.partials.resources[(kind, key)] = result
+    return result
+
+
+def _check_tools(ctx: Context, key: str) -> _Checked:
+    def check(checker: _FileChecker, value: Any, read_diagnostics: tuple[Diagnostic, ...]) -> _Checked:
         entries = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
         if isinstance(value, list) and not value:
             checker.report(codes.INVALID_TOOL, "the tool list is empty", (), "remove the file from `/// tools:`")
@@ -201,9 +209,9 @@ def _check_tools(ctx: Context, key: str) -> _Checked:
             if tool is not None:
                 tools.append(tool)
                 spans.append(checker.span((*at, "name")))
-        result = _Checked(tuple(tools), tuple(spans), None, (*read_diagnostics, *checker.diagnostics))
-    ctx.partials.resources[("tools", key)] = result
-    return result
+        return _Checked(tuple(tools), tuple(spans), None, (*read_diagnostics, *checker.diagnostics))
+
+    return _checked_file(ctx, "tools", key, check)
 
 
 def output_name(key: str, schema: dict[str, Any]) -> str:
@@ -212,32 +220,25 @@ def output_name(key: str, schema: dict[str, Any]) -> str:
 
 
 def _check_schema(ctx: Context, key: str) -> _Checked:
-    cached = ctx.partials.resources.get(("output", key))
-    if isinstance(cached, _Checked):
-        return cached
-    src, value, read_diagnostics = ctx.partials.read_json(key)
-    result = _Checked(diagnostics=read_diagnostics)
-    if src is not None and not any(d.severity == "error" for d in read_diagnostics):
-        checker = _FileChecker(src)
-        if checker.schema(value, (), "output schema") and isinstance(value, dict):
-            name = output_name(key, value)
-            if TOOL_NAME.match(name):
-                result = _Checked(schema={"name": name, "schema": value}, diagnostics=read_diagnostics)
-            else:
-                titled = isinstance(value.get("title"), str)
-                checker.report(
-                    codes.INVALID_SCHEMA,
-                    f"the output is named {name!r} (its {'title' if titled else 'file name'}), "
-                    "which providers refuse: a name matches ^[a-zA-Z0-9_-]{1,64}$",
-                    ("title",) if titled else (),
-                    "write the title as `snake_case`, or remove it to name the output after the file"
-                    if titled
-                    else "rename the file",
-                )
-        if checker.diagnostics:
-            result = _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
-    ctx.partials.resources[("output", key)] = result
-    return result
+    def check(checker: _FileChecker, value: Any, read_diagnostics: tuple[Diagnostic, ...]) -> _Checked:
+        if not (checker.schema(value, (), "output schema") and isinstance(value, dict)):
+            return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
+        name = output_name(key, value)
+        if TOOL_NAME.match(name):
+            return _Checked(schema={"name": name, "schema": value}, diagnostics=read_diagnostics)
+        titled = isinstance(value.get("title"), str)
+        checker.report(
+            codes.INVALID_SCHEMA,
+            f"the output is named {name!r} (its {'title' if titled else 'file name'}), "
+            "which providers refuse: a name matches ^[a-zA-Z0-9_-]{1,64}$",
+            ("title",) if titled else (),
+            "write the title as `snake_case`, or remove it to name the output after the file"
+            if titled
+            else "rename the file",
+        )
+        return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
+
+    return _checked_file(ctx, "output", key, check)
 
 
 def load_resources(doc: Document, ctx: Context) -> Document:
