@@ -3,6 +3,7 @@ partials and data ship inside the wheel, and the package finds them there."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,8 +17,15 @@ from .conftest import ROOT
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Build from a copy of what the wheel is made of: setuptools writes its scratch folders into the
+    # project, and the two tests of this module may build at once on two xdist workers.
+    tree = tmp_path_factory.mktemp("tree")
+    for name in ("pyproject.toml", "setup.cfg", "README.md"):
+        shutil.copy(ROOT / name, tree / name)
+    for name in ("compiler", "grammar"):
+        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(tree)],
         capture_output=True,
         text=True,
     )
