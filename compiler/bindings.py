@@ -45,6 +45,10 @@ def python_type(schema: dict[str, Any]) -> str:
     if "anyOf" in schema:
         return " | ".join(python_type(option) for option in schema["anyOf"])
     kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(python_type({**schema, "type": k}) for k in kind) or "Any"
+    if "enum" in schema or "const" in schema or not isinstance(kind, (str, type(None))):
+        return "Any"
     scalars = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
     if kind in scalars:
         return scalars[kind]

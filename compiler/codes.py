@@ -213,6 +213,11 @@ DEFINE_WITH_ATTRIBUTE = _code(
     "invalid build-time define",
     "A build-time define is used with attributes (`${product.name}`), but defines are plain strings.",
 )
+TYPE_CONTRADICTED = _code(
+    "E505",
+    "a use contradicts the input's declared type",
+    "An input's declared type (`/// input: n: int`, or a schema file) cannot do what the template does with it: a placeholder path into a value that has no keys (`${n.attr}` on an `int`, `str`, `bool` or list), a key an object schema closes out (`additionalProperties: false` without that property), or a `{% for %}` over a number, a boolean or None. The error is at the use; the hint names the declaration.",
+)
 
 # 6xx: template blocks and inference
 PYTHON_SYNTAX = _code(
@@ -351,6 +356,11 @@ DUPLICATE_TOOL = _code(
     "E824",
     "duplicate tool name",
     "Two tools of one prompt share a name (also when one comes from a partial). Providers refuse such a request.",
+)
+UNCHECKED_SCHEMA_KEYWORD = _code(
+    "E825",
+    "input schema uses a keyword render cannot check",
+    "An input typed by a schema file (`/// input: order: @schemas/order.json`) uses a JSON Schema keyword that promptc's runtimes do not check (`$ref`, `pattern`, `minimum`, `oneOf` …). `render()` validates every value against the schema in Python and in JavaScript, so a keyword it would silently skip is refused at build time. Checked: `type` (one or a list), `enum`, `const`, `properties`, `required`, `additionalProperties`, `items`, `anyOf`, and the annotations `title`, `description`, `default`, `examples`, `format`, `$schema`, `$id`, `$comment`, `deprecated`, `readOnly`, `writeOnly`.",
 )
 
 # 9xx: configuration, tokenizer and the output folder

@@ -116,10 +116,11 @@ def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
 
 
 def input_schema(doc: Document) -> dict[str, Any]:
-    """The inputs as one JSON Schema object, for validating values in any language."""
+    """The inputs as one JSON Schema object, for validating values in any language: the declared
+    types, and for inputs without one what their uses imply."""
     from .inputtypes import optional
 
-    declared = dict(doc.header.input_types)
+    declared = {**dict(doc.inferred_types), **dict(doc.header.input_types)}
     properties = {name: declared.get(name, {}) for name in doc.inputs}
     return {
         "type": "object",

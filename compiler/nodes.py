@@ -114,10 +114,11 @@ class ResourceRef:
     span; `base` is the source-relative file the paths resolve against (set by the include pass:
     the partial's path for a partial's directive)."""
 
-    kind: str  # "tools" | "output"
+    kind: str  # "tools" | "output" | "input" (an `/// input: name: @schema.json` type)
     paths: tuple[tuple[str, Span], ...]
     span: Span
     base: str = ""
+    input_name: str = ""  # kind "input": the input the schema types
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,3 +217,6 @@ class Document:
     tools: tuple[dict, ...] = ()
     output_schema: dict | None = None
     resources: tuple[str, ...] = ()
+    #: filled by the inference pass: what uses imply for inputs without a declared type
+    #: (`${user.name}` → an object with `name`), as JSON Schema
+    inferred_types: tuple[tuple[str, dict], ...] = ()

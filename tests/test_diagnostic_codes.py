@@ -126,6 +126,12 @@ CASES = {
     "W502": _text("/// input: question, unused\nAnswer ${question}.\n"),
     "E503": _text("Answer ${question}.\n", config=Config(tokenizer="approx-bytes/4", require_declared_inputs=True)),
     "E504": _text("Hello ${product.name}\n", config=Config(tokenizer="approx-bytes/4", defines=(("product", "Acme"),))),
+    "E505": _text(
+        "/// input: order: @order.json\nShip ${order.adress.city}.\n",
+        partials={
+            "order.json": '{"type": "object", "properties": {"address": {"type": "object"}},\n "additionalProperties": false}\n'
+        },
+    ),
     # 6xx
     "E601": _text("Line one\nValue: {{ a + }}\n"),
     "E602": _text("{{ x = 1 }}\n"),
@@ -188,6 +194,10 @@ CASES = {
             "tools.json": '[{"name": "search", "description": "A.", "input_schema": {"type": "object"}}]\n',
             "more.json": '[{"name": "search", "description": "B.", "input_schema": {"type": "object"}}]\n',
         },
+    ),
+    "E825": _text(
+        "/// input: order: @order.json\nOrder ${order}\n",
+        partials={"order.json": '{"type": "object",\n "properties": {"qty": {"type": "integer", "minimum": 1}}}\n'},
     ),
     # 9xx
     "E901": _text("Hi\n", config=Config(tokenizer="gpt-17")),

@@ -72,7 +72,7 @@ def test_dotted_path_reads_mapping_key_then_attribute():
     art = artifact("${user.profile.name} / ${user.id}\n")
     user = {"profile": SimpleNamespace(name="Ada"), "id": 7}
     assert render_artifact(art, {"user": user}).messages[0]["content"] == "Ada / 7"
-    with pytest.raises(RenderError, match=r"user\.profile.*no key or attribute `name`"):
+    with pytest.raises(RenderError, match=r"user\.profile\.name: required, missing"):
         render_artifact(art, {"user": {"profile": {}, "id": 1}})
 
 

@@ -37,7 +37,7 @@ from ..codes import CODES
 from ..diagnostics import Diagnostic, SourceText, Span, make
 from ..nodes import Block, Item, Placeholder, Spliced
 
-__all__ = ["Analysis", "analyse", "BUILTIN_NAMES"]
+__all__ = ["Analysis", "ShapeUse", "analyse", "BUILTIN_NAMES"]
 
 #: Names resolved by Python's builtins, never inputs. `__builtins__` is put into the globals by
 #: `eval`, which is how promplate runs a template.
@@ -74,6 +74,21 @@ class Analysis:
     #: where each input or helper is first read (a placeholder, or the name node in a block), so
     #: E501/E702 point at the use, never at a string that happens to contain the name
     first_uses: tuple[tuple[str, Span], ...] = ()
+    #: what the template does with inputs, for their inferred types and the declared-type check
+    shape_uses: tuple[ShapeUse, ...] = ()
+
+
+class ShapeUse(NamedTuple):
+    """One use that says something about an input's type: a placeholder path (`${user.name}`:
+    kind "path", attrs ("name",)), a `{% for x in items %}` over the input itself (kind "iter"),
+    or a Python attribute of it in template code (`{{ user.name }}`: kind "attr").
+    `conditional`: inside an `{% if %}`/`{% for %}`/`{% while %}` body, where a None may be skipped."""
+
+    name: str
+    kind: str
+    attrs: tuple[str, ...]
+    span: Span | None
+    conditional: bool
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1204,6 +1219,7 @@ class _Template:
         self.an = _Analyser(all_kills)
         self.frames: list[_TIf | _TLoop] = []
         self.too_deep = False
+        self.shape_uses: list[ShapeUse] = []
 
     def run(self) -> None:
         an = self.an
@@ -1211,6 +1227,8 @@ class _Template:
             if isinstance(item, Placeholder):
                 if item.root:
                     an.use(item.root, False, item.span)  # `${}` reads the inputs directly, never template locals
+                    attrs = tuple(item.path.split(".")[1:])
+                    self.shape_uses.append(ShapeUse(item.root, "path", attrs, item.span, bool(self.frames)))
                 continue
             if not isinstance(item, Block):
                 continue
@@ -1339,6 +1357,10 @@ class _Template:
         loop = _Loop()
         if keyword == "for":
             if isinstance(header, ast.For):
+                iterated = header.iter
+                if isinstance(iterated, ast.Name) and iterated.id not in an.state.names:
+                    span = an.mapper.node_span(iterated) if an.mapper is not None else None
+                    self.shape_uses.append(ShapeUse(iterated.id, "iter", (), span, bool(self.frames)))
                 an.expr(header.iter)
             frame = _TLoop(block, keyword, an.state, loop)
             an.state = _State(an.state.names - kills, an.state.live)
@@ -1380,6 +1402,34 @@ class _Template:
         return inputs, helpers, tuple(an.diagnostics)
 
 
+def _attribute_uses(entries: Iterable[_Parsed | None]) -> list[ShapeUse]:
+    """`name.attr` in template code where `name` is bound nowhere in the section (no assignment,
+    parameter or loop target of any scope): the attribute of an input itself (kind "attr")."""
+    entries = [e for e in entries if e is not None]
+    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in entries for n in (*e.body, e.header) if n is not None]
+    bound: set[str] = set()
+    found: list[tuple[_Parsed, ast.Attribute, str]] = []
+    for entry, root in roots:
+        for node in ast.walk(root):  # iterative
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, (ast.alias, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+                name = getattr(node, "asname", None) or getattr(node, "name", None)
+                if isinstance(name, str):
+                    bound.add(name.split(".", 1)[0])
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                found.append((entry, node, node.value.id))
+    return [
+        ShapeUse(name, "attr", (node.attr,), entry.mapper.node_span(node), False)
+        for entry, node, name in found
+        if name not in bound
+    ]
+
+
 def analyse(items: Sequence[Item]) -> Analysis:
     """Infer the inputs and helpers of one section's items (SPEC §5). Never raises for any input:
     problems come back as diagnostics."""
@@ -1415,4 +1465,8 @@ def analyse(items: Sequence[Item]) -> Analysis:
     template = _Template(events, parsed, problems)
     template.run()
     inputs, helpers, diagnostics = template.result()
-    return Analysis(inputs, helpers, has_template, diagnostics, tuple(sorted(template.an.first.items())))
+    # a loop over a name the template assigns anywhere may be over its own value: no evidence
+    uses = [u for u in template.shape_uses if u.kind == "path" or u.name not in template.an.assigned]
+    uses += _attribute_uses(parsed.values())
+    uses = tuple(uses)
+    return Analysis(inputs, helpers, has_template, diagnostics, tuple(sorted(template.an.first.items())), uses)

@@ -162,6 +162,8 @@ class _HeaderBuilder:
         self.cache_ttl: tuple[str, Span] | None = None
         #: declared input types, as JSON Schema
         self.types: dict[str, dict] = {}
+        #: `name: @schema.json` types, resolved by the resources pass (kept where they stood)
+        self.refs: list[ResourceRef] = []
 
     def _input_type(self, d: Directive, name: str, written: str) -> None:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
@@ -170,6 +172,20 @@ class _HeaderBuilder:
 
         text = written.strip()
         where = _name_span(d, text) if text else d.value_span
+        if text.startswith("@"):
+            path = text[1:].strip()
+            if not path:
+                self.ctx.report(
+                    codes.MALFORMED_DIRECTIVE,
+                    f"input `{name}`: `@` needs a schema file",
+                    where,
+                    f"write `/// input: {name}: @schemas/{name}.json`",
+                )
+                return
+            src = where.src
+            at = src.span(where.end - len(path), where.end) if src is not None else where
+            self.refs.append(ResourceRef("input", ((path, at),), d.span, input_name=name))
+            return
         try:
             schema = parse_type(text)
         except TypeSyntaxError as exc:
@@ -402,6 +418,9 @@ def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> 
                 kept.append(ref)
         else:
             builder.add(item)
+            if builder.refs:
+                kept.extend(builder.refs)
+                builder.refs.clear()
     return tuple(kept), builder.header()
 
 

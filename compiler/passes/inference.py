@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 
 from .. import codes, template
-from ..analysis.inference import analyse
+from ..analysis.inference import ShapeUse, analyse
 from ..codes import CODES
 from ..context import Context
 from ..diagnostics import Span
@@ -88,6 +88,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     messages = []
     all_inputs: set[str] = set()
     all_helpers: set[str] = set()
+    shape_uses: list[ShapeUse] = []
     for message in doc.messages:
         sections = []
         for section in message.sections:
@@ -105,6 +106,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
+            shape_uses += analysis.shape_uses
             sections.append(
                 replace(
                     section,
@@ -119,7 +121,164 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
         doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs))
     )
     _check_declared(doc, ctx)
-    return doc
+    return replace(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
+
+
+# ---------------------------------------------------------------------------------------------
+# Types from uses
+
+_NOT_ITERABLE = frozenset({"integer", "number", "boolean", "null"})
+#: what a `{% for %}` can walk, among JSON's values (a mapping walks its keys)
+_ITERABLE: dict = {"type": ["array", "object", "string"]}
+
+
+def _kinds(schema: dict) -> set[str] | None:
+    """The JSON types a schema admits, or None when it does not say (any value)."""
+    if not isinstance(schema, dict):
+        return None
+    if "anyOf" in schema:
+        found: set[str] = set()
+        for option in schema["anyOf"]:
+            kinds = _kinds(option)
+            if kinds is None:
+                return None
+            found |= kinds
+        return found
+    if "const" in schema or "enum" in schema:
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+        return {names.get(type(v), "array" if isinstance(v, list) else "object") for v in values}
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind, "number"} if kind == "integer" else {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    return None
+
+
+def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
+    """(the schema of `value.attr`, None) or (None, why the declared type has no such member)."""
+    options = [o for o in schema.get("anyOf", [schema]) if isinstance(o, dict) and _kinds(o) != {"null"}]
+    for option in options:
+        kinds = _kinds(option)
+        if kinds is not None and "object" not in kinds:
+            continue
+        properties = option.get("properties", {})
+        if attr in properties:
+            return properties[attr], None
+        extra = option.get("additionalProperties")
+        if isinstance(extra, dict):
+            return extra, None
+        if extra is not False:
+            return {}, None
+    kinds = _kinds(schema) or set()
+    if "object" in kinds:
+        names = sorted({n for o in options for n in o.get("properties", {})})
+        close = did_you_mean(attr, names, limit=1)
+        listed = ", ".join(f"`{n}`" for n in names) or "none"
+        return None, f"has no property `{attr}` (its schema lists {listed})" + (f"\0{close}" if close else "")
+    from ..inputtypes import describe
+
+    return None, f"is {describe(schema)}, which has no keys or attributes"
+
+
+def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple[tuple[str, dict], ...]:
+    """Check uses against declared types (E505 at the use), and infer a type for each input that
+    has none: `${user.name}` → an object with a required `name`; a `{% for %}` over it → a list,
+    a mapping or a string. Uses only inside `{% if %}`/loop bodies also admit None."""
+    declared = dict(doc.header.input_types)
+    spans = dict(doc.header.declared_input_spans)
+    inferred: dict[str, dict] = {}
+    unconditional: set[str] = set()
+    for use in uses:
+        schema = declared.get(use.name)
+        if schema is not None:
+            _check_use(use, schema, spans.get(use.name), ctx)
+            continue
+        if use.kind == "attr":
+            continue  # Python attributes say nothing JSON Schema can: any object may have them
+        if not use.conditional:
+            unconditional.add(use.name)
+        if use.kind == "iter":
+            inferred.setdefault(use.name, dict(_ITERABLE))
+            continue
+        if not use.attrs:
+            continue
+        node = inferred.get(use.name)
+        if node is None or node.get("type") != "object":
+            node = inferred[use.name] = {"type": "object", "properties": {}, "required": []}
+        for depth, attr in enumerate(use.attrs):
+            properties = node["properties"]
+            if attr not in node["required"]:
+                node["required"].append(attr)
+            last = depth == len(use.attrs) - 1
+            child = properties.get(attr)
+            if child is None or (not last and child.get("type") != "object"):
+                child = properties[attr] = {} if last else {"type": "object", "properties": {}, "required": []}
+            node = child
+    out: list[tuple[str, dict]] = []
+    for name in sorted(inferred):
+        schema = _sorted_schema(inferred[name])
+        if name not in unconditional:
+            kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+            schema = {**schema, "type": [*kinds, "null"]}
+        out.append((name, schema))
+    return tuple(out)
+
+
+def _sorted_schema(schema: dict) -> dict:
+    """Properties and required names in sorted order: the artifact does not depend on use order."""
+    if "properties" not in schema:
+        return schema
+    properties = {k: _sorted_schema(v) for k, v in sorted(schema["properties"].items())}
+    return {"type": schema["type"], "properties": properties, "required": sorted(schema["required"])}
+
+
+def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Context) -> None:
+    where = f" (declared at line {declared_at.line})" if declared_at is not None else ""
+    if use.kind == "iter":
+        kinds = _kinds(schema)
+        if kinds is not None and kinds <= _NOT_ITERABLE:
+            from ..inputtypes import describe
+
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"`{{% for %}}` over `{use.name}`, which is declared {describe(schema)}{where}: it cannot be iterated",
+                use.span,
+                f"declare `{use.name}` as a list (`list[str]`), or loop over something else",
+            )
+        return
+    if use.kind == "attr":
+        kinds = _kinds(schema)
+        attr = use.attrs[0]
+        if kinds is not None and kinds - {"null"} == {"object"} and not hasattr(dict, attr):
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"`{use.name}.{attr}`: `{use.name}` is declared a JSON object{where}, which template code "
+                "receives as a dict: a dict has no attribute `{attr}`".replace("{attr}", attr),
+                use.span,
+                f'read the key: `{use.name}["{attr}"]` (placeholders `${{{use.name}.{attr}}}` read keys themselves)',
+            )
+        return
+    node: dict | None = schema
+    walked = use.name
+    for attr in use.attrs:
+        member, problem = _member_schema(node, attr)
+        if problem is not None:
+            problem, _, close = problem.partition("\0")
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"`${{{use.name}.{'.'.join(use.attrs)}}}`: `{walked}` {problem}{where}",
+                use.span,
+                f"did you mean `{close}`?"
+                if close
+                else f"change the declared type of `{use.name}`, or the placeholder",
+            )
+            return
+        node = member
+        walked += "." + attr
+        if not node:
+            return
 
 
 def _check_declared(doc: Document, ctx: Context) -> None:

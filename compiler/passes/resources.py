@@ -9,7 +9,8 @@ the JSON through the build's loader, checks it, and records on the document:
 - `tools`: every tool as `{"name", "description", "input_schema"}`, first-seen order; a name seen
   twice is E824;
 - `output_schema`: `{"name", "schema"}` (the name is the schema's `title`, else the file's stem);
-- `resources`: the files read, for the incremental build's dependencies.
+- `resources`: the files read, for the incremental build's dependencies;
+- the header's `input_types` gain the schema of every `/// input: name: @schema.json`.
 
 A file is checked once per build (the result is kept on the loader), whichever prompts name it.
 Problems point into the JSON file at the offending value. The build never fetches anything: a
@@ -71,8 +72,9 @@ def resolve(ctx: Context, base: str, target: str) -> tuple[str | None, str | Non
     return joined, None
 
 
-def schema_problem(schema: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """Why `schema` is not a usable object schema: (path inside it, message), or None."""
+def schema_problem(schema: Any, object_root: bool = True) -> tuple[tuple[str | int, ...], str] | None:
+    """Why `schema` is not a usable object schema: (path inside it, message), or None. An input's
+    schema (`object_root=False`) may type any value."""
     if not isinstance(schema, dict):
         return (), "a JSON Schema here is an object"
     import warnings
@@ -94,7 +96,7 @@ def schema_problem(schema: Any) -> tuple[tuple[str | int, ...], str] | None:
         return (), "schema nests too deeply to check"
     if error is not None:
         return tuple(error.absolute_path), error.message
-    if schema.get("type") != "object":
+    if object_root and schema.get("type") != "object":
         where: tuple[str | int, ...] = ("type",) if "type" in schema else ()
         return where, 'the schema\'s root must be `"type": "object"` (providers require an object here)'
     return None
@@ -112,8 +114,8 @@ class _FileChecker:
     def report(self, code: codes.Code, message: str, path: tuple[str | int, ...], hint: str | None) -> None:
         self.diagnostics.append(make(code, message, self.span(path), hint, source=self.src))
 
-    def schema(self, schema: Any, at: tuple[str | int, ...], what: str) -> bool:
-        problem = schema_problem(schema)
+    def schema(self, schema: Any, at: tuple[str | int, ...], what: str, object_root: bool = True) -> bool:
+        problem = schema_problem(schema, object_root)
         if problem is None:
             return True
         inner, message = problem
@@ -241,6 +243,29 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
     return _checked_file(ctx, "output", key, check)
 
 
+def _check_input_schema(ctx: Context, key: str) -> _Checked:
+    """An input's type from a schema file: a valid JSON Schema, using only the keywords the
+    runtimes check (E825 at the first one they would skip)."""
+    from ..inputtypes import CHECKED_KEYWORDS, unchecked_keywords
+
+    def check(checker: _FileChecker, value: Any, read_diagnostics: tuple[Diagnostic, ...]) -> _Checked:
+        if not (checker.schema(value, (), "input schema", object_root=False) and isinstance(value, dict)):
+            return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
+        for path, keyword in unchecked_keywords(value)[:1]:
+            checker.report(
+                codes.UNCHECKED_SCHEMA_KEYWORD,
+                f"`{keyword}` is not checked when a prompt renders, so an input schema may not use it",
+                path,
+                "input schemas use " + ", ".join(sorted(CHECKED_KEYWORDS)) + " (and annotations such as "
+                "`description`); check the rest in your application before rendering",
+            )
+        if checker.diagnostics:
+            return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
+        return _Checked(schema=value, diagnostics=read_diagnostics)
+
+    return _checked_file(ctx, "input", key, check)
+
+
 def load_resources(doc: Document, ctx: Context) -> Document:
     rel = ctx.tree.rel_of(doc.name)
     items: list[Item] = []
@@ -249,6 +274,8 @@ def load_resources(doc: Document, ctx: Context) -> Document:
     resources: set[str] = set()
     output: dict[str, Any] | None = None
     output_at: Span | None = None
+    declared_types = dict(doc.header.input_types)
+    schema_types: dict[str, dict[str, Any]] = {}
     for item in doc.items:
         if not isinstance(item, ResourceRef):
             items.append(item)
@@ -275,6 +302,13 @@ def load_resources(doc: Document, ctx: Context) -> Document:
                 ctx.report(codes.RESOURCE_NOT_FOUND, problem or "", span, hint)
                 continue
             resources.add(key)
+            if item.kind == "input":
+                checked = _check_input_schema(ctx, key)
+                ctx.extend(checked.diagnostics)
+                # the prompt's own `name: TYPE` wins over a partial's, and the first schema over later ones
+                if checked.schema is not None and item.input_name not in declared_types:
+                    schema_types.setdefault(item.input_name, checked.schema)
+                continue
             if item.kind == "output":
                 checked = _check_schema(ctx, key)
                 ctx.extend(checked.diagnostics)
@@ -299,6 +333,14 @@ def load_resources(doc: Document, ctx: Context) -> Document:
                     continue
                 first[tool["name"]] = (key, name_span)
                 tools.append(tool)
+    header = doc.header
+    if schema_types:
+        header = replace(header, input_types=tuple({**declared_types, **schema_types}.items()))
     return replace(
-        doc, items=tuple(items), tools=tuple(tools), output_schema=output, resources=tuple(sorted(resources))
+        doc,
+        items=tuple(items),
+        header=header,
+        tools=tuple(tools),
+        output_schema=output,
+        resources=tuple(sorted(resources)),
     )
