@@ -115,7 +115,7 @@ def value_rules() -> dict[str, list[dict]]:
     rules = {
         "param": [
             {
-                "match": rf"([A-Za-z_][A-Za-z0-9_.\-]*)[ \t]*(=)",
+                "match": r"([A-Za-z_][A-Za-z0-9_.\-]*)[ \t]*(=)",
                 "captures": {
                     "1": {"name": "variable.other.property.prompt"},
                     "2": {"name": "keyword.operator.assignment.prompt"},
@@ -138,7 +138,10 @@ def value_rules() -> dict[str, list[dict]]:
             _comma(),
         ],
         "section": [
-            {"match": first + r"([A-Za-z_][A-Za-z0-9_.\-]*)", "captures": {"1": {"name": "entity.name.section.prompt"}}},
+            {
+                "match": first + r"([A-Za-z_][A-Za-z0-9_.\-]*)",
+                "captures": {"1": {"name": "entity.name.section.prompt"}},
+            },
             {"match": rf"\b(?:{words(lang.BOUNDARIES)})\b", "name": "storage.modifier.boundary.prompt"},
             {"match": rf"\b(?:{words(lang.TARGETS)})\b", "name": "storage.modifier.target.prompt"},
             {"match": r"\S+", "name": "invalid.illegal.section.prompt"},
@@ -151,7 +154,10 @@ def value_rules() -> dict[str, list[dict]]:
             {"match": r"\S+", "name": "invalid.illegal.role.prompt"},
         ],
         "cache_ttl": [
-            {"match": first + rf"({words(lang.CACHE_TTLS)})[ \t]*$", "captures": {"1": {"name": "constant.other.ttl.prompt"}}},
+            {
+                "match": first + rf"({words(lang.CACHE_TTLS)})[ \t]*$",
+                "captures": {"1": {"name": "constant.other.ttl.prompt"}},
+            },
             {"match": r"\S+", "name": "invalid.illegal.ttl.prompt"},
         ],
         "promptc": [{"include": "#allow-codes"}],
@@ -254,11 +260,10 @@ def grammar() -> dict:
         },
         "directive": {
             "patterns": [
-                *(
-                    directive(key, "keyword.other.directive.prompt", value)
-                    for key, value in value_rules().items()
+                *(directive(key, "keyword.other.directive.prompt", value) for key, value in value_rules().items()),
+                directive(
+                    KEY, "variable.other.metadata.prompt", [{"match": r"\S(?:.*\S)?", "name": "string.unquoted.prompt"}]
                 ),
-                directive(KEY, "variable.other.metadata.prompt", [{"match": r"\S(?:.*\S)?", "name": "string.unquoted.prompt"}]),
             ]
         },
         "comment-line": {
@@ -310,7 +315,10 @@ def grammar() -> dict:
         },
         "placeholder": {
             "patterns": [
-                {"match": E(lang.PLACEHOLDER_OPEN + lang.DELIMITERS[lang.PLACEHOLDER_OPEN]), "name": "invalid.illegal.placeholder.prompt"},
+                {
+                    "match": E(lang.PLACEHOLDER_OPEN + lang.DELIMITERS[lang.PLACEHOLDER_OPEN]),
+                    "name": "invalid.illegal.placeholder.prompt",
+                },
                 {"include": "#placeholder-path"},
             ]
         },
