@@ -164,6 +164,7 @@ def typescript_module_of(
                     definitions.append(_interface(record.name, record_fields, record.open))
             fields.append((input_name, ts_type(node), input_name in required, None))
         fields += [(h, "(...args: never[]) => unknown", True, None) for h in artifact.helpers]
+        fields.sort(key=lambda f: not f[2])  # required first, as the Python bindings have them
         doc = "\n\n".join(_doc(artifact))
         signature = ""
         if fields:
