@@ -23,6 +23,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,26 +41,200 @@ def function_name(prompt: str) -> str:
     return f"{name}_" if keyword.iskeyword(name) else name
 
 
-def python_type(schema: dict[str, Any]) -> str:
-    """A JSON Schema written by `promptc.inputtypes` as a Python annotation (`Any` for anything else)."""
-    if "anyOf" in schema:
-        return " | ".join(python_type(option) for option in schema["anyOf"])
+# ---------------------------------------------------------------------------------------------
+# JSON Schema → a small type model both generators write out (Python here, TypeScript in
+# bindings_ts). Every type it gives admits at least the values the schema admits: what it cannot
+# express becomes "any" (`Any` / `unknown`), never a narrower type that would reject a valid call.
+# Keywords that only narrow (`minLength`, `pattern`, `not` …) are left out for the same reason.
+
+#: deeper schemas become "any" past this many levels (keeps the generators' recursion bounded)
+MAX_TYPE_DEPTH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    key: str
+    type: TypeNode
+    required: bool
+    description: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TypeNode:
+    """`kind`: any, scalar (`name`: a JSON type), literal (`values`), array / map (`items`),
+    union (`options`), record (`name`, `fields`, `open`: keys other than the fields are allowed)."""
+
+    kind: str
+    name: str = ""
+    values: tuple[Any, ...] = ()
+    items: TypeNode | None = None
+    options: tuple[TypeNode, ...] = ()
+    fields: tuple[Field, ...] = ()
+    open: bool = True
+
+
+ANY = TypeNode("any")
+_SCALAR_TYPES = ("string", "integer", "number", "boolean", "null")
+
+
+def type_name(*parts: str) -> str:
+    """`support/chat` + `order` + `items` → `SupportChatOrderItems`: each run of letters and digits
+    capitalised (a leading digit gets a `_`)."""
+    words = [w for part in parts for w in re.split(r"[^0-9A-Za-z]+", part) if w]
+    name = "".join(w[:1].upper() + w[1:] for w in words) or "_"
+    return f"_{name}" if name[:1].isdigit() else name
+
+
+def type_model(schema: Any, path: tuple[str, ...], depth: int = 0) -> TypeNode:
+    """The type of the values `schema` admits; records are named from `path` (prompt, input, keys)."""
+    if not isinstance(schema, dict) or depth > MAX_TYPE_DEPTH or "$ref" in schema:
+        return ANY
+    if "const" in schema or "enum" in schema:
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if not isinstance(values, list) or not values:
+            return ANY
+        literals = [v for v in values if v is None or isinstance(v, (str, bool, int)) and not isinstance(v, float)]
+        if len(literals) + sum(isinstance(v, float) for v in values) != len(values):
+            return ANY  # an object or array among the values
+        options = [TypeNode("literal", values=tuple(literals))] if literals else []
+        if any(isinstance(v, float) for v in values):
+            options.append(TypeNode("scalar", "number"))
+        return options[0] if len(options) == 1 else TypeNode("union", options=tuple(options))
+    for word in ("anyOf", "oneOf"):  # oneOf: its options' union admits at least what it admits
+        if isinstance(schema.get(word), list) and schema[word]:
+            choices = schema[word]
+            objects = sum(
+                1 for c in choices if isinstance(c, dict) and (c.get("type") == "object" or "properties" in c)
+            )
+            return _union(
+                type_model(c, path + ((str(i + 1),) if objects > 1 else ()), depth + 1) for i, c in enumerate(choices)
+            )
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " | ".join(python_type({**schema, "type": k}) for k in kind) or "Any"
-    if "enum" in schema or "const" in schema or not isinstance(kind, (str, type(None))):
-        return "Any"
-    scalars = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
-    if kind in scalars:
-        return scalars[kind]
-    if kind == "array" and isinstance(schema.get("items"), dict):
-        return f"list[{python_type(schema['items'])}]"
-    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
-        return f"dict[str, {python_type(schema['additionalProperties'])}]"
-    return "Any"
+        return _union(type_model({**schema, "type": k}, path, depth + 1) for k in kind)
+    if kind in _SCALAR_TYPES:
+        return TypeNode("scalar", kind)
+    if kind == "array":
+        items = schema.get("items")
+        if "prefixItems" in schema or not isinstance(items, dict):
+            return TypeNode("array", items=ANY)
+        return TypeNode("array", items=type_model(items, (*path, "item"), depth + 1))
+    if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
+        return _record(schema, path, depth)
+    return ANY
 
 
-def _signature(artifact: Artifact) -> tuple[list[str], list[str]]:
+def _union(nodes: Any) -> TypeNode:
+    options: list[TypeNode] = []
+    for node in nodes:
+        for option in node.options if node.kind == "union" else (node,):
+            if option.kind == "any":
+                return ANY
+            if option not in options:
+                options.append(option)
+    return options[0] if len(options) == 1 else TypeNode("union", options=tuple(options))
+
+
+def _record(schema: dict[str, Any], path: tuple[str, ...], depth: int) -> TypeNode:
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    extra = schema.get("additionalProperties", True)
+    closed = extra is False and not any(k in schema for k in ("patternProperties", "unevaluatedProperties"))
+    if not properties:
+        value = type_model(extra, (*path, "value"), depth + 1) if isinstance(extra, dict) and not closed else ANY
+        return TypeNode("map", items=value)
+    required = schema.get("required")
+    required = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    fields = [
+        Field(
+            key,
+            type_model(sub, (*path, key), depth + 1),
+            key in required,
+            sub.get("description") if isinstance(sub, dict) and isinstance(sub.get("description"), str) else None,
+        )
+        for key, sub in properties.items()
+    ]
+    fields += [Field(key, ANY, True, None) for key in sorted(required - set(properties))]
+    return TypeNode("record", name=type_name(*path), fields=tuple(fields), open=not closed)
+
+
+def records(node: TypeNode) -> list[TypeNode]:
+    """The records `node` holds, each after those it holds (definitions in an order that works)."""
+    out: list[TypeNode] = []
+    stack: list[tuple[TypeNode, bool]] = [(node, False)]
+    while stack:
+        item, done = stack.pop()
+        if done:
+            out.append(item)
+            continue
+        if item.kind == "record":
+            stack.append((item, True))
+        children = [f.type for f in item.fields] + list(item.options) + ([item.items] if item.items else [])
+        stack.extend((child, False) for child in reversed(children))
+    return out
+
+
+class _PythonTypes:
+    """Writes type models as Python annotations, collecting the TypedDicts they name."""
+
+    def __init__(self) -> None:
+        self.definitions: dict[str, str] = {}
+        self.used: set[str] = set()
+        #: the records written, by name, and where each came from (for E920)
+        self.owners: dict[str, tuple[TypeNode, str]] = {}
+        self.collisions: list[str] = []
+        #: where the annotation being written comes from: prompt `x`, input `y`
+        self.context = ""
+
+    def annotation(self, node: TypeNode) -> str:
+        if node.kind == "scalar":
+            return {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}[node.name]
+        if node.kind == "literal":
+            self.used.add("Literal")
+            return f"Literal[{', '.join(repr(v) for v in node.values)}]"
+        if node.kind == "array" and node.items is not None:
+            return f"list[{self.annotation(node.items)}]"
+        if node.kind == "map" and node.items is not None:
+            return f"dict[str, {self.annotation(node.items)}]"
+        if node.kind == "union":
+            return " | ".join(dict.fromkeys(self.annotation(o) for o in node.options))
+        if node.kind == "record" and not node.open:
+            self._typed_dict(node)
+            return node.name
+        return "dict[str, Any]" if node.kind == "record" else "Any"
+
+    def _typed_dict(self, node: TypeNode) -> None:
+        if node.name in self.owners:
+            first, where = self.owners[node.name]
+            if first != node:
+                self.collisions.append(f"{where} and {self.context} would both be the type `{node.name}`")
+            return
+        self.owners[node.name] = (node, self.context)
+        self.used.update(("TypedDict", *(("NotRequired",) if any(not f.required for f in node.fields) else ())))
+        entries = []
+        for f in node.fields:
+            annotation = self.annotation(f.type)
+            entries.append((f, annotation if f.required else f"NotRequired[{annotation}]"))
+        if all(f.key.isidentifier() and not keyword.iskeyword(f.key) for f, _ in entries):
+            body = []
+            for f, annotation in entries:
+                if f.description:
+                    body += [f"    #: {line}".rstrip() for line in f.description.splitlines()]
+                body.append(f"    {f.key}: {annotation}")
+            text = f"class {node.name}(TypedDict):\n" + "\n".join(body) + "\n"
+        else:  # keys that cannot be names: the functional form
+            items = ", ".join(f"{f.key!r}: {annotation}" for f, annotation in entries)
+            text = f"{node.name} = TypedDict({node.name!r}, {{{items}}})\n"
+        self.definitions[node.name] = text  # after the records it holds, which it names
+
+
+def python_type(schema: dict[str, Any], path: tuple[str, ...] = ("input",), types: _PythonTypes | None = None) -> str:
+    """A JSON Schema as a Python annotation (`Any` for what it cannot express); a closed object
+    becomes a TypedDict named from `path`, collected in `types`."""
+    return (types or _PythonTypes()).annotation(type_model(schema, path))
+
+
+def _signature(artifact: Artifact, types: _PythonTypes) -> tuple[list[str], list[str]]:
     """(parameters, problems): keyword-only parameters, required ones first, each sorted by name."""
     schema = artifact.input_schema
     properties = schema.get("properties", {})
@@ -69,9 +244,13 @@ def _signature(artifact: Artifact) -> tuple[list[str], list[str]]:
         for n in (*artifact.inputs, *artifact.helpers)
         if keyword.iskeyword(n) or n == "_promptc_runtime"
     ]
-    first = [f"{n}: {python_type(properties.get(n, {}))}" for n in artifact.inputs if n in required]
+    annotations = {}
+    for n in artifact.inputs:
+        types.context = f"prompt `{artifact.name}`, input `{n}`"
+        annotations[n] = python_type(properties.get(n, {}), (artifact.name, n), types)
+    first = [f"{n}: {annotations[n]}" for n in artifact.inputs if n in required]
     first += [f"{n}: Callable[..., Any]" for n in artifact.helpers]
-    rest = [f"{n}: {python_type(properties.get(n, {}))} = None" for n in artifact.inputs if n not in required]
+    rest = [f"{n}: {annotations[n]} = None" for n in artifact.inputs if n not in required]
     return first + rest, problems
 
 
@@ -109,6 +288,7 @@ def python_module_of(
     seen: dict[str, str] = {}
     diagnostics: list[Diagnostic] = []
     functions: list[str] = []
+    types = _PythonTypes()
     for name in sorted(artifacts):
         function = function_name(name)
         if function in seen:
@@ -124,7 +304,7 @@ def python_module_of(
             continue
         seen[function] = name
         artifact = artifacts[name]
-        parameters, problems = _signature(artifact)
+        parameters, problems = _signature(artifact, types)
         for problem in problems:
             diagnostics.append(
                 make(
@@ -139,8 +319,15 @@ def python_module_of(
             f"def {function}({signature}) -> Rendered:\n{docstring}\n"
             f'    return _promptc_runtime().render("{name}", {{{mapping}}})\n'
         )
+    clashes = [f"{types.owners[t][1]} and prompt `{seen[t]}` would both be `{t}`" for t in types.owners if t in seen]
+    for problem in types.collisions + clashes:
+        diagnostics.append(
+            make(codes.BINDING_COLLISION, problem, None, "rename a prompt, an input or a key", path=manifest_path)
+        )
     if diagnostics:
         return "", diagnostics
+    typing_names = ", ".join(sorted({"Any", *types.used}))
+    definitions = "".join(f"\n\n{text}" for text in types.definitions.values())
     if module_path is None:
         label = Path(build_dir).as_posix()
         where = f"Path({label!r})"
@@ -159,7 +346,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import {typing_names}
 
 from promptc.runtime import Rendered, Runtime, load
 
@@ -177,4 +364,4 @@ def runtime() -> Runtime:
 
 _promptc_runtime = runtime  # what the functions call: an input may be named `runtime`
 '''
-    return header + "\n\n" + "\n\n".join(functions), []
+    return header + definitions + "\n\n" + "\n\n".join(functions), []

@@ -413,7 +413,12 @@ OUTPUT_IS_SYMLINK = _code(
 BINDING_COLLISION = _code(
     "E920",
     "generated name collision",
-    "`promptc gen` would give two prompts the same function name (`support/chat` and `support-chat` are both `support_chat`), or an input is named like a keyword of the target language. Bindings never rename silently: rename a prompt or the input.",
+    "`promptc gen` would give two prompts the same function name (`support/chat` and `support-chat` are both `support_chat`), two object types the same type name (they are named from the prompt and the input's path), or an input is named like a keyword of the target language. Bindings never rename silently: rename a prompt, the input or the key.",
+)
+PYTHON_ONLY_PROMPT = _code(
+    "W921",
+    "prompt left out of the TypeScript bindings",
+    "`promptc gen typescript` leaves out a prompt whose artifact has the `python` renderer: its `{{ }}`, `{# #}` and `{% %}` blocks are Python code, which only the Python runtime runs. The JavaScript runtime refuses such artifacts too. Render the prompt from Python, or write it with `${…}` placeholders only.",
 )
 SYMLINK_LOOP = _code(
     "W909",

@@ -40,6 +40,8 @@ class Config:
     cache_ttl: str = ""
     #: where `promptc build` writes the generated Python bindings (`promptc gen python`), "" for nowhere
     python_bindings: str = ""
+    #: where `promptc build` writes the generated TypeScript bindings (`promptc gen typescript`)
+    typescript_bindings: str = ""
     default_role: str = "system"
     intro: str = DEFAULT_INTRO
     disclaimer: str = DEFAULT_DISCLAIMER
@@ -187,7 +189,7 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
             diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see docs/configuration.md"))
             continue
         values[key] = coerced
-    for key in ("src", "out", "python_bindings"):
+    for key in ("src", "out", "python_bindings", "typescript_bindings"):
         # Paths in the file are relative to the file, wherever promptc runs from (as tsc's
         # tsconfig.json and ruff's pyproject.toml have it); shown relative to the current folder.
         if key in values and values[key] and not os.path.isabs(values[key]):

@@ -6,11 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from promptc.bindings import function_name, python_module, python_type
+from promptc import runtime
+from promptc.bindings import function_name, python_module, python_module_of, python_type
 from promptc.driver import build
 from promptc.inputtypes import parse_type
 
@@ -21,23 +23,49 @@ PROMPTS = {
     "----- system -----\nYou help with ${product}.\n----- user -----\n${question} ${limit}\n",
     "tags.prompt": "/// input: tags: list[str], scores: dict[str, float]\n{{ ', '.join(tags) }} {{ sorted(scores) }}\n",
     "free.prompt": "Anything: ${thing}\n",
+    "orders.prompt": "/// input: order\n----- user -----\nOrder ${order.id}\n",
+}
+#: what an `@schemas/order.json` input puts in `input_schema` (hand-made: the artifact's is untyped)
+ORDER = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "description": "The order number."},
+        "kind": {"enum": ["rush", "normal"]},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"sku": {"type": "string"}, "qty": {"type": ["integer", "null"]}},
+                "required": ["sku"],
+            },
+        },
+        "extra": {"type": "object", "properties": {"note": {"type": "string"}}},
+    },
+    "required": ["id", "items"],
 }
 
 GOOD_APP = """
-from bindings import free, support_chat, tags
+from bindings import free, orders, support_chat, tags
 
 request = support_chat(product="Acme", question="Why?")
 request = support_chat(product="Acme", question="Why?", limit=3)
 request = tags(tags=["a"], scores={"x": 1.0})
 request = free(thing=object())
+request = orders(order={"id": "A-1", "items": [{"sku": "x", "qty": 2}, {"sku": "y"}], "kind": "rush"})
+request = orders(order={"id": "A-2", "items": [], "extra": {"note": "n", "anything": 1}})
 print(request.messages)
 """
 BAD_APP = """
-from bindings import support_chat
+from bindings import orders, support_chat
 
 support_chat(product="Acme")                      # missing question
 support_chat(product="Acme", questoin="Why?")     # misspelt
 support_chat(product="Acme", question=3)          # wrong type
+orders(order={"items": []})                       # missing key
+orders(order={"id": "A", "items": [], "knid": "rush"})   # misspelt key
+orders(order={"id": "A", "items": [{"sku": 1}], "kind": "slow"})   # wrong types
 """
 
 
@@ -77,6 +105,19 @@ def test_generated_module_type_checks_and_catches_the_three_mistakes(tmp_path: P
     module = (tmp_path / "app" / "bindings.py").read_text()
     assert "def support_chat(*, product: str, question: str, limit: int | None = None) -> Rendered:" in module
     assert "BUILD_DIR = Path(__file__).resolve().parent / '../build'" in module
+    # the same module over an object-typed `order` (as `@schemas/order.json` types it)
+    artifacts = {name: runtime.load(tmp_path / "build").artifact(name) for name in runtime.load(tmp_path / "build")}
+    artifacts["orders"] = replace(
+        artifacts["orders"], input_schema={**artifacts["orders"].input_schema, "properties": {"order": ORDER}}
+    )
+    module, diagnostics = python_module_of(artifacts, tmp_path / "build", tmp_path / "app" / "bindings.py")
+    assert not diagnostics
+    assert "class OrdersOrder(TypedDict):\n    #: The order number.\n    id: str\n" in module
+    assert "    kind: NotRequired[Literal['rush', 'normal']]\n    items: list[OrdersOrderItemsItem]\n" in module
+    assert "    extra: NotRequired[dict[str, Any]]\n" in module  # an open object: any key may be there
+    assert "class OrdersOrderItemsItem(TypedDict):\n    sku: str\n    qty: NotRequired[int | None]\n" in module
+    assert module.index("class OrdersOrderItemsItem") < module.index("class OrdersOrder(")
+    (tmp_path / "app" / "bindings.py").write_text(module)
     write(tmp_path, "app/good.py", GOOD_APP)
     write(tmp_path, "app/bad.py", BAD_APP)
     # the editable install imports through a finder hook mypy cannot follow: show it the package
@@ -91,11 +132,15 @@ def test_generated_module_type_checks_and_catches_the_three_mistakes(tmp_path: P
     )
     errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
     assert checked.returncode == 1 and errors and all(line.startswith("bad.py:") for line in errors), checked.stdout
-    assert len(errors) == 3, checked.stdout
     bad = checked
     assert 'Missing named argument "question"' in bad.stdout
     assert 'Unexpected keyword argument "questoin"' in bad.stdout
     assert 'incompatible type "int"; expected "str"' in bad.stdout
+    assert 'Missing key "id" for TypedDict "OrdersOrder"' in bad.stdout
+    assert 'Extra key "knid" for TypedDict "OrdersOrder"' in bad.stdout
+    assert 'Incompatible types (expression has type "int", TypedDict item "sku" has type "str")' in bad.stdout
+    assert "TypedDict item \"kind\" has type \"Literal['rush', 'normal']\"" in bad.stdout
+    assert [int(line.split(":")[1]) for line in errors] == [4, 5, 6, 7, 8, 9, 9], checked.stdout
     # and the generated functions render, from the build folder BUILD_DIR names
     run = subprocess.run([sys.executable, "-c", "import good"], cwd=tmp_path / "app", capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
@@ -121,3 +166,58 @@ def test_build_writes_the_configured_bindings_and_check_locked_notices_when_stal
     assert stale.returncode == 1 and "`app/prompts.py` (python_bindings) is stale" in stale.stdout
     assert run_promptc("build", cwd=tmp_path).returncode == 0
     assert (tmp_path / "app" / "prompts.py").read_text() == module
+
+
+@pytest.mark.parametrize(
+    ("schema", "annotation"),
+    [
+        ({"type": ["string", "null"]}, "str | None"),
+        ({"enum": ["a", 1, True, None]}, "Literal['a', 1, True, None]"),
+        ({"enum": ["a", 1.5]}, "Literal['a'] | float"),
+        ({"enum": [{"a": 1}]}, "Any"),  # an object among the values: not a Literal
+        ({"const": "x"}, "Literal['x']"),
+        ({"oneOf": [{"type": "integer"}, {"type": "string"}]}, "int | str"),
+        ({"anyOf": [{"type": "integer"}, {}]}, "Any"),  # one option admits anything
+        ({"$ref": "#/$defs/x"}, "Any"),
+        ({"type": "array", "prefixItems": [{"type": "string"}]}, "list[Any]"),
+        ({"type": "object"}, "dict[str, Any]"),
+        ({"type": "object", "properties": {"a": {}}}, "dict[str, Any]"),  # open: other keys allowed
+        (
+            {"type": "object", "additionalProperties": False, "patternProperties": {"^x": {}}, "properties": {"a": {}}},
+            "dict[str, Any]",
+        ),
+        ({"type": "object", "additionalProperties": {"type": "integer"}}, "dict[str, int]"),
+        ({"type": "object", "additionalProperties": False, "properties": {"a": {}}}, "InputX"),
+        ({"type": "thing"}, "Any"),
+        ({"not": {"type": "string"}}, "Any"),
+    ],
+)
+def test_schemas_become_sound_annotations(schema: dict, annotation: str) -> None:
+    assert python_type(schema, ("input", "x")) == annotation
+
+
+def test_a_deep_schema_falls_back_to_any_instead_of_recursing() -> None:
+    schema: dict = {"type": "string"}
+    for _ in range(5000):
+        schema = {"type": "array", "items": schema}
+    annotation = python_type(schema)
+    assert annotation.startswith("list[list[") and annotation.count("list[") == 33 and "Any" in annotation
+
+
+def test_two_object_types_with_one_name_are_a_diagnostic(tmp_path: Path) -> None:
+    write(tmp_path, "prompts_src/a/b.prompt", "/// input: c_d\n${c_d}\n")
+    write(tmp_path, "prompts_src/a/b_c.prompt", "/// input: d\n${d}\n")
+    assert build(tmp_path / "prompts_src", tmp_path / "build").ok
+    closed = {"type": "object", "additionalProperties": False, "properties": {"k": {"type": "string"}}}
+    loaded = runtime.load(tmp_path / "build")
+    artifacts = {n: loaded.artifact(n) for n in loaded}
+    artifacts["a/b"] = replace(artifacts["a/b"], input_schema={"type": "object", "properties": {"c_d": closed}})
+    artifacts["a/b_c"] = replace(
+        artifacts["a/b_c"], input_schema={"type": "object", "properties": {"d": {**closed, "required": ["k"]}}}
+    )
+    text, diagnostics = python_module_of(artifacts, tmp_path / "build")
+    assert text == "" and [d.code for d in diagnostics] == ["E920"]
+    assert (
+        diagnostics[0].message
+        == "prompt `a/b`, input `c_d` and prompt `a/b_c`, input `d` would both be the type `ABCD`"
+    )

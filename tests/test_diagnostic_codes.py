@@ -219,6 +219,11 @@ CASES = {
         build("prompts_src", "build", APPROX),
         __import__("promptc.bindings", fromlist=["python_module"]).python_module("build")[1],
     )[3],
+    "W921": lambda tmp_path: (
+        write(tmp_path, "prompts_src/count.prompt", "/// input: n: int\n{{ n + 1 }}\n"),
+        build("prompts_src", "build", APPROX),
+        __import__("promptc.bindings_ts", fromlist=["typescript_module"]).typescript_module("build")[1],
+    )[2],
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
 }
 

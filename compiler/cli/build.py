@@ -28,8 +28,8 @@ def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer, provider) -> Non
     with progress_callback() as on_progress:
         result = build(config.src, config.out, config, on_progress=on_progress)
     diagnostics = [*config_diags, *result.diagnostics]
-    if result.ok and config.python_bindings:
-        diagnostics += _write_bindings(config, result)
+    if result.ok:
+        diagnostics += _write_bindings(config)
     state = "unchanged" if result.unchanged else ("written" if result.written else "not written")
     summary = f"build {state}: {len(result.prompts)} prompt{'s' if len(result.prompts) != 1 else ''} → {config.out}"
     if not result.ok:
@@ -55,62 +55,87 @@ def check_cmd(src, out, locked, fmt, strict, quiet, defines, tokenizer, provider
         summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"
     stale = list(result.stale)
     diagnostics = [*config_diags, *result.diagnostics]
-    if locked and result.ok and config.python_bindings:
-        problem = _stale_bindings(config, result)
-        if problem is not None:
+    if locked and result.ok:
+        for key, problem in _stale_bindings(config, result):
             diagnostics.append(problem)
-            stale.append(config.python_bindings)
-            summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
+            if problem.code == "E905":
+                stale.append(getattr(config, key))
+                summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
     sys.exit(reporter.emit(diagnostics, result.source_count, extra={"stale": stale}, summary=summary))
 
 
-def _bindings_text(config, result):
-    """The Python bindings (`python_bindings` in [tool.promptc]) of the build a check compiled (in
-    memory: a check compiles every prompt)."""
-    from ..bindings import python_module_of
-
-    artifacts = {p.name: p.load_artifact() for p in result.prompts}
-    return python_module_of(
-        {name: a for name, a in artifacts.items() if a is not None}, config.out, config.python_bindings
-    )
+#: `[tool.promptc]` keys naming generated bindings → what generates them: (module, function)
+BINDINGS = {
+    "python_bindings": ("bindings", "python_module"),
+    "typescript_bindings": ("bindings_ts", "typescript_module"),
+}
 
 
-def _write_bindings(config, result) -> list:
-    """Write the bindings next to the build; only when their bytes change (like the artifacts)."""
+def _generator(key: str, in_hand: bool = False):
+    from importlib import import_module
+
+    module, function = BINDINGS[key]
+    return getattr(import_module(f"..{module}", __package__), function + ("_of" if in_hand else ""))
+
+
+def _write_bindings(config) -> list:
+    """Write the configured bindings of the build just written; a file only when its bytes change
+    (like the artifacts). Their diagnostics: E920 stops a file, W921 is reported."""
     from pathlib import Path
 
-    from ..bindings import python_module
+    diagnostics: list = []
+    for key in BINDINGS:
+        target = getattr(config, key)
+        if not target:
+            continue
+        text, found = _generator(key)(config.out, target)
+        diagnostics += found
+        if not text:
+            continue
+        path = Path(target)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+    return diagnostics
 
-    text, diagnostics = python_module(config.out, config.python_bindings)  # the build just written
-    if diagnostics:
-        return diagnostics
-    path = Path(config.python_bindings)
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    return []
 
-
-def _stale_bindings(config, result):
-    """E905 when the bindings file is not what `promptc build` would write."""
+def _stale_bindings(config, result) -> list:
+    """(key, diagnostic) for each configured bindings file that is not what `promptc build` would
+    write (E905), or that cannot be generated (E920). Compiled in memory: a check compiles every
+    prompt."""
     from pathlib import Path
 
     from .. import codes
     from ..diagnostics import make
 
-    text, diagnostics = _bindings_text(config, result)
-    if diagnostics:
-        return diagnostics[0]
-    path = Path(config.python_bindings)
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return None
-    what = "is missing" if not path.is_file() else "is stale: it is not what `promptc build` would generate"
-    return make(
-        codes.BUILD_STALE,
-        f"`{path.as_posix()}` (python_bindings) {what}",
-        None,
-        "run `promptc build` and commit the result",
-        path=path.as_posix(),
-    )
+    artifacts = {p.name: p.load_artifact() for p in result.prompts}
+    artifacts = {name: a for name, a in artifacts.items() if a is not None}
+    problems = []
+    for key in BINDINGS:
+        target = getattr(config, key)
+        if not target:
+            continue
+        text, diagnostics = _generator(key, in_hand=True)(artifacts, config.out, target)
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if errors:
+            problems.append((key, errors[0]))
+            continue
+        path = Path(target)
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            continue
+        what = "is missing" if not path.is_file() else "is stale: it is not what `promptc build` would generate"
+        problems.append(
+            (
+                key,
+                make(
+                    codes.BUILD_STALE,
+                    f"`{path.as_posix()}` ({key}) {what}",
+                    None,
+                    "run `promptc build` and commit the result",
+                    path=path.as_posix(),
+                ),
+            )
+        )
+    return problems

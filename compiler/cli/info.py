@@ -137,21 +137,38 @@ def gen_cmd() -> None:
 @click.option("--build", "build_dir", default=None, help="Build folder (default from config: out).")
 def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
     """A Python module with a typed function per prompt (`support/chat` → `support_chat(*, ...)`)."""
+    from ..bindings import python_module
+
+    _generate(python_module, output, build_dir)
+
+
+@gen_cmd.command("typescript")
+@click.option("-o", "--output", "output", default=None, metavar="FILE", help="Write the module here (default: stdout).")
+@click.option("--build", "build_dir", default=None, help="Build folder (default from config: out).")
+def gen_typescript_cmd(output: str | None, build_dir: str | None) -> None:
+    """A TypeScript module with an interface and a typed function per prompt (`support/chat` →
+    `supportChat({...})`) over the JavaScript runtime (runtime-js/, the npm package promptc-runtime)."""
+    from ..bindings_ts import typescript_module
+
+    _generate(typescript_module, output, build_dir)
+
+
+def _generate(generator, output: str | None, build_dir: str | None) -> None:
+    """Run a bindings generator: errors (E920) stop it with exit 1; warnings (W921) are printed."""
     from pathlib import Path
 
-    from ..bindings import python_module
     from ..diagnostics import render_text
     from ..runtime import RenderError
 
     folder = build_dir or settings().config.out
     try:
-        text, diagnostics = python_module(folder, output)
+        text, diagnostics = generator(folder, output)
     except RenderError as exc:
         click.echo(f"promptc gen: {exc}", err=True)
         sys.exit(1)
-    if diagnostics:
-        for d in diagnostics:
-            click.echo(render_text(d) + "\n", err=True)
+    for d in diagnostics:
+        click.echo(render_text(d) + "\n", err=True)
+    if any(d.severity == "error" for d in diagnostics):
         sys.exit(1)
     if output is None:
         click.echo(text, nl=False)

@@ -1,0 +1,29 @@
+// Types of promptc-runtime: render prompts compiled by promptc, as the Python runtime does.
+
+export * from "./render.js";
+import type { Rendered } from "./render.js";
+
+export declare const MANIFEST: "manifest.json";
+export declare const MANIFEST_SCHEMA: "promptc.manifest/2";
+
+/** A schema written back in promptc's type language (`list[str]`, `int | None`). */
+export declare function describe(schema: object): string;
+/** Every way `value` fails `schema`, as `path: expected …, got …`. */
+export declare function checkValue(schema: object, value: unknown, path: string): string[];
+
+/** A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily. */
+export declare class Runtime {
+  constructor(buildDir: string | URL);
+  readonly buildDir: string;
+  readonly manifest: { schema: string; artifacts: { [name: string]: { path: string; sha256: string } } };
+  /** The prompts of the build, sorted. */
+  names(): string[];
+  has(name: string): boolean;
+  /** The artifact of prompt `name`, checked against the manifest's sha256. */
+  artifact(name: string): import("./render.js").Artifact;
+  /** Render prompt `name` with `values` (input name → value). */
+  render(name: string, values?: object): Rendered;
+}
+
+/** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for. */
+export declare function load(buildDir?: string | URL): Runtime;

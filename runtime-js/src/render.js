@@ -1,0 +1,204 @@
+// Rendering placeholder-renderer artifacts: a port of `promptc.runtime.render_artifact`. The same
+// checks in the same order, the same messages, the same bytes. No I/O: this module runs anywhere
+// (node, a browser, a worker); `load()` in index.js reads build folders.
+
+import { checkValue } from "./inputtypes.js";
+import { str, typeName } from "./python.js";
+import { build as buildShape, ShapeError } from "./shapes.js";
+import { scan } from "./template.js";
+
+export const JOINER = "\n\n";
+export const SHAPES = Object.freeze(["plain", "anthropic", "openai", "openai-responses", "gemini"]);
+export const ARTIFACT_SCHEMA = "promptc.artifact/2";
+const PLACEHOLDER_PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/** An artifact cannot be rendered: unknown prompt, bad build folder, bad input value… */
+export class RenderError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RenderError";
+  }
+}
+
+export class MissingInputsError extends RenderError {
+  constructor(prompt, missing) {
+    const plural = missing.length !== 1 ? "s" : "";
+    super(`prompt \`${prompt}\` is missing ${missing.length} input${plural}: ${missing.join(", ")}`);
+    this.name = "MissingInputsError";
+    this.prompt = prompt;
+    this.missing = Object.freeze([...missing]);
+  }
+}
+
+export class InputTypeError extends RenderError {
+  constructor(prompt, problems) {
+    const plural = problems.length !== 1 ? "s" : "";
+    super(`prompt \`${prompt}\`: ${problems.length} input${plural} of the wrong type: ` + problems.join("; "));
+    this.name = "InputTypeError";
+    this.prompt = prompt;
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+const has = (values, name) => Object.hasOwn(values, name) && values[name] !== undefined;
+
+function lookup(values, path) {
+  const [root, ...attrs] = path.split(".");
+  let value = values[root];
+  let walked = root;
+  for (const attr of attrs) {
+    const holder = value !== null && (typeof value === "object" || typeof value === "function") ? value : null;
+    if (holder !== null && attr in holder && holder[attr] !== undefined) value = holder[attr];
+    else {
+      throw new RenderError(`\`\${${path}}\`: \`${walked}\` (${typeName(value)}) has no key or attribute \`${attr}\``);
+    }
+    walked += "." + attr;
+  }
+  return value;
+}
+
+function toText(value, path) {
+  if (typeof value === "function") {
+    throw new RenderError(`\`\${${path}}\` is a function (${value.name || "anonymous"}), not text: pass the value instead`);
+  }
+  return str(value);
+}
+
+function renderSection(text, values, prompt, section) {
+  if (!text.includes("$") && !text.includes("{") && !text.includes("\\")) return text;
+  const tokens = scan(text);
+  for (const token of tokens) {
+    if (token.kind === "ph" && !PLACEHOLDER_PATH.test(token.text)) {
+      throw new RenderError(`prompt \`${prompt}\`, section \`${section}\`: invalid placeholder \`\${${token.text}}\``);
+    }
+    if (token.kind === "ph" && !has(values, token.text.split(".", 1)[0])) {
+      throw new MissingInputsError(prompt, [token.text.split(".", 1)[0]]);
+    }
+  }
+  if (tokens.some((token) => token.kind === "block")) {
+    throw new RenderError(
+      `prompt \`${prompt}\`, section \`${section}\`: \`{{ }}\`, \`{# #}\` and \`{% %}\` blocks run only in the Python runtime`,
+    );
+  }
+  return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text), token.text))).join("");
+}
+
+function checked(prompt, schema, names, values) {
+  const properties = schema.properties ?? {};
+  const problems = [];
+  for (const name of names) {
+    const declared = properties[name];
+    if (declared && Object.keys(declared).length && has(values, name)) {
+      problems.push(...checkValue(declared, values[name], name));
+    }
+  }
+  if (problems.length) throw new InputTypeError(prompt, problems);
+  const absent = names.filter((name) => !has(values, name));
+  if (!absent.length) return values;
+  const filled = { ...values };
+  for (const name of absent) filled[name] = null;
+  return filled;
+}
+
+/** A rendered prompt: its messages, per message its blocks, and what the shapes need. */
+export class Rendered {
+  constructor(fields) {
+    this.name = fields.name;
+    this.messages = fields.messages;
+    this.blocks = fields.blocks;
+    this.prefixSha256 = fields.prefixSha256;
+    this.params = fields.params;
+    this.model = fields.model;
+    this.tools = fields.tools;
+    this.outputSchema = fields.outputSchema;
+    this.ttl = fields.ttl;
+    this.headBreakpoint = fields.headBreakpoint;
+    Object.freeze(this);
+  }
+
+  /** The request in a provider's shape: the keyword arguments of its official SDK call. */
+  asShape(shape = "plain", options = {}) {
+    try {
+      return buildShape(this, shape, options.model ?? null);
+    } catch (error) {
+      if (error instanceof ShapeError) throw new RenderError(error.message);
+      throw error;
+    }
+  }
+
+  /** The fields under the names the Python runtime's `Rendered` gives them. */
+  toJSON() {
+    return {
+      name: this.name,
+      messages: this.messages,
+      blocks: this.blocks,
+      prefix_sha256: this.prefixSha256,
+      params: this.params,
+      model: this.model,
+      tools: this.tools,
+      output_schema: this.outputSchema,
+      ttl: this.ttl,
+      head_breakpoint: this.headBreakpoint,
+    };
+  }
+}
+
+function artifactOf(artifact) {
+  if (artifact === null || typeof artifact !== "object" || Array.isArray(artifact)) {
+    throw new RenderError("an artifact is a JSON object");
+  }
+  if (artifact.schema !== ARTIFACT_SCHEMA) {
+    throw new RenderError(
+      `artifact \`${artifact.name ?? "?"}\` has schema ${JSON.stringify(artifact.schema)}; this runtime reads ${ARTIFACT_SCHEMA}`,
+    );
+  }
+  if (artifact.renderer !== "placeholder") {
+    throw new RenderError(
+      `prompt \`${artifact.name}\` uses the ${artifact.renderer} renderer ({{ }} / {% %} blocks run Python): ` +
+        "only the Python runtime (promptc.runtime) renders it",
+    );
+  }
+  return artifact;
+}
+
+/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`. */
+export function renderArtifact(artifact, values = {}) {
+  artifact = artifactOf(artifact);
+  values = values ?? {};
+  const name = artifact.name;
+  const schema = artifact.input_schema ?? {};
+  const inputs = artifact.inputs ?? [];
+  const helpers = artifact.helpers ?? [];
+  const required = new Set(schema.required ?? inputs);
+  const missing = [...new Set([...inputs, ...helpers])]
+    .filter((n) => !has(values, n) && (required.has(n) || helpers.includes(n)))
+    .sort();
+  if (missing.length) throw new MissingInputsError(name, missing);
+  values = checked(name, schema, inputs, values);
+  const marks = new Map();
+  for (const b of artifact.cache.breakpoints) marks.set(`${b.message},${b.block}`, b.anthropic);
+  const messages = [];
+  const allBlocks = [];
+  artifact.messages.forEach((message, mi) => {
+    const blocks = message.blocks.map((block, bi) => {
+      const text = block.sections.map((s) => renderSection(s.text, values, name, s.name)).join(JOINER);
+      const key = `${mi},${bi}`;
+      const marked = marks.has(key);
+      return Object.freeze({ boundary: block.boundary, text, breakpoint: marked, anthropic: marked && marks.get(key) });
+    });
+    messages.push({ role: message.role, content: blocks.map((b) => b.text).join(JOINER) });
+    allBlocks.push(blocks);
+  });
+  return new Rendered({
+    name,
+    messages,
+    blocks: allBlocks,
+    prefixSha256: artifact.cache.prefix_sha256,
+    params: { ...artifact.params },
+    model: artifact.model,
+    tools: artifact.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema })),
+    outputSchema: artifact.output_schema ? { name: artifact.output_schema.name, schema: artifact.output_schema.schema } : null,
+    ttl: artifact.cache.ttl,
+    headBreakpoint: artifact.cache.breakpoints.some((b) => b.message === null && b.anthropic),
+  });
+}

@@ -1,0 +1,14 @@
+// The declarations hold for a typical caller (`npm run typecheck`; tests/test_bindings_ts.py runs
+// tsc on generated bindings too).
+import { InputTypeError, load, renderArtifact, type Rendered } from "promptc-runtime";
+
+const rendered: Rendered = load(new URL("../../build/", import.meta.url)).render("support/chat", { question: "q" });
+const request = rendered.asShape("anthropic", { model: "claude-sonnet-4-5" });
+const messages: { role: string; content: string }[] = rendered.asShape("plain");
+const text: string = rendered.blocks[0][0].text;
+try {
+  renderArtifact({}, {});
+} catch (error) {
+  if (error instanceof InputTypeError) console.log(error.problems.join("\n"));
+}
+console.log(request, messages, text, rendered.prefixSha256);

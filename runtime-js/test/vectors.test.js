@@ -1,0 +1,43 @@
+// The shared golden vectors (tests/vectors/*.json, written from the Python runtime by
+// tests/js_vectors.py): this runtime renders each case to the same bytes, in every shape, or
+// fails with the same error and message.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { renderArtifact } from "../index.js";
+
+const folder = new URL("../../tests/vectors/", import.meta.url);
+const files = readdirSync(folder).filter((f) => f.endsWith(".json")).sort();
+
+test("there are vectors", () => assert.ok(files.length >= 5, files.join(", ")));
+
+for (const file of files) {
+  const vector = JSON.parse(readFileSync(new URL(file, folder), "utf8"));
+  vector.cases.forEach((expected, i) => {
+    test(`${vector.name} #${i}`, () => {
+      let rendered;
+      try {
+        rendered = renderArtifact(vector.artifact, expected.values);
+      } catch (error) {
+        if (!expected.error) throw error;
+        assert.deepEqual({ type: error.name, message: error.message }, expected.error);
+        return;
+      }
+      assert.equal(expected.error, undefined, "Python raised; JavaScript rendered");
+      assert.equal(JSON.stringify(rendered), JSON.stringify(expected.rendered));
+      for (const [shape, outcome] of Object.entries(expected.shapes)) {
+        let request;
+        try {
+          request = rendered.asShape(shape, { model: expected.model });
+        } catch (error) {
+          assert.ok(outcome.error, `${shape}: ${error.message}`);
+          assert.deepEqual({ type: error.name, message: error.message }, outcome.error, shape);
+          continue;
+        }
+        assert.equal(outcome.error, undefined, `${shape}: Python raised; JavaScript built a request`);
+        assert.equal(JSON.stringify(request), JSON.stringify(outcome.request), shape);
+      }
+    });
+  });
+}
