@@ -67,7 +67,7 @@ ORDER_SCHEMA = {
 }
 
 #: name → (files, prompt, config, input_schema override or None, cases: (values, model))
-SOURCES: dict[str, tuple[dict[str, str], str, Config, dict[str, Any] | None, list[tuple[dict[str, Any], str | None]]]]
+SOURCES: dict[str, tuple[dict[str, str], str, Config, Any, list[tuple[dict[str, Any], str | None]]]]
 SOURCES = {
     "placeholders": (
         {
@@ -196,7 +196,72 @@ SOURCES = {
             ({"n": 2, "tags": [], "flags": {}, "order": {"id": "O-1", "items": [], "notes": {"a": "b"}}}, None),
         ],
     ),
+    "lookup": (
+        # a mapping type says nothing of its keys, so a missing one is the render's lookup error
+        {"k.prompt": "/// input: d: dict[str, str]\n----- user -----\n${d.key}\n"},
+        "k",
+        Config(),
+        None,
+        [({"d": {"key": "v"}}, None), ({"d": {}}, None)],
+    ),
+    "schema_file": (
+        {
+            "o.prompt": "/// input: ticket: @ticket.json, mode: @mode.json, who, items, maybe\n"
+            "----- user -----\n${ticket.id} ${mode} ${who.name} ${who.team.name} ${items} ${maybe}\n",
+            "ticket.json": json.dumps(
+                {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "priority": {"enum": ["low", "high", 3, None]},
+                        "version": {"const": {"major": 1, "tags": ["x"]}},
+                        "owner": {"type": ["string", "null"]},
+                    },
+                    "required": ["id", "priority"],
+                    "additionalProperties": False,
+                }
+            ),
+            "mode.json": json.dumps({"type": "string", "enum": ["fast", "slow"]}),
+        },
+        "o",
+        Config(),
+        # what the build infers for `{% for x in items %}` and `{% if maybe %}${maybe.v}{% endif %}`
+        # (a python-renderer prompt, which only Python renders), on a placeholder prompt
+        "inferred",
+        [
+            (
+                {
+                    "ticket": {"id": "T-1", "priority": 3, "version": {"tags": ["x"], "major": 1}, "owner": None},
+                    "mode": "fast",
+                    "who": {"name": "Ann", "team": {"name": "core"}},
+                    "items": ["a", "b"],
+                    "maybe": None,
+                },
+                None,
+            ),
+            (
+                {
+                    "ticket": {"id": 1, "priority": "urgent", "version": {"major": 2}, "owner": 5, "extra": 1},
+                    "mode": "medium",
+                    "who": {"name": "Ann"},
+                    "items": 5,
+                    "maybe": {"v": 1},
+                },
+                None,
+            ),
+            ({"ticket": {"priority": True}, "mode": "slow", "who": "Ann", "items": {"k": 1}, "maybe": 0}, None),
+        ],
+    ),
 }
+
+
+def _with_inferred(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = {
+        **schema["properties"],
+        "items": {"type": ["array", "object", "string"]},
+        "maybe": {"type": ["object", "null"], "properties": {"v": {}}, "required": ["v"]},
+    }
+    return {**schema, "properties": properties, "required": ["items", "mode", "ticket", "who"]}
 
 
 def canonical(value: Any) -> str:
@@ -271,8 +336,10 @@ def artifact_of(files: dict[str, str], prompt: str, config: Config, schema: dict
     if compiled.artifact is None or errors:
         raise AssertionError(f"vector `{prompt}` does not compile: {[d.message for d in compiled.diagnostics]}")
     artifact = compiled.artifact.to_json()
-    if schema is not None:
-        artifact["input_schema"] = schema  # hand-made: what `@schema.json` types put there
+    if schema == "inferred":
+        artifact["input_schema"] = _with_inferred(artifact["input_schema"])
+    elif schema is not None:
+        artifact["input_schema"] = schema  # hand-made
     return artifact
 
 

@@ -9,13 +9,33 @@ const JSON_TYPES = { string: "a string", integer: "an integer", number: "a numbe
 /** A schema written back in promptc's type language (`list[str]`, `int | None`). */
 export function describe(schema) {
   if (schema && "anyOf" in schema) return schema.anyOf.map(describe).join(" | ");
+  if (schema && "const" in schema) return jsonDumps(schema.const);
+  if (schema && Array.isArray(schema.enum)) return schema.enum.map(jsonDumps).join(" | ");
   const kind = schema?.type;
+  if (Array.isArray(kind)) return kind.map((k) => describe({ ...schema, type: k })).join(" | ");
   if (kind === "array") return `list[${describe(schema.items ?? {})}]`;
-  if (kind === "object" && "additionalProperties" in schema) {
+  if (kind === "object" && isSchema(schema.additionalProperties) && !("properties" in schema)) {
     return `dict[str, ${describe(schema.additionalProperties)}]`;
   }
   if (typeof kind !== "string") return "any";
   return Object.hasOwn(SCALARS, kind) ? SCALARS[kind] : kind === "object" ? "object" : "any";
+}
+
+/** JSON equality, as Python's `_same`: `1` is `1.0`, but `true` is not `1`. */
+function same(expected, value) {
+  if (typeof expected === "boolean" || typeof value === "boolean") return expected === value;
+  if (typeof expected === "number" && typeof value === "number") return expected === value;
+  if (Array.isArray(expected)) {
+    return Array.isArray(value) && expected.length === value.length && expected.every((e, i) => same(e, value[i]));
+  }
+  if (isPlainObject(expected)) {
+    if (!isPlainObject(value)) return false;
+    const a = Object.keys(expected);
+    const b = Object.keys(value);
+    return a.length === b.length && a.every((k) => Object.hasOwn(value, k) && same(expected[k], value[k]));
+  }
+  if (expected === null) return value === null || value === undefined;
+  return typeof expected === typeof value && expected === value;
 }
 
 function typeOk(kind, value) {
@@ -54,6 +74,7 @@ export function checkValue(schema, value, path) {
   const stack = [[schema, value, path]];
   while (stack.length) {
     const [node, item, where] = stack.pop();
+    if (!isSchema(node)) continue;
     if ("anyOf" in node) {
       if (!node.anyOf.some((option) => checkValue(option, item, where).length === 0)) {
         problems.push(`${where}: expected ${describe(node)}, got ${shown(item)}`);
@@ -61,23 +82,44 @@ export function checkValue(schema, value, path) {
       continue;
     }
     const kind = node.type;
-    if (typeof kind === "string" && !typeOk(kind, item)) {
-      const expected = Object.hasOwn(JSON_TYPES, kind) ? JSON_TYPES[kind] : describe(node);
+    const kinds = Array.isArray(kind) ? kind : typeof kind === "string" ? [kind] : [];
+    if (kinds.length && !kinds.some((k) => typeOk(k, item))) {
+      const expected =
+        kinds.length === 1
+          ? Object.hasOwn(JSON_TYPES, kinds[0])
+            ? JSON_TYPES[kinds[0]]
+            : describe(node)
+          : describe({ type: kinds });
       problems.push(`${where}: expected ${expected}, got ${shown(item)}`);
       continue;
     }
+    if ("const" in node && !same(node.const, item)) {
+      problems.push(`${where}: expected ${describe({ const: node.const })}, got ${shown(item)}`);
+      continue;
+    }
+    if (Array.isArray(node.enum) && !node.enum.some((option) => same(option, item))) {
+      problems.push(`${where}: expected one of ${describe({ enum: node.enum })}, got ${shown(item)}`);
+      continue;
+    }
     const children = [];
-    if (kind === "array" && isSchema(node.items)) {
+    if (Array.isArray(item) && isSchema(node.items)) {
       item.forEach((element, i) => children.push([node.items, element, `${where}[${i}]`]));
-    } else if (kind === "object" && isPlainObject(item)) {
+    } else if (isPlainObject(item) && ("properties" in node || "required" in node || "additionalProperties" in node)) {
       const properties = isSchema(node.properties) ? node.properties : {};
+      const present = (name) => Object.hasOwn(item, name) && item[name] !== undefined;
       for (const name of node.required ?? []) {
-        if (item[name] === undefined || !Object.hasOwn(item, name)) problems.push(`${where}.${name}: required, missing`);
+        if (!present(name)) problems.push(`${where}.${name}: required, missing`);
+      }
+      for (const name of Object.keys(properties)) {
+        if (present(name)) children.push([properties[name], item[name], `${where}.${name}`]);
       }
       const extra = node.additionalProperties;
-      for (const [key, element] of entries(item)) {
-        if (Object.hasOwn(properties, key)) children.push([properties[key], element, `${where}.${key}`]);
-        else if (isSchema(extra)) children.push([extra, element, `${where}[${jsonDumps(key)}]`]);
+      if (isSchema(extra) || extra === false) {
+        for (const [key, element] of entries(item)) {
+          if (Object.hasOwn(properties, key)) continue;
+          if (extra === false) problems.push(`${where}[${jsonDumps(String(key))}]: not allowed (the schema lists its keys)`);
+          else children.push([extra, element, `${where}[${jsonDumps(key)}]`]);
+        }
       }
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
