@@ -117,7 +117,7 @@ def _classify(text: str) -> tuple[list[_Line], list[Diagnostic]]:
     src = SourceText.of("<fmt>", text)
     sink = DiagnosticSink(src)
     items = parse(src, sink)
-    raw = text.split("\n")
+    raw = text.split("\n") if text else []
     if text.endswith("\n"):
         raw.pop()
     lines = [_Line(i, value, _BLANK if not value.strip(" \t") else _TEXT) for i, value in enumerate(raw)]
@@ -545,7 +545,7 @@ def _compare(old, new, maps: dict[str, Layout], display: str) -> Diagnostic | No
         why = f"the formatted text does not compile ({first.code}: {first.message})" if first else "no artifact"
         return _changed(display, name, why)
     assert old.artifact is not None
-    field_path = _first_difference(_normalised(old.artifact.to_json(), maps), _normalised(new.artifact.to_json(), maps))
+    field_path = _first_difference(_normalised(old.artifact.to_json(), maps), _normalised(new.artifact.to_json(), {}))
     if field_path is not None:
         return _changed(display, name, f"`{field_path}` would change")
     if _warnings(old.diagnostics) != _warnings(new.diagnostics):
