@@ -454,7 +454,7 @@ def markdown(examples: dict[str, str]) -> str:
         "Every diagnostic promptc prints has a stable code. `E` codes are errors (exit status 1, nothing",
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
-        "and caching, 8 includes, 9 configuration and the output folder.",
+        "and caching, 8 includes, 9 configuration and the output folder (93x: the formatter, `promptc fmt`).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
         "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",
