@@ -40,7 +40,7 @@ import difflib
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -330,6 +330,9 @@ class FormatError(ValueError):
         super().__init__("\n".join(str(d) for d in self.diagnostics) or "cannot format")
 
 
+#: what the before/after compiles meter with (see `format_tree`)
+CHECK_TOKENIZER = "approx-bytes/4"
+
 #: the transform `format_tree` checks: (normalised text, is a partial) → layout
 Formatter = Callable[[str, bool], Layout]
 
@@ -461,7 +464,10 @@ def format_tree(
     from .driver.sources import is_prompt, read_tree
     from .frontend import read_source
 
-    config = config or Config()
+    # Every text of the artifact (messages, sections, tools, schema) is compared byte for byte, so
+    # when the texts agree the counts of any tokenizer agree: the check meters with the byte
+    # estimate, which loads nothing (a real tokenizer takes a second to load).
+    config = replace(config or Config(), tokenizer=CHECK_TOKENIZER)
     diagnostics: list[Diagnostic] = []
     if tree is None:
         root = Path(root)
