@@ -12,6 +12,8 @@ The public API, importable by name (`from promptc import build`):
 - llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
   `strip_comments_from_messages`
 - inputs of the built-in partials: `env_inputs`, `git_inputs`, `date_inputs`
+- formatting: `format_text(text, name=..., partials=...)` → the canonical text (or `FormatError`),
+  `format_tree(src, paths, config)` → `FormatResult` (what `promptc fmt` runs)
 
 Names are imported on first use, so `import promptc` and `promptc --version` stay fast; type
 checkers see the real definitions through the `TYPE_CHECKING` imports below.
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic, render_text
     from .driver import BuildResult, build, check
     from .envinfo import date_inputs, env_inputs, git_inputs
+    from .fmt import FormatError, FormatResult, format_text, format_tree
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
     from .runtime import MissingInputsError, Rendered, RenderError, Runtime, load
 
@@ -57,6 +60,10 @@ _EXPORTS = {
     "env_inputs": "envinfo",
     "git_inputs": "envinfo",
     "date_inputs": "envinfo",
+    "format_text": "fmt",
+    "format_tree": "fmt",
+    "FormatResult": "fmt",
+    "FormatError": "fmt",
 }
 
 __all__ = [
@@ -83,6 +90,10 @@ __all__ = [
     "env_inputs",
     "git_inputs",
     "date_inputs",
+    "format_text",
+    "format_tree",
+    "FormatResult",
+    "FormatError",
 ]
 assert set(__all__) == {"__version__", *_EXPORTS}
 

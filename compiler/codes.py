@@ -427,6 +427,40 @@ SYMLINK_LOOP = _code(
 )
 
 
+# 93x: the formatter (`promptc fmt`)
+FMT_DOES_NOT_COMPILE = _code(
+    "E930",
+    "not formatted: the file does not compile",
+    "`promptc fmt` formats only what compiles: it checks every change against the compiled artifact, "
+    "which a file with errors does not have (for a partial: a prompt that includes it has errors). "
+    "The file is left as it was; fix what `promptc check` reports, then format.",
+)
+FMT_CHANGES_ARTIFACT = _code(
+    "E931",
+    "not formatted: the artifact would change",
+    "The formatted text would compile to an artifact that differs from the original's (messages, tools, "
+    "schema, cache fields or any other field but `source_sha256` and source line numbers). fmt never "
+    "changes what is sent, so it leaves the file as it was. This is a bug in the formatter: report it with the file.",
+)
+FMT_CHANGES_WARNINGS = _code(
+    "E932",
+    "not formatted: the warnings would change",
+    "The formatted text would compile with other warnings than the original (another code, or one more or "
+    "fewer). The file is left as it was. This is a bug in the formatter: report it with the file.",
+)
+FMT_WRITE_FAILED = _code(
+    "E933",
+    "cannot write the formatted file",
+    "The formatted text could not be written (permissions, a read-only file system). Files are written "
+    "atomically, so the file holds either its old text or its new one, never part of either.",
+)
+FMT_NOT_A_SOURCE = _code(
+    "E934",
+    "not a prompt source",
+    "A path given to `promptc fmt` is neither a folder nor a `.prompt` file, or does not exist.",
+)
+
+
 def markdown(examples: dict[str, str]) -> str:
     """docs/diagnostics.md: every code, what it means, and real output (promptc/data/diagnostics, which `promptc explain` prints too)."""
     lines = [
@@ -435,7 +469,7 @@ def markdown(examples: dict[str, str]) -> str:
         "Every diagnostic promptc prints has a stable code. `E` codes are errors (exit status 1, nothing",
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
-        "and caching, 8 includes, 9 configuration and the output folder.",
+        "and caching, 8 includes, 9 configuration and the output folder (93x: the formatter, `promptc fmt`).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
         "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",

@@ -84,6 +84,48 @@ def _locked_elsewhere(tmp_path: Path) -> None:
     _HELD.append(handle)
 
 
+def _fmt(files: dict[str, str], *, formatter=None, paths=None, vanish: str | None = None):
+    """`promptc fmt`'s library: format the tree (and write it), returning its diagnostics."""
+
+    def run(tmp_path: Path):
+        from promptc.fmt import format_tree, write_results
+
+        for rel, body in files.items():
+            write(tmp_path, f"prompts_src/{rel}", body)
+        kwargs = {"formatter": formatter} if formatter else {}
+        result = format_tree("prompts_src", paths, APPROX, **kwargs)
+        if vanish:  # a folder where the file was: the atomic rename cannot replace it
+            (tmp_path / "prompts_src" / vanish).unlink()
+            (tmp_path / "prompts_src" / vanish).mkdir()
+        return [*result.diagnostics, *write_results(result, "prompts_src")]
+
+    return run
+
+
+def _trims_every_line(text: str, partial: bool):
+    """A broken layout (it trims text the model sees), to show the safety net."""
+    from promptc.fmt import Layout
+
+    lines = text.split("\n")
+    return Layout("\n".join(line.rstrip() for line in lines), tuple(range(1, len(lines) + 1)))
+
+
+def _drops_a_line(text: str, partial: bool):
+    """A broken layout that drops a repeated directive: the artifact is the same, but the W302 that
+    told the author about the repetition would silently go."""
+    from promptc.fmt import Layout
+
+    lines = text.split("\n")
+    return Layout("\n".join(lines[1:]), (None, *range(1, len(lines))))
+
+
+def _cli_missing_path(tmp_path: Path):
+    from promptc.cli import fmt as fmt_cli
+
+    _, problems = fmt_cli._targets(("prompts_src/nope.prompt",), Path("prompts_src"))
+    return problems
+
+
 _HELD: list = []
 
 CASES = {
@@ -225,6 +267,12 @@ CASES = {
         __import__("promptc.bindings_ts", fromlist=["typescript_module"]).typescript_module("build")[1],
     )[2],
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
+    # 93x: the formatter
+    "E930": _fmt({"a.prompt": "///  flow: f\nHello ${}\n"}),
+    "E931": _fmt({"a.prompt": "Keep these:  \nspaces.\n"}, formatter=_trims_every_line),
+    "E932": _fmt({"a.prompt": "/// param: t=1\n/// param: t=1\nHello.\n"}, formatter=_drops_a_line),
+    "E933": _fmt({"a.prompt": "///flow:f\nHello.\n"}, vanish="a.prompt"),
+    "E934": _cli_missing_path,
 }
 
 EXPECTED_DIR = Path(__file__).parent.parent / "compiler" / "data" / "diagnostics"  # ships: `promptc explain` shows them

@@ -1,7 +1,7 @@
 """The `promptc` command: a thin click layer over the library.
 
 `main` is the group; each command lives in a module of this package (`build`, `watch`, `diff`,
-`runtime`) and imports only `common`. Heavy imports (the parser, the tokenizer, watchdog) happen
+`runtime`, `fmt`) and imports only `common`. Heavy imports (the parser, the tokenizer, watchdog) happen
 inside the commands, so `promptc --version` does not pay for them.
 """
 
@@ -13,6 +13,7 @@ from .. import __version__
 from .build import build_cmd, check_cmd
 from .common import Settings
 from .diff import diff_cmd
+from .fmt import fmt_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
@@ -86,6 +87,7 @@ for _command in (
     explain_cmd,
     init_cmd,
     gen_cmd,
+    fmt_cmd,
 ):
     main.add_command(_command)
 
