@@ -12,6 +12,7 @@ import click
 from .. import __version__
 from .build import build_cmd, check_cmd
 from .common import Settings
+from .cost import cost_cmd
 from .diff import diff_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .runtime import inspect_cmd, render_cmd
@@ -86,6 +87,7 @@ for _command in (
     explain_cmd,
     init_cmd,
     gen_cmd,
+    cost_cmd,
 ):
     main.add_command(_command)
 
