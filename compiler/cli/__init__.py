@@ -15,6 +15,7 @@ from .common import Settings
 from .cost import cost_cmd
 from .diff import diff_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
+from .report import report_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
 
@@ -88,6 +89,7 @@ for _command in (
     init_cmd,
     gen_cmd,
     cost_cmd,
+    report_cmd,
 ):
     main.add_command(_command)
 
