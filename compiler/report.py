@@ -345,7 +345,7 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
         mx = left + minimum * scale
         parts.append(
             f'<line x1="{mx:.1f}" y1="10" x2="{mx:.1f}" y2="38" stroke="#555" stroke-dasharray="3,3"/>'
-            f'<text class="small" x="{min(mx + 3, width - 120):.1f}" y="9">provider minimum {minimum}</text>'
+            f'<text class="small" text-anchor="end" x="{max(mx - 3, 140):.1f}" y="9">provider minimum {minimum}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
