@@ -733,6 +733,8 @@ def diff_cost(
             estimated.append(name)
         before.append(f)
     before_cost = tree_cost(before, traffic, table)
+    priced_before = {p.facts.name for p in before_cost.prompts if p.price is not None}
+    estimated = [name for name in estimated if name in priced_before]  # only where it changes a figure
     after_cost = tree_cost(new.values(), traffic, table)
     old_entries = {(f.model, f.prefix_sha256) for f in old.values() if f.prefix_sha256 and f.cacheable_tokens}
     misses: list[DeployMiss] = []

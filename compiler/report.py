@@ -31,6 +31,10 @@ from typing import Any
 __all__ = ["PrefixNode", "prefix_tree", "report_html"]
 
 
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
 def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
@@ -391,8 +395,8 @@ def report_html(
         f"<title>{_e(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<header><h1>{_e(title)}</h1>",
-        f'<p class="meta">{len(names)} prompts · {shared} shared prefixes'
-        + (f" · diff against an old build: {len(busted)} cache busts" if diff is not None else "")
+        f'<p class="meta">{len(names)} prompts · {_plural(shared, "shared prefix", "shared prefixes")}'
+        + (f" · diff against an old build: {_plural(len(busted), 'cache bust')}" if diff is not None else "")
         + (f" · prices: {_e(cost.table.label)}" if cost is not None else "")
         + (f" · traffic: {_e(traffic_label)}" if traffic_label else "")
         + "</p></header>",
@@ -484,7 +488,7 @@ def _diff_section(diff: Any, diff_cost: Any, money: Any) -> str:
         )
     return (
         '<section id="diff"><h2>Diff against the old build</h2>'
-        f"<p>{len(diff.busts)} cache busts, {diff.tokens_at_stake} prefix tokens at stake"
+        f"<p>{_plural(len(diff.busts), 'cache bust')}, {diff.tokens_at_stake} prefix tokens at stake"
         + (f" · {'; '.join(extra)}" if extra else "")
         + "</p>"
         + money_line

@@ -67,7 +67,7 @@ def test_report_diff_view_highlights_busts_and_the_money(tmp_path: Path) -> None
     diff = ManifestDiff(busts=(CacheBust("helpdesk/agent", "f" * 64, agent.cache.prefix_sha256, 1000, 1114),))
     page = report_html(artifacts, diff=diff)
     assert 'class="prompt bust" data-name="helpdesk/agent"' in page
-    assert '<tr class="bust"><td>helpdesk/agent</td>' in page and "1 cache busts, 1000 prefix tokens at stake" in page
+    assert '<tr class="bust"><td>helpdesk/agent</td>' in page and "1 cache bust, 1000 prefix tokens at stake" in page
 
 
 def test_report_with_an_old_build_and_traffic(tmp_path: Path) -> None:

@@ -61,5 +61,6 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
     except OSError as exc:
         click.echo(f"promptc report: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(1)
-    busts = f", {len(diff.busts)} cache busts" if diff is not None else ""
+    count = len(diff.busts) if diff is not None else 0
+    busts = f", {count} cache bust{'' if count == 1 else 's'}" if diff is not None else ""
     click.echo(f"report: {len(artifacts)} prompts{busts} → {output}")
