@@ -148,6 +148,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(ROOT / name, root / name)
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
     shutil.copytree(root / "build", root / "old")
+    shutil.copy(root / "build/manifest.json", root / "main-manifest.json")  # a manifest without its artifacts
     identity = root / "prompts_src/helpdesk/_identity.prompt"
     identity.write_text(identity.read_text().replace("You are Aria, the", "You are Aria, the friendly"))
     assert run_promptc("build", "-q", cwd=root).returncode == 0
@@ -249,3 +250,16 @@ def test_facts_of_a_manifest_without_artifacts_have_no_size() -> None:
     assert not artifacts and facts["helpdesk/agent"].total_tokens is None
     (p,) = [p for p in tree_cost(facts.values()).prompts if p.facts.name == "helpdesk/agent"]
     assert p.price is None and "request size unknown" in p.unpriced
+
+
+def test_the_docs_diff_sample_is_what_promptc_prints(project: Path) -> None:
+    """docs/cost.md's `diff --traffic` sample, run on this module's build (the same one-word
+    change) instead of a build of its own in tests/test_docs_run.py."""
+    doc = (ROOT / "docs/cost.md").read_text(encoding="utf-8")
+    block = re.search(r"```console\n\$ promptc build -q && (promptc diff [^\n]*)\n(.*?)```", doc, re.S)
+    assert block, "docs/cost.md has no diff sample"
+    args = ["diff", "main-manifest.json", "--traffic", "traffic.json", "--fail-on", "cost>0.005"]
+    assert block.group(1) == "promptc " + " ".join(args[:-1]) + " 'cost>0.005'"
+    result = run_promptc(*args, cwd=project)
+    assert result.returncode == 1
+    assert (result.stdout + result.stderr).splitlines() == block.group(2).splitlines()
