@@ -197,6 +197,10 @@ def test_fail_on_cost_gates_ci(project: Path) -> None:
     assert over.returncode == 1 and "diff failed: cost>0.005" in over.stderr
     under = run_promptc("diff", "old", "--traffic", "traffic.json", "--fail-on", "cost>0.01", cwd=project)
     assert under.returncode == 0, under.stderr
+    github = run_promptc(
+        "diff", "old", "--traffic", "traffic.json", "--fail-on", "cost>0.005", "--format", "github", cwd=project
+    )
+    assert github.returncode == 1 and "::error title=promptc%3A cost::per day: $0.751910 before" in github.stdout
     bad = run_promptc("diff", "old", "--traffic", "traffic.json", "--fail-on", "cost>lots", cwd=project)
     assert bad.returncode == 2 and "is not an amount of dollars" in bad.stderr
     alone = run_promptc("diff", "old", "--fail-on", "cost>1", cwd=project)
