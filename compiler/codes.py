@@ -426,6 +426,23 @@ SYMLINK_LOOP = _code(
     "A symlink makes the source tree loop back on itself; the folder already read is skipped.",
 )
 
+# 94x: the traffic file of `promptc diff --traffic` / `promptc cost --traffic` / `promptc report --traffic`
+TRAFFIC_UNREADABLE = _code(
+    "E945",
+    "traffic file cannot be read",
+    'The `--traffic` file is missing, unreadable, or not valid JSON. It must be a JSON object mapping each prompt name to its requests per day, e.g. `{"support/chat": 12000}`. The command stops (exit 2) before printing any cost.',
+)
+INVALID_TRAFFIC = _code(
+    "E946",
+    "invalid traffic file",
+    "The `--traffic` file is JSON but not an object of prompt name → requests per day, or a value is not a number ≥ 0 (a string, a boolean, null, a negative number). Each wrong value is reported at its place in the file; the command exits 2.",
+)
+UNKNOWN_TRAFFIC_PROMPT = _code(
+    "W947",
+    "traffic for an unknown prompt",
+    "The `--traffic` file names a prompt that is not in the build (a typo, or a prompt that was renamed or removed): its requests are not counted. The hint names the closest prompt.",
+)
+
 
 # 93x: the formatter (`promptc fmt`)
 FMT_DOES_NOT_COMPILE = _code(

@@ -273,6 +273,21 @@ CASES = {
     "E932": _fmt({"a.prompt": "/// param: t=1\n/// param: t=1\nHello.\n"}, formatter=_drops_a_line),
     "E933": _fmt({"a.prompt": "///flow:f\nHello.\n"}, vanish="a.prompt"),
     "E934": _cli_missing_path,
+    # 94x: the traffic file
+    "E945": lambda tmp_path: (
+        write(tmp_path, "traffic.json", '{"support/chat": 12000,\n "helpdesk/agent": 800,}\n'),
+        __import__("promptc.cost", fromlist=["read_traffic"]).read_traffic("traffic.json")[1],
+    )[1],
+    "E946": lambda tmp_path: (
+        write(tmp_path, "traffic.json", '{"support/chat": 12000,\n "helpdesk/agent": "800 a day"}\n'),
+        __import__("promptc.cost", fromlist=["read_traffic"]).read_traffic("traffic.json")[1],
+    )[1],
+    "W947": lambda tmp_path: (
+        write(tmp_path, "traffic.json", '{"support/chat": 12000, "helpdesk/agnet": 800}\n'),
+        __import__("promptc.cost", fromlist=["check_traffic"]).check_traffic(
+            {"support/chat": 12000, "helpdesk/agnet": 800}, ["support/chat", "helpdesk/agent"], "traffic.json"
+        ),
+    )[1],
 }
 
 EXPECTED_DIR = Path(__file__).parent.parent / "compiler" / "data" / "diagnostics"  # ships: `promptc explain` shows them

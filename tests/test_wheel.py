@@ -42,6 +42,8 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
         "promptc/schemas/artifact.schema.json",
         "promptc/schemas/manifest.schema.json",
         "promptc/data/providers.json",
+        "promptc/data/prices.json",
+        "promptc/report.py",
         "promptc/data/diagnostics/W705.txt",
         "promptc/std/env.prompt",
         "promptc/std/git.prompt",

@@ -12,9 +12,11 @@ import click
 from .. import __version__
 from .build import build_cmd, check_cmd
 from .common import Settings
+from .cost import cost_cmd
 from .diff import diff_cmd
 from .fmt import fmt_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
+from .report import report_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
 
@@ -88,6 +90,8 @@ for _command in (
     init_cmd,
     gen_cmd,
     fmt_cmd,
+    cost_cmd,
+    report_cmd,
 ):
     main.add_command(_command)
 

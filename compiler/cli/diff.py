@@ -10,6 +10,7 @@ import click
 
 from ..diff import FAIL_KINDS
 from .common import USAGE_ERROR, settings
+from .cost import FailOnType
 
 
 def _usage_error(message: str) -> NoReturn:
@@ -57,10 +58,20 @@ def _read_manifest(arg: str) -> dict[str, Any]:
     "--fail-on",
     "fail_on",
     multiple=True,
-    type=click.Choice(FAIL_KINDS),
-    help="Exit 1 when a change of this kind exists (repeatable): bust, contract, breaking (added inputs only), removed.",
+    type=FailOnType(FAIL_KINDS),
+    help="Exit 1 when a change of this kind exists (repeatable): bust, contract, breaking (added inputs only), removed; "
+    "cost>AMOUNT: when the first day's extra cost (deploy + change per day, in dollars) exceeds AMOUNT (needs --traffic).",
 )
-def diff_cmd(old_manifest: str, new_manifest: str | None, fmt: str, fail_on: tuple[str, ...]) -> None:
+@click.option(
+    "--traffic",
+    "traffic_path",
+    default=None,
+    metavar="FILE",
+    help="JSON object: prompt name → requests per day; adds the cost per day before and after, and the deploy cost.",
+)
+def diff_cmd(
+    old_manifest: str, new_manifest: str | None, fmt: str, fail_on: tuple[str, ...], traffic_path: str | None = None
+) -> None:
     """Compare OLD_MANIFEST with NEW_MANIFEST (default: OUT/manifest.json from the config).
 
     Reports prompts whose cache-stable prefix changed (cache busts, with the prefix tokens at stake),
@@ -84,6 +95,11 @@ def diff_cmd(old_manifest: str, new_manifest: str | None, fmt: str, fail_on: tup
     except ManifestError as exc:
         _usage_error(str(exc))
     failing = diff.failing(fail_on)
+    from .cost import diff_money
+
+    money = diff_money(old, old_manifest, new, new_manifest, traffic_path, fail_on)
+    if money is not None:
+        failing += money.failing
     if fmt == "json":
         import orjson
 
@@ -91,16 +107,22 @@ def diff_cmd(old_manifest: str, new_manifest: str | None, fmt: str, fail_on: tup
 
         data = diff.to_json()
         data.pop("schema", None)  # the envelope's schema names the document; the diff's fields follow
+        if money is not None:
+            data["cost"] = money.to_json()
         payload = envelope("diff", **data, fail_on=sorted(set(fail_on)), failed=failing)
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
         for line in render_github(diff, fail_on, source_root=Path(config.src).as_posix()):
+            click.echo(line)
+        for line in money.github_lines() if money is not None else ():
             click.echo(line)
         from ..diff import summary_line
 
         click.echo(f"diff: {summary_line(diff)}")
     else:
         click.echo(render_text(diff))
+        for line in money.text_lines() if money is not None else ():
+            click.echo(line)
     if failing:
         if fmt != "json":
             click.echo(f"diff failed: {', '.join(failing)} (--fail-on)", err=True)
