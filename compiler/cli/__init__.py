@@ -14,6 +14,7 @@ from .build import build_cmd, check_cmd
 from .common import Settings
 from .diff import diff_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
+from .lsp import lsp_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
 
@@ -86,6 +87,7 @@ for _command in (
     explain_cmd,
     init_cmd,
     gen_cmd,
+    lsp_cmd,
 ):
     main.add_command(_command)
 
