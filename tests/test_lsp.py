@@ -334,3 +334,8 @@ def test_code_lens_shows_where_the_cache_prefix_ends(workspace):
 def test_the_command_is_registered():
     result = run_promptc("lsp", "--help")
     assert result.returncode == 0 and "language server" in result.stdout
+
+
+def test_a_partial_nothing_includes_still_gets_its_reading_errors(workspace):
+    uri = workspace.open("_new.prompt", "/// section: draft stable\nHello ${}\n")
+    assert [d.code for d in workspace.diagnostics(uri)] == ["E202"]

@@ -208,7 +208,8 @@ class Project:
     def diagnostics_for(self, rel: str, tree: SourceTree | None = None) -> list[Diagnostic]:
         """What `promptc check` reports in the file `rel`, in its order: a prompt's own
         diagnostics; for a partial, what the prompts that include it report in it (each naming
-        those prompts), one per place and problem."""
+        those prompts), one per place and problem; for a partial nothing includes, what reading it
+        finds."""
         from ..driver.sources import is_prompt
 
         tree = tree or self.tree()
@@ -217,10 +218,17 @@ class Project:
         if is_prompt(rel):
             found = [d for d in self.analyse(rel, tree).compiled.diagnostics if d.path == own]
         else:
+            included = False
             for prompt, analysis in self.analyse_all(tree).items():
                 if rel in analysis.compiled.deps:
+                    included = True
                     name = prompt.removesuffix(SOURCE_SUFFIX)
                     found += [replace(d, included_by=(name,)) for d in analysis.compiled.diagnostics if d.path == own]
+            if not included and rel.endswith(SOURCE_SUFFIX):
+                # `promptc check` compiles a partial only through the prompts that include it; one
+                # that nothing includes yet still gets what reading it finds (the include pass's
+                # own loader: parse, comments, directives), so a new partial is not silent
+                found = [d for d in PartialLoader(self.config, tree).load(rel).diagnostics if d.path == own]
         unique: dict[tuple, Diagnostic] = {}
         for d in found:
             key = (d.path, d.line, d.col, d.code, d.message)
