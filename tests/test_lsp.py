@@ -182,10 +182,11 @@ def test_diagnostics_are_checks_then_clear_after_an_incremental_edit(workspace):
     got = workspace.diagnostics(uri)
     assert [d.code for d in got] == [d["code"] for d in expected] == ["W502", "E501"]
     for lsp, cli in zip(got, expected, strict=True):
-        assert lsp.message.split("\nhint: ")[0] == cli["message"]
+        assert lsp.message == cli["message"]
         assert (lsp.range.start.line + 1, lsp.range.start.character + 1) == (cli["line"], cli["col"])
         assert (lsp.range.end.line + 1, lsp.range.end.character + 1) == (cli["end_line"], cli["end_col"])
         assert lsp.data["hint"] == cli["hint"]
+        assert [r.message for r in lsp.related_information] == [f"hint: {cli['hint']}"]
     # fix the typo: replace `questoin` (line 10, after `About ${product}: ${`) with `question`
     line = PROMPT_BAD.splitlines()[9]
     start = line.index("questoin")
@@ -214,7 +215,8 @@ def test_a_partial_change_rechecks_the_prompts_that_include_it(workspace):
     workspace.change(shared, types.TextDocumentContentChangeWholeDocument(text=broken))
     try:
         got = workspace.diagnostics(shared, after=mark)
-        assert got and all("reported while compiling" in d.message for d in got)
+        assert got and all(d.data["included_by"] == ["a", "b", "bad", "e"] for d in got)
+        assert all("reported while compiling a, b, bad, e" in [r.message for r in d.related_information] for d in got)
         # a.prompt's text did not change, yet it is checked again (at its own version)
         workspace.diagnostics(a, after=mark)
     finally:

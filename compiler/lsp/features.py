@@ -132,26 +132,29 @@ def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree |
 # Diagnostics
 
 
-def lsp_diagnostic(view: FileView | None, d: Diagnostic, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
+def lsp_diagnostic(uri: str, d: Diagnostic, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
     """A compiler diagnostic as the LSP's: the same code, message and range as `promptc check`
-    prints (`path:line:col` to `end_line:end_col`); the hint and the prompts that reported a
-    partial's diagnostic go in `data` and the related information."""
+    prints (`path:line:col` to `end_line:end_col`). The hint, and the prompts that reported a
+    partial's diagnostic, are related information at the same place (and the hint is in `data`,
+    where the code actions read it)."""
     end_line, end_col = d.end
     start = codec.position_to_client_units(lines, types.Position(line=d.line - 1, character=d.col - 1))
     end = codec.position_to_client_units(lines, types.Position(line=end_line - 1, character=end_col - 1))
-    message = d.message
+    where = types.Location(uri=uri, range=types.Range(start=start, end=end))
+    related = []
     if d.hint:
-        message += f"\nhint: {d.hint}"
+        related.append(types.DiagnosticRelatedInformation(location=where, message=f"hint: {d.hint}"))
     if d.included_by:
         names = ", ".join(d.included_by)
-        message += f"\n(reported while compiling {names})"
+        related.append(types.DiagnosticRelatedInformation(location=where, message=f"reported while compiling {names}"))
     return types.Diagnostic(
         range=types.Range(start=start, end=end),
-        message=message,
+        message=d.message,
         severity=types.DiagnosticSeverity.Error if d.severity == "error" else types.DiagnosticSeverity.Warning,
         code=d.code,
         source=SOURCE_NAME,
-        data={"hint": d.hint, "message": d.message},
+        related_information=related or None,
+        data={"hint": d.hint, "included_by": list(d.included_by)},
     )
 
 
@@ -480,7 +483,7 @@ def code_actions(view: FileView, uri: str, diagnostics: list[types.Diagnostic]) 
             continue
         data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
         hint = data.get("hint") or ""
-        message = data.get("message") or diagnostic.message.split("\n", 1)[0]
+        message = diagnostic.message
         start = view.offset(diagnostic.range.start)
         end = view.offset(diagnostic.range.end)
         written = view.src.text[start:end]

@@ -102,7 +102,7 @@ class PromptServer(LanguageServer):
         src = project.source_text(rel, tree)
         lines = src.text.split("\n") if src is not None else [""]
         codec = self.workspace.position_codec
-        diagnostics = [features.lsp_diagnostic(None, d, lines, codec) for d in found]
+        diagnostics = [features.lsp_diagnostic(uri, d, lines, codec) for d in found]
         document = self.workspace.get_text_document(uri)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version)
