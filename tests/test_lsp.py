@@ -77,7 +77,8 @@ class Session:
                 self.published.append(params)
                 self.changed.notify_all()
 
-        self.run(self.client.start_io(promptc_executable(), "lsp", cwd=str(root)))
+        # started elsewhere: the workspace (and its [tool.promptc]) comes from `initialize`
+        self.run(self.client.start_io(promptc_executable(), "lsp", cwd=str(root.parent)))
         self.run(
             self.client.initialize_async(
                 types.InitializeParams(
