@@ -352,14 +352,7 @@ def _hover_path(view: FileView, target: Target) -> str:
     lines = [f"**{what[target.kind]} `{target.name}`** → `{shown}`"]
     doc = view.document
     if target.kind == "include" and doc is not None:
-        names = [
-            s.name
-            for m in doc.messages
-            for s in m.sections
-            if s.source.path.endswith(
-                target.resolved.removeprefix(STD_PREFIX) + ("" if "." in target.resolved else SOURCE_SUFFIX)
-            )
-        ]
+        names = [s.name for m in doc.messages for s in m.sections if _key_of(view, s.source.path) == target.resolved]
         if names:
             lines.append(f"\nsections: {', '.join(f'`{n}`' for n in names)}")
     if target.kind == "tools" and doc is not None and doc.tools:
