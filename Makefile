@@ -42,6 +42,7 @@ bench: $(TESTSTAMP)
 	@$(PIP) -e '.[test,bench]'
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/pathological.py
+	$(BIN)/python bench/lsp_latency.py
 
 clean:
 	rm -rf $(VENV) .promptc-cache .pytest_cache

@@ -9,13 +9,13 @@ from typing import Any
 from . import codes
 from .config import Config
 from .context import Context, SourceTree
-from .diagnostics import Diagnostic, file_span, has_errors, make, ordered
+from .diagnostics import Diagnostic, SourceText, file_span, has_errors, make, ordered
 from .emit import build_artifact, dumps
 from .frontend import PartialLoader, read_source
 from .language import SOURCE_SUFFIX
 from .meter import TokenizerError, meter
 from .model import Artifact
-from .nodes import Document
+from .nodes import Document, Item
 from .pipeline import run
 from .request import check, settle
 
@@ -85,6 +85,18 @@ def _allow(diagnostics: tuple[Diagnostic, ...], src, doc: Document, ctx: Context
     return tuple(apply(diagnostics, files))
 
 
+@dataclass(frozen=True, slots=True)
+class SourceAnalysis:
+    """A compiled prompt together with what the compiler made on the way: the normalised source,
+    the parser's items (directives with their value spans) and the document after every pass.
+    Editors (`promptc lsp`) read positions from it, so they never parse a second time."""
+
+    compiled: CompiledPrompt
+    source: SourceText | None = None
+    items: tuple[Item, ...] = ()
+    document: Document | None = None
+
+
 def compile_source(
     rel: str,
     data: bytes,
@@ -94,12 +106,23 @@ def compile_source(
 ) -> CompiledPrompt:
     """Compile the prompt `rel` of `tree` (its bytes are `data`). `partials` is the build's loader,
     shared by every prompt of the build; a fresh one is made when it is not given."""
+    return analyse_source(rel, data, config, tree, partials).compiled
+
+
+def analyse_source(
+    rel: str,
+    data: bytes,
+    config: Config,
+    tree: SourceTree | None = None,
+    partials: PartialLoader | None = None,
+) -> SourceAnalysis:
+    """`compile_source`, keeping the source, the parsed items and the compiled document."""
     tree = tree or SourceTree(files={rel: data})
     display = tree.display(rel)
     name = name_of(rel)
     src, items, diagnostics = read_source(display, data)
     if src is None:
-        return CompiledPrompt(name, rel, tuple(diagnostics))
+        return SourceAnalysis(CompiledPrompt(name, rel, tuple(diagnostics)))
     ctx = Context(config, src, tree, partials)
     ctx.extend(diagnostics)  # passes can see what the parser already reported
     doc = run(Document(src, name, items), ctx)
@@ -107,17 +130,18 @@ def compile_source(
     all_diagnostics = (*ctx.diagnostics, *request_diagnostics)
     failed = CompiledPrompt(name, rel, all_diagnostics, includes=doc.includes, resources=doc.resources)
     if has_errors(all_diagnostics):
-        return failed
+        return SourceAnalysis(failed, src, items, doc)
     try:
         root = display[: len(display) - len(rel)] if display.endswith(rel) else ""
         artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request, root)
     except TokenizerError as exc:
-        return replace(failed, diagnostics=(*all_diagnostics, tokenizer_diagnostic(config, display, exc)))
+        failed = replace(failed, diagnostics=(*all_diagnostics, tokenizer_diagnostic(config, display, exc)))
+        return SourceAnalysis(failed, src, items, doc)
     all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request)), src, doc, ctx)
     if has_errors(all_diagnostics):
-        return replace(failed, diagnostics=all_diagnostics)
+        return SourceAnalysis(replace(failed, diagnostics=all_diagnostics), src, items, doc)
     encoded = dumps(artifact)
-    return CompiledPrompt(
+    compiled = CompiledPrompt(
         name,
         rel,
         all_diagnostics,
@@ -128,6 +152,7 @@ def compile_source(
         hashlib.sha256(encoded).hexdigest(),
         resources=doc.resources,
     )
+    return SourceAnalysis(compiled, src, items, doc)
 
 
 def compile_text(
@@ -147,4 +172,4 @@ def compile_text(
     return replace(compiled, diagnostics=tuple(ordered(compiled.diagnostics)))
 
 
-__all__ = ["CompiledPrompt", "compile_source", "compile_text"]
+__all__ = ["CompiledPrompt", "SourceAnalysis", "analyse_source", "compile_source", "compile_text"]

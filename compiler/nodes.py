@@ -191,6 +191,8 @@ class Section:
     has_template: bool = False
     #: where each input is first used (filled by inference)
     uses: tuple[tuple[str, Span], ...] = ()
+    #: every read of an input or helper, in source order (filled by inference; for editors)
+    references: tuple[tuple[str, Span], ...] = ()
     #: filled by partitioning
     boundary: str = "stable"
 

@@ -36,7 +36,7 @@ def _plain(value: Any) -> Any:
         out: dict[str, Any] = {"type": type(value).__name__}
         for f in fields(value):
             item = getattr(value, f.name)
-            if f.name in ("code_span", "value_span", "role_span", "declared_inputs_span", "uses"):
+            if f.name in ("code_span", "value_span", "role_span", "declared_inputs_span", "uses", "references"):
                 continue
             if item in (None, (), "", False) and f.name not in ("value",):
                 continue

@@ -74,6 +74,9 @@ class Analysis:
     #: where each input or helper is first read (a placeholder, or the name node in a block), so
     #: E501/E702 point at the use, never at a string that happens to contain the name
     first_uses: tuple[tuple[str, Span], ...] = ()
+    #: every free read of an input or helper, in the order the analysis met them (the language
+    #: server's "find references")
+    all_uses: tuple[tuple[str, Span], ...] = ()
     #: what the template does with inputs, for their inferred types and the declared-type check
     shape_uses: tuple[ShapeUse, ...] = ()
 
@@ -448,6 +451,8 @@ class _Analyser:
         self.uses: dict[str, bool] = {}
         #: free uses: name → where it is first read
         self.first: dict[str, Span] = {}
+        #: free uses: every read, in order (name, where)
+        self.every: list[tuple[str, Span]] = []
         #: names assigned anywhere in the template scope (a helper must never be assigned)
         self.assigned: set[str] = set()
         self.diagnostics: list[Diagnostic] = []
@@ -481,8 +486,10 @@ class _Analyser:
 
     def use(self, name: str, callee: bool, span: Span | None = None) -> None:
         self.uses[name] = self.uses.get(name, True) and callee
-        if span is not None and name not in self.first:
-            self.first[name] = span
+        if span is not None:
+            self.every.append((name, span))
+            if name not in self.first:
+                self.first[name] = span
 
     def read(self, name: str, node: ast.AST, callee: bool = False, nargs: int = 0) -> None:
         """A load of `name` in the current scope: resolve it as Python would, and if it reaches
@@ -1468,5 +1475,12 @@ def analyse(items: Sequence[Item]) -> Analysis:
     # a loop over a name the template assigns anywhere may be over its own value: no evidence
     uses = [u for u in template.shape_uses if u.kind == "path" or u.name not in template.an.assigned]
     uses += _attribute_uses(parsed.values())
-    uses = tuple(uses)
-    return Analysis(inputs, helpers, has_template, diagnostics, tuple(sorted(template.an.first.items())), uses)
+    return Analysis(
+        inputs,
+        helpers,
+        has_template,
+        diagnostics,
+        tuple(sorted(template.an.first.items())),
+        tuple(template.an.every),
+        tuple(uses),
+    )

@@ -114,6 +114,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
                     helpers=helpers,
                     has_template=analysis.has_template,
                     uses=analysis.first_uses,
+                    references=analysis.all_uses,
                 )
             )
         messages.append(Message(message.role, message.span, tuple(sections)))

@@ -1,0 +1,268 @@
+"""The language server's view of a workspace: the source folder on disk, overlaid with the
+documents open in the editor, compiled by the compiler's own entry (`compile.analyse_source`).
+
+No LSP types here, and no writes: the project is read (the source folder, `[tool.promptc]`),
+never the output folder, and nothing is ever written. Every compile goes through the same code as
+`promptc check`, so the editor and the build cannot disagree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..compile import SourceAnalysis, analyse_source
+from ..config import Config, find_pyproject, load_config
+from ..context import SourceTree
+from ..diagnostics import Diagnostic, SourceText, ordered
+from ..frontend import PartialLoader
+from ..language import SOURCE_SUFFIX
+
+#: how long a scan of the source folder is trusted before the next compile looks again (a save or
+#: a watched-file event from the editor makes the next compile look at once)
+RESCAN_AFTER_S = 2.0
+
+
+@contextlib.contextmanager
+def _cwd(folder: Path) -> Iterator[None]:
+    """Run with `folder` as the current folder: `[tool.promptc]` paths, and the paths diagnostics
+    show, are what `promptc check` run from the workspace's root would see."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+class Overlay(Mapping[str, bytes]):
+    """The source tree's files with the open documents' unsaved text in place of their disk bytes
+    (and open documents that are not saved yet added)."""
+
+    def __init__(self, disk: Mapping[str, bytes], open_files: Mapping[str, bytes]) -> None:
+        self._disk = disk
+        self._open = open_files
+        self._order = sorted({*disk, *open_files})
+
+    def __getitem__(self, rel: str) -> bytes:
+        data = self._open.get(rel)
+        return data if data is not None else self._disk[rel]
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._open or rel in self._disk
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+@dataclass(frozen=True, slots=True)
+class Cached:
+    """A compiled prompt and the content hashes of every file it read (itself first)."""
+
+    analysis: SourceAnalysis
+    fingerprint: tuple[tuple[str, str], ...]
+
+
+class Project:
+    """One workspace: its config, its source folder, and the open documents.
+
+    `open_files` maps source-relative paths to the editor's text (as UTF-8 bytes). Compiled prompts
+    are cached by the hashes of the files they read, so a change re-compiles only what it can
+    change; `check` results are never written anywhere."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.open_files: dict[str, bytes] = {}
+        self._open_shas: dict[str, str] = {}
+        self._cache: dict[str, Cached] = {}
+        self._scanned_at = 0.0
+        self._disk: SourceTree | None = None
+        self._known: dict[str, list] = {}
+        self.load_config()
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def load_config(self) -> None:
+        """Read `[tool.promptc]` as `promptc check` run from the workspace root reads it."""
+        with _cwd(self.root):
+            self.pyproject = find_pyproject(self.root)
+            config, self.config_diagnostics = load_config(self.pyproject)
+            self.src = Path(os.path.abspath(config.src))
+            self.out = Path(os.path.abspath(config.out))
+        self.config: Config = config
+        self.src_display = _display(self.src, self.root)
+        self._cache.clear()
+        self._scanned_at = 0.0
+
+    # -- files --------------------------------------------------------------------------------
+
+    def rel_of(self, path: Path) -> str | None:
+        """The source-relative path of a file in the source folder, else None."""
+        try:
+            rel = path.resolve().relative_to(self.src.resolve())
+        except ValueError:
+            return None
+        return rel.as_posix()
+
+    def path_of_display(self, display: str) -> Path | None:
+        """The file a diagnostic's path names (None for the built-in `<std>` partials)."""
+        if display.startswith("<"):
+            return None
+        return (self.root / display).resolve()
+
+    def display(self, rel: str) -> str:
+        return f"{self.src_display}/{rel}" if self.src_display not in ("", ".") else rel
+
+    def open(self, rel: str, text: str) -> None:
+        data = text.encode("utf-8", "surrogatepass")
+        self.open_files[rel] = data
+        self._open_shas[rel] = hashlib.sha256(data).hexdigest()
+
+    def close(self, rel: str) -> None:
+        self.open_files.pop(rel, None)
+        self._open_shas.pop(rel, None)
+
+    def disk_changed(self) -> None:
+        """A file was saved or changed on disk: the next compile scans the folder again."""
+        self._scanned_at = 0.0
+
+    def _disk_tree(self) -> SourceTree:
+        if self._disk is None or time.monotonic() - self._scanned_at > RESCAN_AFTER_S:
+            from ..driver.sources import read_tree
+
+            started = time.time_ns()
+            if self.src.is_dir():
+                with _cwd(self.root):
+                    tree, _ = read_tree(self.src, self.out, self._known, self._known_at if self._disk else 0)
+            else:
+                tree = SourceTree()
+            self._disk = tree
+            self._known = {rel: [*tree.stats[rel], tree.shas[rel]] for rel in tree.stats if rel in tree.shas}
+            self._known_at = started
+            self._scanned_at = time.monotonic()
+        return self._disk
+
+    def tree(self) -> SourceTree:
+        disk = self._disk_tree()
+        return replace(
+            disk,
+            files=Overlay(disk.files, self.open_files),
+            root_display="" if self.src_display in ("", ".") else self.src_display,
+            shas={**disk.shas, **self._open_shas},
+        )
+
+    def prompts(self, tree: SourceTree) -> list[str]:
+        from ..driver.sources import is_prompt
+
+        return [rel for rel in tree.files if is_prompt(rel)]
+
+    # -- compiling ----------------------------------------------------------------------------
+
+    def _sha(self, tree: SourceTree, rel: str) -> str:
+        sha = tree.shas.get(rel)
+        if sha is None:
+            if rel not in tree.files:
+                return "-"
+            try:
+                sha = hashlib.sha256(tree.files[rel]).hexdigest()
+            except OSError:
+                return "-"
+        return sha
+
+    def analyse(self, rel: str, tree: SourceTree | None = None, loader: PartialLoader | None = None) -> SourceAnalysis:
+        """Compile one prompt of the tree (from the cache when none of the files it read changed)."""
+        tree = tree or self.tree()
+        cached = self._cache.get(rel)
+        if cached is not None and all(self._sha(tree, path) == sha for path, sha in cached.fingerprint):
+            return cached.analysis
+        try:
+            data = tree.files[rel]
+        except (KeyError, OSError):
+            data = b""
+        loader = loader or PartialLoader(self.config, tree)
+        analysis = analyse_source(rel, data, self.config, tree, loader)
+        compiled = analysis.compiled
+        fingerprint = tuple((path, self._sha(tree, path)) for path in (rel, *compiled.deps))
+        self._cache[rel] = Cached(analysis, fingerprint)
+        return analysis
+
+    def analyse_all(self, tree: SourceTree | None = None) -> dict[str, SourceAnalysis]:
+        """Every prompt of the workspace (what `promptc check` compiles), one shared partial loader."""
+        tree = tree or self.tree()
+        loader = PartialLoader(self.config, tree)
+        return {rel: self.analyse(rel, tree, loader) for rel in self.prompts(tree)}
+
+    def includers(self, rel: str, tree: SourceTree | None = None) -> list[str]:
+        """The prompts that read `rel` (a partial, a tool or schema file), directly or not."""
+        tree = tree or self.tree()
+        return [p for p, a in self.analyse_all(tree).items() if rel in a.compiled.deps]
+
+    def diagnostics_for(self, rel: str, tree: SourceTree | None = None) -> list[Diagnostic]:
+        """What `promptc check` reports in the file `rel`, in its order: a prompt's own
+        diagnostics; for a partial, what the prompts that include it report in it (each naming
+        those prompts), one per place and problem; for a partial nothing includes, what reading it
+        finds."""
+        from ..driver.sources import is_prompt
+
+        tree = tree or self.tree()
+        own = self.display(rel)
+        found: list[Diagnostic] = []
+        if is_prompt(rel):
+            found = [d for d in self.analyse(rel, tree).compiled.diagnostics if d.path == own]
+        else:
+            included = False
+            for prompt, analysis in self.analyse_all(tree).items():
+                if rel in analysis.compiled.deps:
+                    included = True
+                    name = prompt.removesuffix(SOURCE_SUFFIX)
+                    found += [replace(d, included_by=(name,)) for d in analysis.compiled.diagnostics if d.path == own]
+            if not included and rel.endswith(SOURCE_SUFFIX):
+                # `promptc check` compiles a partial only through the prompts that include it; one
+                # that nothing includes yet still gets what reading it finds (the include pass's
+                # own loader: parse, comments, directives), so a new partial is not silent
+                found = [d for d in PartialLoader(self.config, tree).load(rel).diagnostics if d.path == own]
+        unique: dict[tuple, Diagnostic] = {}
+        for d in found:
+            key = (d.path, d.line, d.col, d.code, d.message)
+            first = unique.get(key)
+            if first is None:
+                unique[key] = d
+            elif d.included_by:
+                unique[key] = replace(first, included_by=tuple(sorted({*first.included_by, *d.included_by})))
+        return ordered(unique.values())
+
+    def source_text(self, rel: str, tree: SourceTree | None = None) -> SourceText | None:
+        """The normalised text of a file of the tree, as the compiler reads it."""
+        from ..source import decode
+
+        tree = tree or self.tree()
+        try:
+            data = tree.files[rel]
+        except (KeyError, OSError):
+            return None
+        src, _ = decode(self.display(rel), data)
+        return src
+
+    def sharing(self, prefix_sha256: str, tree: SourceTree | None = None) -> list[str]:
+        """The prompts whose cache-stable prefix is `prefix_sha256` (the manifest's `prefixes`)."""
+        return sorted(
+            a.compiled.name
+            for a in self.analyse_all(tree).values()
+            if a.compiled.artifact is not None and a.compiled.artifact.cache.prefix_sha256 == prefix_sha256
+        )
+
+
+def _display(src: Path, root: Path) -> str:
+    """How `promptc check`, run from `root`, names the source folder in diagnostics."""
+    try:
+        return Path(os.path.relpath(src, root)).as_posix()
+    except ValueError:
+        return src.as_posix()

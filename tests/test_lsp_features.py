@@ -1,0 +1,52 @@
+"""The language server's answers, in process, on awkward sources: every request at every position
+of each file answers (possibly with nothing) and never raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from promptc.lsp import features
+from promptc.lsp.workspace import Project
+
+AWKWARD = {
+    "empty.prompt": "",
+    "slashes.prompt": "///\n/// \n/// :\n-----\n----- tool -----\n",
+    "open.prompt": "/// input: a\n----- user -----\n${a} ${\n{% if a %}\n{{ b",
+    "missing.prompt": "/// include: _nope\n/// include: ../x\n/// tools: a.json, , b.txt\n/// output: \n${x}",
+    "cycle.prompt": "/// include: _c1\nhi",
+    "_c1.prompt": "/// include: _c2\n",
+    "_c2.prompt": "/// include: _c1\n",
+    "typed.prompt": "/// input: a: @schema.json, b: list[int] | None\n${a} ${b} 😀 ${a.b}\n",
+    "emoji.prompt": "/// section: s😀 dynamic user_context\n😀😀 ${q} {{ q + z }}\n----- user -----\n${q}",
+}
+
+
+def test_every_request_at_every_position_answers(tmp_path: Path) -> None:
+    src = tmp_path / "prompts_src"
+    src.mkdir()
+    for rel, text in AWKWARD.items():
+        (src / rel).write_text(text, encoding="utf-8")
+    (src / "crlf.prompt").write_bytes(b"\xef\xbb\xbf/// input: q\r\n----- user -----\r\n${q}\r\n")
+    (src / "binary.prompt").write_bytes(b"a\x00b")
+    project = Project(tmp_path)
+    codec = PositionCodec()
+    for rel in sorted([*AWKWARD, "crlf.prompt", "binary.prompt"]):
+        project.diagnostics_for(rel)
+        view = features.view_of(project, rel, codec)
+        if view is None:
+            assert rel == "binary.prompt"
+            continue
+        uri = (src / rel).as_uri()
+        published = [features.lsp_diagnostic(uri, d, view.lines, codec) for d in project.diagnostics_for(rel)]
+        features.code_actions(view, uri, published)
+        features.code_lens(view)
+        for line, text in enumerate([*view.lines, ""]):
+            for character in range(len(text) + 2):
+                position = types.Position(line=line, character=character)
+                features.hover(view, position)
+                features.definition(view, position)
+                features.references(view, uri, position, True)
+                features.completion(view, position)
