@@ -16,8 +16,8 @@ from .cost import cost_cmd
 from .diff import diff_cmd
 from .fmt import fmt_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
-from .report import report_cmd
 from .lsp import lsp_cmd
+from .report import report_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
 
