@@ -28,15 +28,17 @@ def test_the_prefix_tree_has_shared_trunks_and_splits() -> None:
     agents = trunks[("agents/fixer", "agents/planner", "agents/reviewer")]
     # the shared identity: one edge of 399 tokens that all three agents end on
     assert agents.tokens == agents.cumulative == 399 and agents.ends == agents.prompts and not agents.children
-    agent = trunks[("helpdesk/agent",)]
+    # the helpdesk identity with its tools: the whole prefix of agent and escalate alike
+    agent = trunks[("helpdesk/agent", "helpdesk/escalate")]
     assert agent.cumulative == 1114 and [s.label for s in agent.segments][0] == "4 tools"
+    assert agent.ends == ["helpdesk/agent", "helpdesk/escalate"]
 
 
 def test_report_page_is_self_contained_deterministic_and_shows_every_prompt(tmp_path: Path) -> None:
     first = run_promptc("report", "-o", str(tmp_path / "a.html"), cwd=ROOT)
     second = run_promptc("report", "-o", str(tmp_path / "b.html"), cwd=ROOT)
     assert first.returncode == 0 and second.returncode == 0, first.stderr
-    assert first.stdout.strip() == f"report: 8 prompts → {tmp_path / 'a.html'}"
+    assert first.stdout.strip() == f"report: 9 prompts → {tmp_path / 'a.html'}"
     page = (tmp_path / "a.html").read_bytes()
     assert page == (tmp_path / "b.html").read_bytes()
     text = page.decode()
