@@ -292,6 +292,11 @@ INVALID_MODEL = _code(
     "invalid model or cache TTL",
     "`param: model=` is not a non-empty string, `cache_ttl` is not `5m` or `1h`, or the TTL is set for a provider whose cache takes none.",
 )
+PREFIX_CUT_SHORT = _code(
+    "W710",
+    "cache-stable prefix cut short by an element that could move",
+    'The cache-stable prefix ends at a dynamic element — an input\'s placeholder, or a template block — that is the only dynamic thing in its section, and the stable text around and after it (up to the next dynamic section) is at least `stable_run_tokens` tokens (config, default 64). Every request re-sends that text uncached. The hint gives the figure: how many more tokens would be in the prefix if the element rendered as empty text, which is what moving it into a dynamic section after the stable text, or fixing it at build time with `-D name=…`, achieves. Example: `You are the support assistant for ${product}.` at the top of a system prompt; write `You are the support assistant.` and say `The product is ${product}.` in the last user message. Allow it with `/// promptc: allow W710` on the line before, `allow = ["W710"]` in [tool.promptc], or `--allow W710`.',
+)
 STABLE_HAS_CODE = _code(
     "E707",
     "stable section contains template code",

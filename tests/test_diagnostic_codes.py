@@ -150,6 +150,13 @@ CASES = {
     ),
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
     "E710": _text("/// param: model=42\nHi\n"),
+    "W710": _text(
+        "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
+        "relevant help-centre article when there is one, and never invent prices or policies.\n"
+        "----- user -----\nHow do I reset my password?\n"
+        "----- assistant -----\nOpen Settings → Account → Password, choose Reset and follow the link we email you.\n"
+        "----- user -----\n${question}\n"
+    ),
     # 8xx
     "E801": _text("/// include: _tone.prompt\nHi\n", partials={"_tones.prompt": "Be kind.\n"}),
     "E802": _text("/// include: ../outside.prompt\nHi\n"),
