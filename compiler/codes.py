@@ -410,6 +410,27 @@ BINDING_COLLISION = _code(
     "generated name collision",
     "`promptc gen` would give two prompts the same function name (`support/chat` and `support-chat` are both `support_chat`), or an input is named like a keyword of the target language. Bindings never rename silently: rename a prompt or the input.",
 )
+# 94x: `promptc diff`'s old tree (`--old-src`, `--against REV`)
+NOT_A_GIT_REPOSITORY = _code(
+    "E940",
+    "not a git repository",
+    "`promptc diff --against REV` reads the old sources and build with git (`git ls-tree`, `git cat-file`; no checkout, no worktree), so it must run inside a git work tree, and git must be installed. Use `--old-src DIR` to compare with a folder instead.",
+)
+UNKNOWN_REVISION = _code(
+    "E941",
+    "unknown git revision",
+    "`--against` names something git cannot resolve to a commit: a typo, a branch that was never fetched (`git fetch origin main` first, in CI), or a shallow clone that lacks it (`fetch-depth: 0`).",
+)
+OLD_SOURCES_NOT_FOUND = _code(
+    "E942",
+    "old sources not found",
+    "The old source folder does not exist: the folder given to `--old-src`, or the source folder (config `src`) in the revision given to `--against`. Diff needs the old sources to point at the line a cache bust comes from.",
+)
+GIT_FAILED = _code(
+    "E943",
+    "git failed",
+    "git failed while reading the revision (a corrupt repository, a missing object, a file that cannot be read); the message is git's own.",
+)
 SYMLINK_LOOP = _code(
     "W909",
     "symlink loop in the source tree",
@@ -425,7 +446,7 @@ def markdown(examples: dict[str, str]) -> str:
         "Every diagnostic promptc prints has a stable code. `E` codes are errors (exit status 1, nothing",
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
-        "and caching, 8 includes, 9 configuration and the output folder.",
+        "and caching, 8 includes, 9 configuration, the output folder and `diff`'s old tree.",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
         "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",

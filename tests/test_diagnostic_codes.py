@@ -217,7 +217,36 @@ CASES = {
         __import__("promptc.bindings", fromlist=["python_module"]).python_module("build")[1],
     )[3],
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
+    # 94x: diff's old tree
+    "E940": lambda tmp_path: _old_tree(tmp_path, "HEAD", git=False),
+    "E941": lambda tmp_path: _old_tree(tmp_path, "main~7"),
+    "E942": lambda tmp_path: _old_tree(tmp_path, None),
+    "E943": lambda tmp_path: _old_tree(tmp_path, "HEAD", lose_blob=True),
 }
+
+
+def _old_tree(tmp_path: Path, revision: str | None, git: bool = True, lose_blob: bool = False):
+    import subprocess
+
+    from promptc.cli.oldtree import OldTreeError, from_folder, from_revision
+
+    write(tmp_path, "prompts_src/a.prompt", "Hi\n")
+    if git:
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+            subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=tmp_path, check=True)
+    if lose_blob:
+        oid = subprocess.run(["git", "rev-parse", "HEAD:prompts_src/a.prompt"], cwd=tmp_path, capture_output=True)
+        name = oid.stdout.decode().strip()
+        (tmp_path / ".git" / "objects" / name[:2] / name[2:]).unlink()
+    try:
+        if revision is None:
+            from_folder("old_src")
+        else:
+            from_revision(revision, "prompts_src", "build")
+    except OldTreeError as exc:
+        return [exc.diagnostic]
+    return []
+
 
 EXPECTED_DIR = Path(__file__).parent.parent / "compiler" / "data" / "diagnostics"  # ships: `promptc explain` shows them
 
