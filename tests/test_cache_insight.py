@@ -201,6 +201,8 @@ def test_diff_against_a_revision_points_at_the_changed_line(history: Path) -> No
     text = run_promptc("diff", "--against", "HEAD~1", cwd=history).stdout
     assert "    new: prompts_src/agents/_identity.prompt:5:96\n" in text
     assert "    old: HEAD~1:prompts_src/agents/_identity.prompt:5:96\n" in text
+    github = run_promptc("diff", "--against", "HEAD~1", "--format", "github", cwd=history).stdout
+    assert "::warning file=prompts_src/agents/_identity.prompt,line=5,col=96,title=promptc%3A cache bust::" in github
     # nothing was checked out or written: the work tree is the second commit's
     status = subprocess.run(["git", "status", "--porcelain"], cwd=history, capture_output=True, text=True)
     assert status.stdout == ""
