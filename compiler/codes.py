@@ -297,6 +297,11 @@ INVALID_MODEL = _code(
     "invalid model or cache TTL",
     "`param: model=` is not a non-empty string, `cache_ttl` is not `5m` or `1h`, or the TTL is set for a provider whose cache takes none.",
 )
+PREFIX_CUT_SHORT = _code(
+    "W710",
+    "cache-stable prefix cut short by an element that could move",
+    'The cache-stable prefix ends at a dynamic element — an input\'s placeholder, or a template block — that is the only dynamic thing in its section, and the stable text around and after it (up to the next dynamic section) is at least `stable_run_tokens` tokens (config, default 64). Every request re-sends that text uncached. The hint gives the figure: how many more tokens would be in the prefix if the element rendered as empty text, which is what moving it into a dynamic section after the stable text, or fixing it at build time with `-D name=…`, achieves. Example: `You are the support assistant for ${product}.` at the top of a system prompt; write `You are the support assistant.` and say `The product is ${product}.` in the last user message. Allow it with `/// promptc: allow W710` on the line before, `allow = ["W710"]` in [tool.promptc], or `--allow W710`.',
+)
 STABLE_HAS_CODE = _code(
     "E707",
     "stable section contains template code",
@@ -420,6 +425,27 @@ PYTHON_ONLY_PROMPT = _code(
     "prompt left out of the TypeScript bindings",
     "`promptc gen typescript` leaves out a prompt whose artifact has the `python` renderer: its `{{ }}`, `{# #}` and `{% %}` blocks are Python code, which only the Python runtime runs. The JavaScript runtime refuses such artifacts too. Render the prompt from Python, or write it with `${…}` placeholders only.",
 )
+# 94x: `promptc diff`'s old tree (`--old-src`, `--against REV`)
+NOT_A_GIT_REPOSITORY = _code(
+    "E940",
+    "not a git repository",
+    "`promptc diff --against REV` reads the old sources and build with git (`git ls-tree`, `git cat-file`; no checkout, no worktree), so it must run inside a git work tree, and git must be installed. Use `--old-src DIR` to compare with a folder instead.",
+)
+UNKNOWN_REVISION = _code(
+    "E941",
+    "unknown git revision",
+    "`--against` names something git cannot resolve to a commit: a typo, a branch that was never fetched (`git fetch origin main` first, in CI), or a shallow clone that lacks it (`fetch-depth: 0`).",
+)
+OLD_SOURCES_NOT_FOUND = _code(
+    "E942",
+    "old sources not found",
+    "The old source folder does not exist: the folder given to `--old-src`, or the source folder (config `src`) in the revision given to `--against`. Diff needs the old sources to point at the line a cache bust comes from.",
+)
+GIT_FAILED = _code(
+    "E943",
+    "git failed",
+    "git failed while reading the revision (a corrupt repository, a missing object, a file that cannot be read); the message is git's own.",
+)
 SYMLINK_LOOP = _code(
     "W909",
     "symlink loop in the source tree",
@@ -486,7 +512,8 @@ def markdown(examples: dict[str, str]) -> str:
         "Every diagnostic promptc prints has a stable code. `E` codes are errors (exit status 1, nothing",
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
-        "and caching, 8 includes, 9 configuration and the output folder (93x: the formatter, `promptc fmt`).",
+        "and caching, 8 includes, 9 configuration, the output folder and `diff`'s old tree (93x: the",
+        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
         "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",

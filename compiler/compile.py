@@ -137,7 +137,13 @@ def analyse_source(
     except TokenizerError as exc:
         failed = replace(failed, diagnostics=(*all_diagnostics, tokenizer_diagnostic(config, display, exc)))
         return SourceAnalysis(failed, src, items, doc)
-    all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request)), src, doc, ctx)
+    from .prefix import lint, locate
+
+    cut = locate(doc, rel, root)
+    linted = lint(artifact, doc, cut, meter(request.tokenizer), config.stable_run_tokens)
+    all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request), *linted), src, doc, ctx)
+    if config.allow:  # `allow` in [tool.promptc], `--allow` on the command line
+        all_diagnostics = tuple(d for d in all_diagnostics if not (d.severity == "warning" and d.code in config.allow))
     if has_errors(all_diagnostics):
         return SourceAnalysis(replace(failed, diagnostics=all_diagnostics), src, items, doc)
     encoded = dumps(artifact)

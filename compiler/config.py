@@ -49,6 +49,12 @@ class Config:
     #: overrides of the minimum cacheable prefix, by provider name or model-name prefix:
     #: {"claude-sonnet-4-5" = 2048}
     provider_minimums: tuple[tuple[str, int], ...] = ()
+    #: warning codes not to report, for the whole project (CLI: `--allow CODE`, repeatable); a
+    #: `/// promptc: allow CODE` comment allows one on one line
+    allow: tuple[str, ...] = ()
+    #: W710 fires when moving the element that ends the prefix would make at least this many
+    #: more tokens cacheable
+    stable_run_tokens: int = 64
     #: where `pyproject.toml` was found (for messages only; never written into artifacts)
     origin: str | None = field(default=None, compare=False)
 
@@ -92,6 +98,9 @@ class Config:
             self.disclaimer,
             repr(self.require_declared_inputs),
             repr(self.provider_minimums),
+            # not artifact bytes, but the warnings the incremental cache keeps with each artifact
+            repr(self.allow),
+            repr(self.stable_run_tokens),
         ]
         return "\x1f".join(parts)
 
@@ -117,6 +126,15 @@ def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
         if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
             return None, "`provider_minimums` must be a table of integers"
         return tuple(sorted(value.items())), None
+    if key == "allow":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return None, '`allow` must be a list of warning codes, e.g. ["W710"]'
+        names, problem = allow_codes(value)
+        return (names, None) if problem is None else (None, f"`allow`: {problem}")
+    if key == "stable_run_tokens":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            return None, "`stable_run_tokens` must be a positive integer (tokens)"
+        return value, None
     if key == "require_declared_inputs":
         if not isinstance(value, bool):
             return None, "`require_declared_inputs` must be true or false"
@@ -128,6 +146,21 @@ def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
     if key == "default_role" and value not in ROLES:
         return None, f"`default_role` must be one of {', '.join(ROLES)}"
     return value, None
+
+
+def allow_codes(values) -> tuple[tuple[str, ...], str | None]:
+    """The warning codes of `allow` (config) or `--allow` (CLI), upper-cased, sorted, without
+    repeats; or the problem: a name that is no code, or an error's code (errors cannot be allowed)."""
+    from .codes import CODES
+
+    names = sorted({str(value).strip().upper() for value in values if str(value).strip()})
+    for name in names:
+        if name not in CODES:
+            close = did_you_mean(name, list(CODES), limit=2)
+            return (), f"`{name}` is not a diagnostic code" + (f" (did you mean {close}?)" if close else "")
+        if CODES[name].severity == "error":
+            return (), f"`{name}` is an error; only warnings can be allowed"
+    return tuple(names), None
 
 
 def validate(config: Config) -> str | None:
@@ -186,7 +219,7 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
             continue
         coerced, problem = _coerce(key, value)
         if problem:
-            diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see docs/configuration.md"))
+            diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see `promptc explain E902`"))
             continue
         values[key] = coerced
     for key in ("src", "out", "python_bindings", "typescript_bindings"):
@@ -203,7 +236,7 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
     problem = validate(config)
     if problem:
         diagnostics.append(
-            make(codes.INVALID_CONFIG, problem, _key_span(source, "provider"), "see docs/configuration.md")
+            make(codes.INVALID_CONFIG, problem, _key_span(source, "provider"), "see `promptc explain E902`")
         )
         config = replace(config, provider="")
     return config, diagnostics

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import github_escape
 from .model import ArtifactError, Manifest
 
+if TYPE_CHECKING:
+    from .divergence import FirstDifference
+
 #: The kinds of change `--fail-on` can name.
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
-DIFF_SCHEMA = "promptc.diff/1"
+DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference
 
 
 class ManifestError(ValueError):
@@ -34,12 +37,27 @@ class ManifestError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CacheBust:
+    """One prompt whose cached prefix stops hitting.
+
+    Token figures, for whoever prices them (`tokens_at_stake` is what every cached copy of the
+    old prefix was saving; `cacheable_tokens_at_stake` what the old build's provider profile
+    actually cached of it — 0 below the model's minimum, None without a profile). `first_difference`
+    is filled by `locate_busts` when the source trees are known."""
+
     name: str
     old_prefix_sha256: str
     new_prefix_sha256: str | None
     #: the old prefix's tokens: what every cached copy of it was saving
     tokens_at_stake: int
     new_prefix_tokens: int
+    #: the profile of the old build (`openai`), its cacheable tokens, and the new build's
+    provider: str | None = None
+    cacheable_tokens_at_stake: int | None = None
+    new_cacheable_tokens: int | None = None
+    #: the tokenizer the figures are counted with, and whether it is the provider's own
+    tokenizer: str | None = None
+    tokens_exact: bool = False
+    first_difference: FirstDifference | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +66,12 @@ class CacheBust:
             "new_prefix_sha256": self.new_prefix_sha256,
             "tokens_at_stake": self.tokens_at_stake,
             "new_prefix_tokens": self.new_prefix_tokens,
+            "provider": self.provider,
+            "cacheable_tokens_at_stake": self.cacheable_tokens_at_stake,
+            "new_cacheable_tokens": self.new_cacheable_tokens,
+            "tokenizer": self.tokenizer,
+            "tokens_exact": self.tokens_exact,
+            "first_difference": None if self.first_difference is None else self.first_difference.to_json(),
         }
 
 
@@ -101,6 +125,8 @@ class ManifestDiff:
     tokenizer: tuple[str | None, str | None] | None = None
     #: name → source path under the source folder (new manifest first), for annotations
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    #: name → source path in the old manifest
+    old_sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tokens_at_stake(self) -> int:
@@ -197,7 +223,18 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
         before, after = old_artifacts[name], new_artifacts[name]
         if before.prefix_sha256 and before.prefix_sha256 != after.prefix_sha256:
             busts.append(
-                CacheBust(name, before.prefix_sha256, after.prefix_sha256, before.prefix_tokens, after.prefix_tokens)
+                CacheBust(
+                    name,
+                    before.prefix_sha256,
+                    after.prefix_sha256,
+                    before.prefix_tokens,
+                    after.prefix_tokens,
+                    before.provider,
+                    before.cacheable_tokens,
+                    after.cacheable_tokens,
+                    before.tokenizer,
+                    before.tokens_exact,
+                )
             )
         old_inputs, new_inputs = set(before.inputs), set(after.inputs)
         types = _type_changes(before.input_schema, after.input_schema, old_inputs & new_inputs)
@@ -217,6 +254,7 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
             changed.append(name)
     old_tokenizer, new_tokenizer = before_manifest.tokenizer, after_manifest.tokenizer
     sources = {name: entry.source for name, entry in [*old_artifacts.items(), *new_artifacts.items()]}
+    old_sources = {name: entry.source for name, entry in old_artifacts.items()}
     return ManifestDiff(
         busts=tuple(busts),
         contracts=tuple(contracts),
@@ -225,6 +263,7 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
         changed=tuple(changed),
         tokenizer=(old_tokenizer, new_tokenizer) if old_tokenizer != new_tokenizer else None,
         sources=sources,
+        old_sources=old_sources,
     )
 
 
@@ -247,6 +286,65 @@ def _contract_text(change: ContractChange) -> str:
     if change.breaking and not change.type_changes:
         label = "breaking: callers must pass the new inputs"
     return f"{' '.join(parts)} ({label})"
+
+
+def _cacheable(bust: CacheBust) -> str:
+    """`, 0 of them cached by openai` — what the old build's profile actually cached."""
+    if bust.provider is None or bust.cacheable_tokens_at_stake is None:
+        return ""
+    if bust.cacheable_tokens_at_stake == bust.tokens_at_stake:
+        return f", all cached by {bust.provider}"
+    return f", {bust.cacheable_tokens_at_stake} of them cached by {bust.provider}"
+
+
+def _difference_lines(difference: FirstDifference | None) -> list[str]:
+    """The first differing character, in the new and the old source, each with its line."""
+    if difference is None:
+        return []
+    lines = []
+    for label, point in (("new", difference.new), ("old", difference.old)):
+        if point is None:
+            continue
+        why = f" ({point.reason})" if point.reason else ""
+        lines.append(f"    {label}: {point.label()}{why}")
+        if point.text:
+            text, column = _window(point.text, point.column)
+            lines.append(f"      | {text}")
+            lines.append(f"      | {' ' * (column - 1)}^")
+    return lines
+
+
+def _window(text: str, column: int, width: int = 120) -> tuple[str, int]:
+    """A long line cut to `width` characters around `column` (with … where cut), and the column in it."""
+    if len(text) <= width:
+        return text, column
+    start = max(0, min(column - 1 - width // 2, len(text) - width))
+    cut = text[start : start + width]
+    column -= start
+    if start:
+        cut, column = "…" + cut[1:], column
+    if start + width < len(text):
+        cut = cut[:-1] + "…"
+    return cut, column
+
+
+def locate_busts(diff: ManifestDiff, old_tree, new_tree, config) -> ManifestDiff:
+    """`diff` with each cache bust's first differing character located in the old and new source
+    trees (`SourceTree`s; either may be None: not given). Compiles only the busted prompts, in
+    memory, with `config`."""
+    from dataclasses import replace
+
+    from .divergence import compile_prompt, first_difference
+
+    if old_tree is None or new_tree is None or not diff.busts:
+        return diff
+    located = []
+    for bust in diff.busts:
+        rel = diff.sources.get(bust.name) or f"{bust.name}.prompt"
+        old_rel = diff.old_sources.get(bust.name, rel)
+        difference = first_difference(compile_prompt(old_tree, old_rel, config), compile_prompt(new_tree, rel, config))
+        located.append(replace(bust, first_difference=difference))
+    return replace(diff, busts=tuple(located))
 
 
 def summary_line(diff: ManifestDiff) -> str:
@@ -272,8 +370,9 @@ def render_text(diff: ManifestDiff) -> str:
         for bust in diff.busts:
             lines.append(
                 f"  {bust.name}: prefix {_short(bust.old_prefix_sha256)} → {_short(bust.new_prefix_sha256)}, "
-                f"{_plural(bust.tokens_at_stake, 'token')} at stake"
+                f"{_plural(bust.tokens_at_stake, 'token')} at stake{_cacheable(bust)}"
             )
+            lines += _difference_lines(bust.first_difference)
     if diff.contracts:
         lines.append(f"input contract changes ({len(diff.contracts)}):")
         for change in diff.contracts:
@@ -312,6 +411,13 @@ def render_github(diff: ManifestDiff, fail_on: Iterable[str] = (), source_root: 
             f"cache prefix of `{bust.name}` changed ({_short(bust.old_prefix_sha256)} → {_short(bust.new_prefix_sha256)}): "
             f"{_plural(bust.tokens_at_stake, 'cached prefix token')} stop hitting"
         )
+        point = bust.first_difference.new if bust.first_difference is not None else None
+        if point is not None and not point.source.startswith("<") and ":" not in point.source:
+            # on the line that differs (a path as the CLI shows it: relative to the current folder)
+            props = f"file={github_escape(point.source, prop=True)},line={point.line},col={point.column},"
+            title = github_escape("promptc: cache bust", prop=True)
+            lines.append(f"::{level} {props}title={title}::{github_escape(message + ' (first difference here)')}")
+            continue
         lines.append(_annotation(level, "promptc: cache bust", message, file_of(bust.name)))
     for change in diff.contracts:
         fails = "contract" in failing or ("breaking" in failing and change.breaking)

@@ -36,6 +36,7 @@ from .model import (
 from .nodes import Block as BlockNode
 from .nodes import Document, Escape, Placeholder, Text
 from .nodes import Section as SectionNode
+from .prefix import Cut, locate
 
 ANTHROPIC_MAX_BREAKPOINTS = 4
 
@@ -217,13 +218,20 @@ def build_artifact(
         tools,
         output_schema,
         tuple(messages_out),
-        _cache(doc, flat, meter, head, head_chars, head_tokens, request),
+        _cache(doc, flat, meter, head, head_chars, head_tokens, request, locate(doc, rel_source, root)),
         Totals(head_chars + sum(m.chars for m in messages_out), head_tokens + sum(m.tokens for m in messages_out)),
     )
 
 
 def _cache(
-    doc: Document, flat, meter: Meter, head: list[tuple[str, str]], head_chars: int, head_tokens: int, request: Request
+    doc: Document,
+    flat,
+    meter: Meter,
+    head: list[tuple[str, str]],
+    head_chars: int,
+    head_tokens: int,
+    request: Request,
+    cut: Cut,
 ) -> Cache:
     """The cache-stable prefix and the breakpoints. The request is read in the providers' cache
     order: the head (tools, output schema), then each message's blocks."""
@@ -279,7 +287,13 @@ def _cache(
         head_chars,
         head_tokens,
         request.ttl,
-        PrefixEnd(prefix_end[0], prefix_end[1]) if prefix_end else None,
+        PrefixEnd(
+            *(prefix_end or (None, None)),
+            cut.source,
+            cut.line,
+            cut.column,
+            cut.reason,
+        ),
         breakpoints,
     )
 

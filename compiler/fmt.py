@@ -10,7 +10,7 @@ Two stages, each a function with a name:
 - `format_tree(root, rels, config)` — the safety rule. Every file is compiled before and after
   (in memory, never writing the output folder): the prompt itself, or for a partial every prompt
   that includes it. The artifacts must be identical except for `source_sha256` and the source line
-  numbers in `origins` (mapped through the layout's line map), and the warnings must be the same
+  numbers in `origins` and `cache.prefix_end` (mapped through the layout's line map), and the warnings must be the same
   codes; otherwise the file is refused (E931, E932) and left as it was. A file that does not
   compile is refused too (E930): fmt never guesses what a broken file means.
 
@@ -370,6 +370,13 @@ def _normalised(data: dict[str, Any], maps: dict[str, Layout]) -> dict[str, Any]
         message["blocks"] = blocks
         messages.append(message)
     data["messages"] = messages
+    cache = data.get("cache")
+    end = cache.get("prefix_end") if isinstance(cache, dict) else None
+    if isinstance(end, dict) and isinstance(end.get("line"), int):
+        # where the prefix ends moves with its line; its column with the line's own layout
+        source = end.get("source")
+        mapped = maps[source].new_line(end["line"]) if source in maps else end["line"]
+        data["cache"] = {**cache, "prefix_end": {**end, "line": mapped, "column": None}}
     return data
 
 

@@ -587,14 +587,30 @@ class Breakpoint:
 
 @dataclass(frozen=True, slots=True)
 class PrefixEnd:
-    """The last block (message index, block index) of the cache-stable prefix; both None when the
-    prefix is the tools and output schema alone."""
+    """Where the cache-stable prefix ends, and why.
+
+    `message`/`block`: the last block (message index, block index) of the prefix; both None when
+    the prefix holds no message block (it is the tools and output schema alone, or it is empty:
+    `prefix_sha256` null). `source`, `line`, `column` (1-based; columns count code points) and
+    `reason`: where the first byte after the prefix comes from and what it is — the first dynamic
+    element (`input ${product}`, `a {% for %} block`, `a {{ }} block`, `a {# #} block`), a declared
+    dynamic section (`section "request" is dynamic`, at its directive), or `end of request` (just
+    after the request's last text). `source` is the path under the source folder, a partial's
+    when the element comes from one. The four are written by every build since they were added;
+    an artifact of the same schema written before has none of them (all None)."""
 
     message: int | None
     block: int | None
+    source: str | None = None
+    line: int | None = None
+    column: int | None = None
+    reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"message": self.message, "block": self.block}
+        data: dict[str, Any] = {"message": self.message, "block": self.block}
+        if self.source is not None:
+            data.update(source=self.source, line=self.line, column=self.column, reason=self.reason)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
@@ -605,10 +621,29 @@ class PrefixEnd:
 
     @classmethod
     def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        message = _optional_index(_get(data, "message", at), at + "message")
+        block = _optional_index(_get(data, "block", at), at + "block")
+        if not any(key in data for key in _PREFIX_END_WHERE):
+            return cls(message, block)
         return cls(
-            _optional_index(_get(data, "message", at), at + "message"),
-            _optional_index(_get(data, "block", at), at + "block"),
+            message,
+            block,
+            _str(data, "source", at),
+            _position(data, "line", at),
+            _position(data, "column", at),
+            _str(data, "reason", at),
         )
+
+
+#: where and why the prefix ends: all four or none (an artifact written before they existed)
+_PREFIX_END_WHERE = ("source", "line", "column", "reason")
+
+
+def _position(data: Mapping[str, Any], key: str, at: str) -> int:
+    value = data.get(key, _MISSING)
+    if type(value) is int and value >= 1:
+        return value
+    raise _expected(at + key, "a positive integer", value)
 
 
 def _optional(data: Mapping[str, Any], key: str, parse: Any, at: str = "") -> Any:

@@ -281,7 +281,7 @@ def test_a_config_error_is_reported_once_at_its_line_and_exits_2(project: Path) 
         write(project, f"prompts_src/{name}.prompt", "Hi.\n")
     done = run_promptc("check", cwd=project)
     assert done.returncode == 2
-    assert done.stdout.count("E902") == 1 and "pyproject.toml:2:1: error[E902]" in done.stdout
+    assert done.stdout.count("error[E902]") == 1 and "pyproject.toml:2:1: error[E902]" in done.stdout
 
 
 def test_init_starts_a_project_that_builds_and_renders(tmp_path: Path) -> None:

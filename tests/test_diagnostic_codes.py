@@ -198,6 +198,13 @@ CASES = {
     ),
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
     "E710": _text("/// param: model=42\nHi\n"),
+    "W710": _text(
+        "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
+        "relevant help-centre article when there is one, and never invent prices or policies.\n"
+        "----- user -----\nHow do I reset my password?\n"
+        "----- assistant -----\nOpen Settings → Account → Password, choose Reset and follow the link we email you.\n"
+        "----- user -----\n${question}\n"
+    ),
     # 8xx
     "E801": _text("/// include: _tone.prompt\nHi\n", partials={"_tones.prompt": "Be kind.\n"}),
     "E802": _text("/// include: ../outside.prompt\nHi\n"),
@@ -288,7 +295,36 @@ CASES = {
             {"support/chat": 12000, "helpdesk/agnet": 800}, ["support/chat", "helpdesk/agent"], "traffic.json"
         ),
     )[1],
+    # 94x: diff's old tree
+    "E940": lambda tmp_path: _old_tree(tmp_path, "HEAD", git=False),
+    "E941": lambda tmp_path: _old_tree(tmp_path, "main~7"),
+    "E942": lambda tmp_path: _old_tree(tmp_path, None),
+    "E943": lambda tmp_path: _old_tree(tmp_path, "HEAD", lose_blob=True),
 }
+
+
+def _old_tree(tmp_path: Path, revision: str | None, git: bool = True, lose_blob: bool = False):
+    import subprocess
+
+    from promptc.cli.oldtree import OldTreeError, from_folder, from_revision
+
+    write(tmp_path, "prompts_src/a.prompt", "Hi\n")
+    if git:
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+            subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=tmp_path, check=True)
+    if lose_blob:
+        oid = subprocess.run(["git", "rev-parse", "HEAD:prompts_src/a.prompt"], cwd=tmp_path, capture_output=True)
+        name = oid.stdout.decode().strip()
+        (tmp_path / ".git" / "objects" / name[:2] / name[2:]).unlink()
+    try:
+        if revision is None:
+            from_folder("old_src")
+        else:
+            from_revision(revision, "prompts_src", "build")
+    except OldTreeError as exc:
+        return [exc.diagnostic]
+    return []
+
 
 EXPECTED_DIR = Path(__file__).parent.parent / "compiler" / "data" / "diagnostics"  # ships: `promptc explain` shows them
 

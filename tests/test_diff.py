@@ -80,6 +80,12 @@ def test_changed_prefix_is_a_cache_bust_with_the_old_tokens_at_stake() -> None:
             "new_prefix_sha256": SHA_B,
             "tokens_at_stake": 1500,
             "new_prefix_tokens": 900,
+            "provider": None,
+            "cacheable_tokens_at_stake": None,
+            "new_cacheable_tokens": None,
+            "tokenizer": "cl100k_base",
+            "tokens_exact": False,
+            "first_difference": None,
         }
     ]
     assert diff.tokens_at_stake == 1500

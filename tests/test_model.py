@@ -119,10 +119,11 @@ def test_types_and_fields() -> None:
     block = artifact.messages[0].blocks[0]
     assert isinstance(block, Block) and block.stable and isinstance(block.sections[0], Section)
     assert isinstance(artifact.inputs, tuple) and isinstance(block.sections[0].inputs, tuple)
-    assert artifact.cache.prefix_end == PrefixEnd(0, 0)
+    assert artifact.cache.prefix_end == PrefixEnd(0, 0, "<std>/env.prompt", 4, 1, 'section "std.env" is dynamic')
     assert isinstance(artifact.cache, Cache) and isinstance(artifact.totals, Totals)
     assert all(isinstance(b, Breakpoint) for b in artifact.cache.breakpoints)
-    assert Artifact.from_json(_read("build/support/chat.json")).cache.prefix_end is None
+    chat_end = Artifact.from_json(_read("build/support/chat.json")).cache.prefix_end
+    assert chat_end == PrefixEnd(None, None, "support/chat.prompt", 8, 35, "input ${product}")
     manifest = Manifest.from_json(_read("build/manifest.json"))
     assert manifest.schema == MANIFEST_SCHEMA and manifest.compiler_name == "promptc"
     assert isinstance(manifest.artifacts["agents/planner"], ManifestEntry)
@@ -151,7 +152,11 @@ def test_nested_classes_read_on_their_own() -> None:
     assert Cache.from_json(data["cache"]).to_json() == data["cache"]
     assert Totals.from_json(data["totals"]).to_json() == data["totals"]
     assert Breakpoint.from_json(data["cache"]["breakpoints"][0]).to_json() == data["cache"]["breakpoints"][0]
+    # an artifact of the same schema written before the reason was recorded still reads
     assert PrefixEnd.from_json({"message": 1, "block": 2}) == PrefixEnd(1, 2)
+    assert PrefixEnd(1, 2).to_json() == {"message": 1, "block": 2}
+    where = {"message": None, "block": None, "source": "a.prompt", "line": 3, "column": 9, "reason": "end of request"}
+    assert PrefixEnd.from_json(where).to_json() == where
     manifest = _read("build/manifest.json")
     entry = manifest["artifacts"]["agents/planner"]
     assert ManifestEntry.from_json(entry).to_json() == entry
@@ -328,6 +333,30 @@ MALFORMED_ARTIFACTS: list[tuple[str, str, Callable[[Any], None], str]] = [
         PLANNER + "cache.prefix_end.block: required key is missing",
     ),
     (
+        "prefix-end-reason-without-line",
+        "build/agents/planner.json",
+        _delete("cache", "prefix_end", "line"),
+        PLANNER + "cache.prefix_end.line: required key is missing",
+    ),
+    (
+        "prefix-end-column-zero",
+        "build/support/chat.json",
+        _set("cache", "prefix_end", "column", value=0),
+        CHAT + "cache.prefix_end.column: expected a positive integer, got 0",
+    ),
+    (
+        "prefix-end-reason-not-string",
+        "build/support/chat.json",
+        _set("cache", "prefix_end", "reason", value=None),
+        CHAT + "cache.prefix_end.reason: expected a string, got null",
+    ),
+    (
+        "prefix-end-source-only",
+        "build/support/chat.json",
+        _set("cache", "prefix_end", value={"message": None, "block": None, "source": "x.prompt"}),
+        CHAT + "cache.prefix_end.line: required key is missing",
+    ),
+    (
         "prefix-sha-int",
         "build/agents/planner.json",
         _set("cache", "prefix_sha256", value=5),
@@ -481,6 +510,17 @@ def test_non_object_documents(document: Any) -> None:
         Artifact.from_json(document)
     with pytest.raises(ArtifactError, match=r"^manifest: expected a JSON object, got "):
         Manifest.from_json(document)
+
+
+def test_artifacts_written_before_prefix_end_had_a_reason_still_read() -> None:
+    """Schema 2.0 artifacts: `prefix_end` null (no prefix) or without source/line/column/reason."""
+    validator = jsonschema.Draft202012Validator(load_schema("artifact"))
+    doc = _read("build/support/chat.json")
+    doc["cache"]["prefix_end"] = None
+    assert Artifact.from_json(doc).cache.prefix_end is None and validator.is_valid(doc)
+    doc = _read("build/agents/planner.json")
+    doc["cache"]["prefix_end"] = {"message": 0, "block": 0}
+    assert Artifact.from_json(doc).to_json() == doc and validator.is_valid(doc)
 
 
 def test_unknown_keys_are_ignored_and_dropped() -> None:

@@ -234,8 +234,9 @@ def check_prefix(artifact: dict, inputs: dict) -> None:
     end = cache_info["prefix_end"]
     head = head_segments(rendered.tools, rendered.output_schema)  # what the request leads with
     assert sum(len(text) for _, text in head) == cache_info["head_chars"]
-    if end is None:
-        assert cache_info["prefix_sha256"] is None and not head
+    assert end["reason"] and end["line"] >= 1 and end["column"] >= 1  # where and why it ends
+    if end["message"] is None and not head:  # no prefix at all
+        assert cache_info["prefix_sha256"] is None
         first = artifact["messages"][0]["blocks"][0]
         assert first["boundary"] == "dynamic"
         return

@@ -385,7 +385,7 @@ def test_sysprompt_layout():
             ("dynamic", ["body"]),
         ],
     ]
-    assert art["cache"]["prefix_end"] == {"message": 0, "block": 0}
+    assert (art["cache"]["prefix_end"]["message"], art["cache"]["prefix_end"]["block"]) == (0, 0)
     assert art["cache"]["prefix_sha256"] == prefix_digest([("system", "You are a code review assistant.")])
 
     rendered = render_artifact(art, {**ENV, "today": "2025-03-04", "question": "Is this safe?"})

@@ -224,7 +224,9 @@ def test_std_partials_compile_with_the_expected_sections():
     assert (found["std.git"]["boundary"], found["std.git"]["target"]) == ("dynamic", "system")
     assert (found["std.date"]["boundary"], found["std.date"]["target"]) == ("dynamic", "user_context")
     # the stable text before them is the cache prefix; the snapshots never are
-    assert art["cache"]["prefix_end"] == {"message": 0, "block": 0}
+    end = art["cache"]["prefix_end"]
+    assert (end["message"], end["block"], end["source"], end["line"]) == (0, 0, "<std>/env.prompt", 4)
+    assert end["reason"] == 'section "std.env" is dynamic'  # the partial's own line
     assert [s["name"] for s in art["messages"][0]["blocks"][0]["sections"]] == ["body"]
 
 

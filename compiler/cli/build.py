@@ -13,13 +13,13 @@ from .common import Reporter, common_options, project_config
 @click.argument("src", required=False)
 @click.option("-o", "--out", default=None, help="Output folder (config: out; default build).")
 @common_options
-def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer, provider) -> None:
+def build_cmd(src, out, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
     """Compile SRC (config: src; default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
     from ..driver import build, check
     from ..progress import progress_callback
 
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider)
-    reporter = Reporter(fmt, strict, quiet)
+    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
+    reporter = Reporter(fmt, strict, quiet, config.allow)
     if reporter.strict:
         # a strict build must not write when a warning would fail it: check first, then write
         preview = check(config.src, config.out, config)
@@ -43,13 +43,13 @@ def build_cmd(src, out, fmt, strict, quiet, defines, tokenizer, provider) -> Non
 @click.option("-o", "--out", default=None, help="Output folder to compare with --locked.")
 @click.option("--locked", is_flag=True, help="Also fail when OUT differs from what build would write.")
 @common_options
-def check_cmd(src, out, locked, fmt, strict, quiet, defines, tokenizer, provider) -> None:
+def check_cmd(src, out, locked, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
     """Compile SRC without writing anything; with --locked, fail when OUT is stale."""
     from ..driver import check
 
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider)
+    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
     result = check(config.src, config.out, config, locked=locked)
-    reporter = Reporter(fmt, strict, quiet)
+    reporter = Reporter(fmt, strict, quiet, config.allow)
     summary = "check"
     if locked and result.stale:
         summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"

@@ -88,9 +88,11 @@ def project_config(
     *,
     tokenizer: str | None = None,
     provider: str | None = None,
+    allow: tuple[str, ...] = (),
 ) -> tuple[Config, list[Diagnostic]]:
     """The file's config with this command's values (flags or defaults from the file) applied,
-    and the file's own diagnostics. Raises a usage error for a value that cannot work."""
+    and the file's own diagnostics. Raises a usage error for a value that cannot work. `--allow`
+    adds to the file's `allow`."""
     from ..config import validate
 
     current = settings()
@@ -98,7 +100,7 @@ def project_config(
     for key, value in (("src", src), ("out", out), ("tokenizer", tokenizer), ("provider", provider)):
         if value is not None:
             values[key] = value
-    config = replace(current.config, **values)
+    config = with_allowed(replace(current.config, **values), allow)
     problem = validate(config)
     if problem:
         raise click.BadParameter(problem, param_hint="--provider")
@@ -110,6 +112,18 @@ def project_config(
     except TokenizerError as exc:
         raise click.BadParameter(str(exc), param_hint="--tokenizer (or `tokenizer` in [tool.promptc])") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
+
+
+def with_allowed(config: Config, allow: tuple[str, ...]) -> Config:
+    """`config` with the `--allow` codes added to its `allow`; a usage error for a bad code."""
+    if not allow:
+        return config
+    from ..config import allow_codes
+
+    names, problem = allow_codes(allow)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--allow")
+    return replace(config, allow=tuple(sorted({*config.allow, *names})))
 
 
 def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
@@ -126,6 +140,13 @@ def common_options(fn: Any) -> Any:
     """The options of the commands that compile: format, strictness, defines, tokenizer, provider."""
     fn = click.option(
         "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
+    )(fn)
+    fn = click.option(
+        "--allow",
+        "allow",
+        multiple=True,
+        metavar="CODE",
+        help="Do not report warning CODE (repeatable; adds to `allow` in [tool.promptc]).",
     )(fn)
     fn = click.option("--strict", is_flag=True, help="Treat warnings as errors.")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="Print errors only.")(fn)
@@ -146,12 +167,17 @@ def common_options(fn: Any) -> Any:
 class Reporter:
     """Prints diagnostics in the chosen format and decides the exit code."""
 
-    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False) -> None:
+    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False, allow=()) -> None:
         self.fmt = fmt
         self.strict = strict
         self.quiet = quiet
+        #: warning codes not to report (`allow` in config, `--allow`): the prompts' own are already
+        #: dropped by the compiler; this catches the build's (W909) and the config's (W903)
+        self.allow = frozenset(allow)
 
     def promote(self, diagnostics):
+        if self.allow:
+            diagnostics = [d for d in diagnostics if not (d.severity == "warning" and d.code in self.allow)]
         if not self.strict:
             return list(diagnostics)
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]

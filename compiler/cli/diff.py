@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -43,9 +44,60 @@ def _read_manifest(arg: str) -> dict[str, Any]:
     return document
 
 
+def _fail_with(diagnostic, fmt: str) -> NoReturn:
+    """An old tree that cannot be read (E940–E943): the diagnostic, exit 2."""
+    from ..diagnostics import render_github, render_text
+
+    if fmt == "json":
+        import orjson
+
+        from .common import envelope
+
+        payload = envelope("diff", diagnostics=[diagnostic.to_json()], errors=1, warnings=0)
+        click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+    elif fmt == "github":
+        click.echo(render_github(diagnostic))
+    else:
+        click.echo(render_text(diagnostic), err=True)
+    sys.exit(USAGE_ERROR)
+
+
+def _compiled_manifest(tree, config) -> dict[str, Any]:
+    """The manifest a build of `tree` would write, compiled in memory (a revision whose build is
+    not committed). Prompts that do not compile there are left out, as a build would fail them."""
+    from ..compile import compile_source
+    from ..driver.manifest import manifest_for
+    from ..driver.sources import is_prompt
+    from ..frontend import PartialLoader
+
+    partials = PartialLoader(config, tree)
+    prompts = []
+    for rel in sorted(tree.files):
+        if not is_prompt(rel):
+            continue
+        compiled = compile_source(rel, tree.files[rel], config, tree, partials)
+        if compiled.ok and compiled.summary is not None:
+            prompts.append(compiled)
+    return manifest_for(prompts, config).to_json()
+
+
 @click.command("diff")
-@click.argument("old_manifest")
+@click.argument("old_manifest", required=False)
 @click.argument("new_manifest", required=False)
+@click.option(
+    "--against",
+    "against",
+    default=None,
+    metavar="REV",
+    help="Compare with git revision REV (`origin/main`): its sources and build, read with git, no checkout.",
+)
+@click.option(
+    "--old-src",
+    "old_src",
+    default=None,
+    metavar="DIR",
+    help="The old source folder, to point each cache bust at its first differing line.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -70,34 +122,81 @@ def _read_manifest(arg: str) -> dict[str, Any]:
     help="JSON object: prompt name → requests per day; adds the cost per day before and after, and the deploy cost.",
 )
 def diff_cmd(
-    old_manifest: str, new_manifest: str | None, fmt: str, fail_on: tuple[str, ...], traffic_path: str | None = None
+    old_manifest: str | None,
+    new_manifest: str | None,
+    against: str | None,
+    old_src: str | None,
+    fmt: str,
+    fail_on: tuple[str, ...],
+    traffic_path: str | None = None,
 ) -> None:
-    """Compare OLD_MANIFEST with NEW_MANIFEST (default: OUT/manifest.json from the config).
+    """Compare OLD_MANIFEST (or the build of git revision --against REV) with NEW_MANIFEST
+    (default: OUT/manifest.json from the config).
 
-    Reports prompts whose cache-stable prefix changed (cache busts, with the prefix tokens at stake),
-    whose inputs changed (an added input is breaking), and prompts added or removed. Either manifest
-    may be a build folder, and OLD_MANIFEST may be `-` for stdin:
+    Reports prompts whose cache-stable prefix changed (cache busts, with the prefix tokens at stake
+    and what the provider profile cached of them), whose inputs changed (an added input is
+    breaking), and prompts added or removed. With the old sources (--old-src DIR, or --against),
+    each cache bust names the first character that differs, as a line in the new and the old
+    source. Either manifest may be a build folder, and OLD_MANIFEST may be `-` for stdin:
 
     \b
+        promptc diff --against origin/main --fail-on contract
         git show origin/main:build/manifest.json | promptc diff - --fail-on contract
 
-    Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest cannot be read.
+    Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest or the old
+    tree cannot be read.
     """
-    from ..diff import ManifestError, diff_manifests, render_github, render_text
+    from ..diff import ManifestError, diff_manifests, locate_busts, render_github, render_text
+    from .oldtree import OldTreeError, from_folder, from_revision
 
     config = settings().config
+    if against is not None and old_manifest is not None and new_manifest is not None:
+        _usage_error("give OLD_MANIFEST or --against REV, not both")
+    if against is not None and old_manifest is not None:
+        new_manifest, old_manifest = old_manifest, None  # `diff --against REV NEW`
+    if against is None and old_manifest is None:
+        _usage_error("give OLD_MANIFEST (a manifest or a build folder), or --against REV")
     if new_manifest is None:
         new_manifest = str(Path(config.out) / "manifest.json")
-    old = _read_manifest(old_manifest)
+    old_tree = None
+    try:
+        if against is not None:
+            old_tree = from_revision(against, config.src, config.out)
+        if old_src is not None:
+            folder = from_folder(old_src)
+            old_tree = folder if old_tree is None else replace(old_tree, sources=folder.sources)
+    except OldTreeError as exc:
+        _fail_with(exc.diagnostic, fmt)
+    if old_tree is not None and old_manifest is None:
+        import orjson
+
+        if old_tree.manifest is not None:
+            try:
+                old = orjson.loads(old_tree.manifest)
+            except orjson.JSONDecodeError as exc:
+                _usage_error(f"{against}:{config.out}/manifest.json is not valid JSON: {exc}")
+        else:
+            old = _compiled_manifest(old_tree.sources, config)
+    else:
+        assert old_manifest is not None
+        old = _read_manifest(old_manifest)
     new = _read_manifest(new_manifest)
     try:
         diff = diff_manifests(old, new)
     except ManifestError as exc:
         _usage_error(str(exc))
+    if old_tree is not None and diff.busts:
+        from ..driver.sources import read_tree
+
+        src = Path(config.src)
+        if src.is_dir():
+            new_tree, _ = read_tree(src, Path(config.out))
+            diff = locate_busts(diff, old_tree.sources, new_tree, config)
     failing = diff.failing(fail_on)
     from .cost import diff_money
 
-    money = diff_money(old, old_manifest, new, new_manifest, traffic_path, fail_on)
+    # with --against the old artifacts stay in git: the old sizes are estimated (the output says so)
+    money = diff_money(old, old_manifest or "-", new, new_manifest, traffic_path, fail_on)
     if money is not None:
         failing += money.failing
     if fmt == "json":

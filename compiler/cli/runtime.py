@@ -192,7 +192,19 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
     return lines
 
 
-def inspect_lines(artifact: Artifact) -> list[str]:
+def prefix_end_line(artifact: Artifact, src: str | None = None) -> str | None:
+    """`prefix ends: prompts_src/support/chat.prompt:8:35: input ${product}` (None for an artifact
+    written before promptc recorded it). `src`, the source folder, makes the path one to click."""
+    end = artifact.cache.prefix_end
+    if end is None or end.source is None:
+        return None
+    path = end.source
+    if src and src not in (".", "") and not path.startswith("<"):
+        path = f"{src.rstrip('/')}/{path}"
+    return f"prefix ends: {path}:{end.line}:{end.column}: {end.reason}"
+
+
+def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
     """The human-readable report `promptc inspect` prints (a function so tests and tools can reuse it)."""
     totals, messages, cache = artifact.totals, artifact.messages, artifact.cache
     lines = [
@@ -255,6 +267,9 @@ def inspect_lines(artifact: Artifact) -> list[str]:
         )
     else:
         lines.append("cache prefix: none (the request starts with dynamic content)")
+    ends = prefix_end_line(artifact, src)
+    if ends is not None:
+        lines.append(ends)
     if cache.breakpoints:
         lines.append("breakpoints:")
         rows = [["msg", "block", "chars", "tokens", "stable prefix", "anthropic"]]
@@ -292,7 +307,9 @@ def inspect_cmd(name: str, out: str | None, fmt: str) -> None:
 
         click.echo(json.dumps(envelope("inspect", out=_build_dir(out), artifact=artifact.to_json()), indent=2))
         return
-    click.echo("\n".join(inspect_lines(artifact)))
+    from .common import settings
+
+    click.echo("\n".join(inspect_lines(artifact, settings().config.src)))
 
 
 __all__ = ["render_cmd", "inspect_cmd", "inspect_lines"]

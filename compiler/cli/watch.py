@@ -9,7 +9,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from .common import Reporter, common_options, parse_defines, project_config, settings
+from .common import Reporter, common_options, parse_defines, project_config, settings, with_allowed
 
 
 def _stamp(when: float) -> str:
@@ -88,7 +88,7 @@ def _report_build_json(record: Any, reporter: Any) -> None:
     help="Quiet window after a change before rebuilding, in milliseconds.",
 )
 @common_options
-def watch_cmd(src, out, debounce, fmt, strict, quiet, defines, tokenizer, provider) -> None:
+def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
     """Build SRC into OUT, then rebuild on every change until Ctrl-C.
 
     A prompt with errors keeps its last good artifact; the other prompts are still written. Changes
@@ -102,9 +102,9 @@ def watch_cmd(src, out, debounce, fmt, strict, quiet, defines, tokenizer, provid
     given = {"src": src, "out": out, "tokenizer": tokenizer, "provider": provider}
     # flags typed on the command line keep winning after pyproject.toml changes
     explicit = {k: v for k, v in given.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider)
+    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
     current = settings()  # the loop runs in another thread, where there is no click context
-    reporter = Reporter(fmt, strict, quiet)
+    reporter = Reporter(fmt, strict, quiet, config.allow)
     report = _report_build_json if fmt == "json" else _report_build
 
     def on_result(record: Any) -> None:
@@ -112,7 +112,10 @@ def watch_cmd(src, out, debounce, fmt, strict, quiet, defines, tokenizer, provid
 
     def reload() -> tuple[Any, list]:
         fresh, diagnostics = current.reload()
-        return replace(fresh, **explicit).with_defines(parse_defines(defines)), diagnostics
+        # `--allow` keeps adding to the file's `allow` (a reloaded file's own list included)
+        fresh = with_allowed(replace(fresh, **explicit), allow)
+        reporter.allow = frozenset(fresh.allow)
+        return fresh.with_defines(parse_defines(defines)), diagnostics
 
     click.echo(f"watching {config.src} → {config.out} (Ctrl-C to stop)", err=True)
     try:

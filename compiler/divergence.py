@@ -1,0 +1,225 @@
+"""Where two builds of one prompt first differ: the first character of the cache-stable prefix that
+is not the same, as a place in each source tree (`promptc diff --old-src`, `--against`).
+
+A prefix is read as one stream in the providers' cache order — the tools and output schema, then
+for each message its role and the stable text of the prefix — built from the compiled document,
+so that every character knows the source item it came from (a partial's, a define's, an escape's).
+The first character where the old and the new stream differ is the cache bust's cause; when one
+stream is a prefix of the other, that side's prefix simply ends there, and its place is the
+artifact's `cache.prefix_end` (with the reason).
+
+Pure: the trees are in memory (`SourceTree`); nothing here reads files or runs git.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Config
+from .context import Context, SourceTree
+from .diagnostics import Span, has_errors
+from .language import JOINER, SOURCE_SUFFIX
+from .model import Artifact, head_segments
+from .nodes import Document, Escape, Text
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePoint:
+    """A place in a source tree: `source` as diagnostics show it (`prompts_src/agents/_identity.prompt`,
+    `HEAD~1:prompts_src/…` for a git revision), 1-based line and column, the line's text, and,
+    where the place is the end of a prefix, why it ends there."""
+
+    source: str
+    line: int
+    column: int
+    text: str
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "line": self.line,
+            "column": self.column,
+            "text": self.text,
+            "reason": self.reason,
+        }
+
+    def label(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True, slots=True)
+class FirstDifference:
+    """The first character where the old and new prefixes differ: `offset` counts characters of
+    the prefix stream both share before it (the roles count as one character each, the tools and
+    schema as their canonical JSON); `old`/`new` are None when that tree was not given or the
+    prompt did not compile there."""
+
+    offset: int
+    new: SourcePoint | None
+    old: SourcePoint | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "offset": self.offset,
+            "new": None if self.new is None else self.new.to_json(),
+            "old": None if self.old is None else self.old.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    doc: Document
+    artifact: Artifact
+    root: str  # how the tree's folder is shown (`prompts_src/`), which prefix_end paths omit
+
+
+def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | None:
+    """The document and artifact of `rel` in `tree`, or None when it does not compile there."""
+    from .emit import build_artifact
+    from .frontend import read_source
+    from .meter import TokenizerError, meter
+    from .pipeline import run
+    from .request import settle
+
+    data = tree.files.get(rel)
+    if data is None:
+        return None
+    display = tree.display(rel)
+    src, items, diagnostics = read_source(display, data)
+    if src is None or has_errors(diagnostics):
+        return None
+    ctx = Context(config, src, tree, None)
+    doc = run(Document(src, rel.removesuffix(SOURCE_SUFFIX), items), ctx)
+    request, request_diagnostics = settle(doc, config)
+    if has_errors([*ctx.diagnostics, *request_diagnostics]):
+        return None
+    root = display[: len(display) - len(rel)]
+    try:
+        artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request, root)
+    except TokenizerError:
+        return None
+    return Compiled(doc, artifact, root)
+
+
+# (start offset in the stream, the piece's text, the span it came from, or None: a joiner or a role)
+_Piece = tuple[int, str, Span | None]
+
+
+def _stream(compiled: Compiled) -> tuple[str, list[_Piece], list[int], int]:
+    """The prefix as one string, its pieces, their start offsets (for bisect), and where the
+    tools and output schema that lead it end."""
+    doc, artifact = compiled.doc, compiled.artifact
+    pieces: list[_Piece] = []
+    parts: list[str] = []
+    at = 0
+
+    def add(text: str, span: Span | None) -> None:
+        nonlocal at
+        if text:
+            pieces.append((at, text, span))
+            parts.append(text)
+            at += len(text)
+
+    for _, text in head_segments(artifact.tools, artifact.output_schema):
+        add(text, None)
+    head_end = at
+    end = artifact.cache.prefix_end
+    last = (end.message, end.block) if end is not None and end.message is not None else None
+    if last is not None and artifact.cache.prefix_sha256:
+        for mi in range(last[0] + 1):
+            message, node = artifact.messages[mi], doc.messages[mi]
+            add("\x00", node.span)  # the role: a change of role is a difference at the separator
+            add(message.role + "\x00", node.span)
+            position = 0
+            for bi, block in enumerate(message.blocks):
+                if mi == last[0] and bi > last[1]:
+                    break
+                if bi:
+                    add(JOINER, None)
+                for si, section in enumerate(node.sections[position : position + len(block.sections)]):
+                    if si:
+                        add(JOINER, None)
+                    for item in section.items:
+                        if isinstance(item, (Text, Escape)):
+                            add(item.value, item.span)
+                position += len(block.sections)
+    return "".join(parts), pieces, [piece[0] for piece in pieces], head_end
+
+
+def _common_length(a: str, b: str) -> int:
+    """How many leading characters `a` and `b` share (slices compare in C: O(n log n))."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int], int], offset: int) -> SourcePoint:
+    stream, pieces, starts, head_end = streamed
+    if offset >= len(stream):  # this side's prefix ends here: why it ends
+        return _end(compiled)
+    if offset < head_end:
+        files = [compiled.root + path for path in compiled.artifact.resources]
+        where = ", ".join(files) or compiled.doc.source.path
+        return SourcePoint(where, 1, 1, "", "the tools or the output schema differ")
+    index = bisect.bisect_right(starts, offset) - 1
+    # a joiner or a role has no place of its own: the next piece that has one
+    while index < len(pieces) and pieces[index][2] is None:
+        index += 1
+        offset = pieces[index][0] if index < len(pieces) else offset
+    if index >= len(pieces):
+        return _end(compiled)
+    start, text, span = pieces[index]
+    assert span is not None
+    src = span.src or compiled.doc.source
+    exact = span.end - span.start == len(text)  # text as written (not a define, an escape, a frame)
+    place = src.span(span.start + (offset - start if exact else 0))
+    return SourcePoint(src.path, place.line, place.col, src.line_text(place.line))
+
+
+def _end(compiled: Compiled) -> SourcePoint:
+    end = compiled.artifact.cache.prefix_end
+    if end is None or end.source is None or end.line is None:
+        return SourcePoint(compiled.doc.source.path, 1, 1, compiled.doc.source.line_text(1), "end of prefix")
+    path = end.source if end.source.startswith("<") else compiled.root + end.source
+    text = ""
+    src = compiled.doc.source if compiled.doc.source.path == path else None
+    if src is None:
+        src = _find_source(compiled.doc, path)
+    if src is not None:
+        text = src.line_text(end.line)
+    return SourcePoint(path, end.line, end.column or 1, text, end.reason)
+
+
+def _find_source(doc: Document, path: str):
+    for message in doc.messages:
+        for section in message.sections:
+            for item in section.items:
+                src = item.span.src
+                if src is not None and src.path == path:
+                    return src
+            if section.source.path == path:
+                return section.source
+    return None
+
+
+def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDifference | None:
+    """Where the prefixes of `old` and `new` first differ; None when either side did not compile,
+    or when their prefix streams are the same (nothing to point at)."""
+    if old is None or new is None:
+        return None
+    old_streamed, new_streamed = _stream(old), _stream(new)
+    if old_streamed[0] == new_streamed[0]:
+        return None
+    offset = _common_length(old_streamed[0], new_streamed[0])
+    return FirstDifference(offset, _point(new, new_streamed, offset), _point(old, old_streamed, offset))
+
+
+__all__ = ["Compiled", "FirstDifference", "SourcePoint", "compile_prompt", "first_difference"]

@@ -1,0 +1,271 @@
+"""Where and why the cache-stable prefix ends (`cache.prefix_end`), and W710: a prefix cut short by
+something that could move.
+
+The prefix ends where the first dynamic section of the request starts (SPEC §6): the emitted
+order of the document's sections is the request's order, so that section is the first one whose
+boundary is dynamic. `locate` names the cause and points at it in the source:
+
+- a section declared `/// section: NAME dynamic` → `section "NAME" is dynamic`, at its directive;
+- otherwise the section's first runtime-dependent element → `input ${product}`, `a {% for %} block`,
+  `a {{ }} block`, `a {# #} block`, at the element (in the partial, for a partial's text);
+- no dynamic section at all → `end of request`, just after the last text of the request.
+
+`lint` is W710. It fires when the section that ends the prefix would be stable but for one
+*movable* element — one input's placeholders, one `{{ }}`/`{# #}` block, or one `{% %}` block with
+everything up to its matching end — and fixing that element would make at least
+`stable_run_tokens` (config, default 64) more tokens cacheable. The figure is exact for the case it
+names: it is the prefix the prompt would have if the element rendered as empty text (as
+`-D product=` makes it), tokens counted like `cache.prefix_tokens`, minus the prefix it has.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import codes
+from .diagnostics import Diagnostic, Span, make
+from .language import JOINER, unescape
+from .meter import Meter
+from .model import Artifact
+from .nodes import Block, Document, Escape, Item, Placeholder, Section, Text
+
+#: W710's default threshold: fewer tokens than this at stake is not worth a warning.
+DEFAULT_STABLE_RUN_TOKENS = 64
+#: the sections the compiler writes itself (the user_context frame): no source position of their own
+_FRAME_SECTIONS = ("user_context.intro", "user_context.disclaimer")
+_OPENERS = ("if", "for", "while")
+_CLOSERS = ("endif", "endfor", "endwhile")
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Where the prefix ends: the source position and reason `cache.prefix_end` records, and the
+    section and element (index into the section's items) that cause it; both None at the end."""
+
+    source: str
+    line: int
+    column: int
+    reason: str
+    section: Section | None = None
+    element: int | None = None
+
+
+def _relative(path: str, root: str) -> str:
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def describe(item: Item) -> str:
+    """How a reason names a dynamic element: `input ${user.name}`, `a {% for %} block`."""
+    if isinstance(item, Placeholder):
+        return f"input ${{{item.path}}}"
+    if isinstance(item, Block):
+        if item.kind == "expr":
+            return "a {{ }} block"
+        if item.kind == "exec":
+            return "a {# #} block"
+        return f"a {{% {item.keyword or 'statement'} %}} block"
+    return "template text"
+
+
+def _at(span: Span | None, fallback: str, root: str) -> tuple[str, int, int]:
+    if span is None or span.src is None:
+        return fallback, span.line if span else 1, span.col if span else 1
+    return _relative(span.src.path, root), span.line, span.col
+
+
+def locate(doc: Document, rel_source: str, root: str = "") -> Cut:
+    """The cut of `doc` (after section partitioning). `root` is stripped from source paths."""
+    for message in doc.messages:
+        for section in message.sections:
+            if section.boundary != "dynamic":
+                continue
+            if section.declared_boundary == "dynamic" and section.span is not None:
+                source, line, column = _at(section.span, rel_source, root)
+                return Cut(source, line, column, f'section "{section.name}" is dynamic', section)
+            for index, item in enumerate(section.items):
+                if isinstance(item, (Placeholder, Block)):
+                    source, line, column = _at(item.span, rel_source, root)
+                    return Cut(source, line, column, describe(item), section, index)
+            source, line, column = _at(section.span, rel_source, root)
+            return Cut(source, line, column, f'section "{section.name}" is dynamic', section)
+    return _end(doc, rel_source, root)
+
+
+def _end(doc: Document, rel_source: str, root: str) -> Cut:
+    """`end of request`: just after the last text the author wrote (the request's last section
+    that has a position, its last item's end)."""
+    for message in reversed(doc.messages):
+        for section in reversed(message.sections):
+            if section.name in _FRAME_SECTIONS and section.span is None:
+                continue
+            for item in reversed(section.items):
+                span = item.span
+                if span.src is not None:
+                    end = span.src.span(span.end)
+                    return Cut(_relative(span.src.path, root), end.line, end.col, "end of request")
+    return Cut(rel_source, 1, 1, "end of request")
+
+
+# ---------------------------------------------------------------------------------------------
+# W710
+
+
+def _movable(section: Section, index: int) -> tuple[int, int] | None:
+    """The items [start, stop) that fixing the element at `index` takes out of `section`, when
+    nothing else in the section is dynamic; None when the section would stay dynamic anyway."""
+    items = section.items
+    element = items[index]
+    if isinstance(element, Placeholder):
+        root = element.root
+        for item in items:
+            if isinstance(item, Block) or (isinstance(item, Placeholder) and item.root != root):
+                return None
+        return index, index + 1  # every other placeholder of the section names the same input
+    assert isinstance(element, Block)
+    stop = index + 1
+    if element.kind == "stmt" and element.keyword in _OPENERS:
+        depth = 0
+        for stop in range(index, len(items)):
+            item = items[stop]
+            if isinstance(item, Block) and item.kind == "stmt":
+                depth += item.keyword in _OPENERS
+                depth -= item.keyword in _CLOSERS
+                if depth == 0:
+                    break
+        stop += 1
+    for position, item in enumerate(items):
+        if (position < index or position >= stop) and isinstance(item, (Placeholder, Block)):
+            return None
+    return index, stop
+
+
+def _without(section: Section, cut: tuple[int, int], index: int) -> str:
+    """The section's rendered text with the element taken out (as an empty define renders it)."""
+    items = section.items
+    element = items[index]
+    parts = []
+    for position, item in enumerate(items):
+        if cut[0] <= position < cut[1]:
+            continue
+        if isinstance(item, (Text, Escape)):
+            parts.append(item.value)
+        elif isinstance(element, Placeholder) and isinstance(item, Placeholder):
+            continue  # the same input's other uses
+    return "".join(parts)
+
+
+def gain(artifact: Artifact, doc: Document, cut: Cut, meter: Meter, at_least: int = 0) -> int | None:
+    """How many tokens the prefix would gain if the element of `cut` were fixed (None: fixing it
+    alone would not make its section stable, or the gain is surely below `at_least`, which the
+    counts the artifact already holds tell without loading the tokenizer)."""
+    section, index = cut.section, cut.element
+    if section is None or index is None or section.declared_boundary == "dynamic":
+        return None
+    taken = _movable(section, index)
+    if taken is None:
+        return None
+    if at_least and _estimate(artifact, section, doc) + _SEAM_SLACK < at_least:
+        return None
+    flat = _fixed_request(artifact, doc, section, _without(section, taken, index))
+    if flat is None:
+        return None
+    return max(0, _would_be(artifact, flat, meter) - artifact.cache.prefix_tokens)
+
+
+def _fixed_request(
+    artifact: Artifact, doc: Document, section: Section, fixed: str
+) -> list[tuple[int, str | None]] | None:
+    # the request as (message, stable text or None for a dynamic block), with the section fixed
+    flat: list[tuple[int, str | None]] = []
+    seen = False
+    for mi, (message, node) in enumerate(zip(artifact.messages, doc.messages, strict=False)):
+        position = 0
+        for block in message.blocks:
+            nodes = node.sections[position : position + len(block.sections)]
+            position += len(block.sections)
+            if block.stable:
+                flat.append((mi, unescape(block.text)))
+            elif not seen and any(s is section for s in nodes):
+                seen = True
+                flat.append((mi, fixed))
+                if len(nodes) > 1:
+                    flat.append((mi, None))
+            else:
+                flat.append((mi, None))
+    if not seen:
+        return None
+    return flat
+
+
+def _would_be(artifact: Artifact, flat: list[tuple[int, str | None]], meter: Meter) -> int:
+    segments: list[tuple[int, str]] = []
+    for mi, text in flat:
+        if text is None:
+            break
+        if segments and segments[-1][0] == mi:
+            segments[-1] = (mi, segments[-1][1] + JOINER + text)
+        else:
+            segments.append((mi, text))
+    return artifact.cache.head_tokens + sum(meter.tokens(text) for _, text in segments)
+
+
+#: how far the exact gain may exceed the estimate from the counts the artifact already holds
+#: (joining texts can merge or add a token or two at each seam)
+_SEAM_SLACK = 8
+
+
+def _estimate(artifact: Artifact, section: Section, doc: Document) -> int:
+    """The gain from the counts the artifact holds (no tokenizer): the fixed section's tokens
+    with the element still in, plus the stable blocks that would join the prefix after it."""
+    total, counting, found = 0, False, False
+    for message, node in zip(artifact.messages, doc.messages, strict=False):
+        position = 0
+        for block in message.blocks:
+            nodes = node.sections[position : position + len(block.sections)]
+            position += len(block.sections)
+            if counting:
+                if not block.stable:
+                    return total
+                total += block.tokens
+            elif not found and not block.stable and any(s is section for s in nodes):
+                found = True
+                index = next(i for i, s in enumerate(nodes) if s is section)
+                total += block.sections[index].tokens
+                if len(nodes) > 1:
+                    return total
+                counting = True
+    return total
+
+
+def lint(artifact: Artifact, doc: Document, cut: Cut, meter: Meter, threshold: int) -> list[Diagnostic]:
+    """W710 for `artifact` (compiled from `doc`, whose prefix ends at `cut`)."""
+    if cut.section is None or cut.element is None:
+        return []
+    threshold = max(1, threshold)
+    tokens = gain(artifact, doc, cut, meter, threshold)
+    if tokens is None or tokens < threshold:
+        return []
+    element = cut.section.items[cut.element]
+    if isinstance(element, Placeholder):
+        what = f"`${{{element.path}}}`"
+        fix = f"move {what} below the stable text (into a dynamic section, or a later message)"
+        if "." not in element.path:
+            fix += f", or fix it at build time with `-D {element.path}=…`"
+    else:
+        what = describe(element)
+        fix = f"move {what} below the stable text (into a dynamic section, or a later message)"
+    prefix = artifact.cache.prefix_tokens
+    return [
+        make(
+            codes.PREFIX_CUT_SHORT,
+            f"the cache-stable prefix ends at {what} ({prefix} tokens), cutting off {tokens} stable tokens "
+            "around and after it",
+            element.span,
+            f"{fix}: the prefix would grow from {prefix} to {prefix + tokens} tokens; see `promptc explain W710`",
+            source=doc.source,
+        )
+    ]
+
+
+__all__ = ["Cut", "DEFAULT_STABLE_RUN_TOKENS", "describe", "gain", "lint", "locate"]
