@@ -373,9 +373,12 @@ def _normalised(data: dict[str, Any], maps: dict[str, Layout]) -> dict[str, Any]
     cache = data.get("cache")
     end = cache.get("prefix_end") if isinstance(cache, dict) else None
     if isinstance(end, dict) and isinstance(end.get("line"), int):
-        # where the prefix ends moves with its line; its column with the line's own layout
+        # where the prefix ends moves with its line, its column with the line's own layout; the
+        # end of the request sits after the last text, wherever trailing blank lines left it
         source = end.get("source")
         mapped = maps[source].new_line(end["line"]) if source in maps else end["line"]
+        if end.get("reason") == "end of request":
+            mapped = None
         data["cache"] = {**cache, "prefix_end": {**end, "line": mapped, "column": None}}
     return data
 
