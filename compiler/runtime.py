@@ -198,68 +198,235 @@ def _to_text(value: Any, path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Python sections: template → code object
+# Render plans: an artifact compiled once into literal segments and value slots
 
 
-def _render_python(
-    text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
-) -> str:
-    """Run a section's template. The code is what the build compiled and checked
-    (`promptc.template.compile_section`, cached per distinct section text)."""
-    try:
-        compiled = template.compile_section(text)
-    except template.TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
-        raise TemplateError(exc.message, prompt, section, exc.line) from None
+class _Python:
+    """A section with promplate blocks: its compiled code (or the error compiling it raised)."""
 
-    def lookup(path: str) -> str:
-        return _to_text(_lookup(inputs, path), path)
+    __slots__ = ("text", "section", "origins", "compiled", "error")
 
-    try:
-        parts = template.execute(compiled.code, inputs, lookup)
-    except RenderError:
-        raise
-    except template.OutputError as exc:
-        raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
-        raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
-    except Exception as exc:
-        where = compiled.error_token(exc)
-        source = None
-        if where is not None and origins:
-            k = sum(1 for token in template.scan(text)[: where[0]] if token.kind != "lit")
-            k = min(k, len(origins) - 1)
-            path, line = origins[k]
-            source = f"{path}:{line + where[1]}"
-        raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc), source) from exc
-    try:
-        return "".join(map(str, parts))
-    except Exception as exc:
-        raise TemplateError(f"str() of an output value failed: {type(exc).__name__}: {exc}", prompt, section) from exc
+    def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...]) -> None:
+        self.text, self.section, self.origins = text, section, origins
+        self.compiled: template.CompiledSection | None = None
+        self.error: template.TemplateSyntaxError | None = None
+        try:
+            self.compiled = template.compile_section(text)
+        except template.TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
+            self.error = exc
+
+    def render(self, inputs: Mapping[str, Any], prompt: str) -> str:
+        compiled = self.compiled
+        if compiled is None:
+            exc = self.error
+            raise TemplateError(exc.message, prompt, self.section, exc.line)  # type: ignore[union-attr]
+        text, section, origins = self.text, self.section, self.origins
+
+        def lookup(path: str) -> str:
+            return _to_text(_lookup(inputs, path), path)
+
+        try:
+            parts = template.execute(compiled.code, inputs, lookup)
+        except RenderError:
+            raise
+        except template.OutputError as exc:
+            raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
+            raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
+        except Exception as exc:
+            where = compiled.error_token(exc)
+            source = None
+            if where is not None and origins:
+                k = sum(1 for token in template.scan(text)[: where[0]] if token.kind != "lit")
+                k = min(k, len(origins) - 1)
+                path, line = origins[k]
+                source = f"{path}:{line + where[1]}"
+            raise TemplateError(
+                f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc), source
+            ) from exc
+        try:
+            return "".join(map(str, parts))
+        except Exception as exc:
+            raise TemplateError(
+                f"str() of an output value failed: {type(exc).__name__}: {exc}", prompt, section
+            ) from exc
 
 
-def _render_placeholders(tokens: tuple[template.Token, ...], inputs: Mapping[str, Any]) -> str:
-    out: list[str] = []
+#: A section's plan: its text when it is literal; else (checks, segments, slots, python). `checks`
+#: are the placeholder problems to look for at render time, in text order (an invalid path, a root
+#: that is not a declared input); `segments` the literal pieces with a None where a value goes and
+#: `slots` (index in segments, path, dotted) for each value; `python` the compiled code instead.
+_SectionPlan = str | tuple
+
+
+def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...], known: frozenset[str]) -> Any:
+    if "$" not in text and "{" not in text and "\\" not in text:
+        return text  # nothing to substitute or unescape: most stable sections
+    tokens = template.scan(text)
+    checks: list[tuple[str, str]] = []
+    for tok in tokens:
+        if tok.kind == "ph" and not PLACEHOLDER_PATH.match(tok.text):
+            checks.append(("invalid", tok.text))
+        elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
+            checks.append(("root", tok.text.split(".", 1)[0]))
+    if any(tok.kind not in ("lit", "ph") for tok in tokens):
+        return (tuple(checks), (), (), _Python(text, section, origins))
+    segments: list[str | None] = []
+    slots: list[tuple[int, str, bool]] = []
     for tok in tokens:
         if tok.kind == "lit":
-            out.append(tok.text)
+            if segments and segments[-1] is not None:
+                segments[-1] += tok.text  # type: ignore[operator]
+            else:
+                segments.append(tok.text)
         else:
-            out.append(_to_text(_lookup(inputs, tok.text), tok.text))
+            slots.append((len(segments), tok.text, "." in tok.text))
+            segments.append(None)
+    if not slots:
+        return "".join(segments)  # type: ignore[arg-type]
+    return (tuple(checks), tuple(segments), tuple(slots), None)
+
+
+def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
+    if plan.__class__ is str:
+        return plan  # type: ignore[no-any-return]
+    checks, segments, slots, python = plan
+    for kind, what in checks:
+        if kind == "invalid":
+            raise RenderError(f"prompt `{prompt}`, section `{section}`: invalid placeholder `${{{what}}}`")
+        if what not in inputs:
+            raise MissingInputsError(prompt, [what])
+    if python is not None:
+        return python.render(inputs, prompt)  # type: ignore[no-any-return]
+    out = list(segments)
+    for index, path, dotted in slots:
+        value = _lookup(inputs, path) if dotted else inputs[path]
+        out[index] = value if value.__class__ is str else _to_text(value, path)
     return "".join(out)
 
 
 def _render_section(
     text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
 ) -> str:
-    if "$" not in text and "{" not in text and "\\" not in text:
-        return text  # nothing to substitute or unescape: most stable sections
-    tokens = template.scan(text)
-    for tok in tokens:
-        if tok.kind == "ph" and not PLACEHOLDER_PATH.match(tok.text):
-            raise RenderError(f"prompt `{prompt}`, section `{section}`: invalid placeholder `${{{tok.text}}}`")
-        if tok.kind == "ph" and tok.text.split(".", 1)[0] not in inputs:
-            raise MissingInputsError(prompt, [tok.text.split(".", 1)[0]])
-    if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        return _render_python(text, inputs, prompt, section, origins)
-    return _render_placeholders(tokens, inputs)
+    """One section's text rendered on its own (what `render_artifact` does for each section)."""
+    return _render_planned(_section_plan(text, section, origins, frozenset()), inputs, prompt, section)
+
+
+_new = object.__new__
+_set_boundary = RenderedBlock.boundary.__set__  # type: ignore[attr-defined]
+_set_text = RenderedBlock.text.__set__  # type: ignore[attr-defined]
+_set_breakpoint = RenderedBlock.breakpoint.__set__  # type: ignore[attr-defined]
+_set_anthropic = RenderedBlock.anthropic.__set__  # type: ignore[attr-defined]
+
+
+class RenderPlan:
+    """An artifact compiled for rendering (once, at its first render): the inputs to check, per
+    message its role and per block either the finished `RenderedBlock` (a block with nothing to
+    substitute) or its boundary, breakpoint marks and section plans. Rendering then only looks up
+    values and joins strings; the output is the same as rendering the artifact section by section."""
+
+    __slots__ = ("artifact", "name", "must", "optional", "typed", "schema", "messages", "constant")
+
+    def __init__(self, artifact: Artifact) -> None:
+        self.artifact = artifact
+        self.name = name = artifact.name
+        schema = artifact.input_schema
+        required = set(schema.get("required", artifact.inputs))
+        #: present in every call (a missing one is reported with all the others at once)
+        self.must = tuple(n for n in (*artifact.inputs, *artifact.helpers) if n in {*required, *artifact.helpers})
+        self.optional = tuple(n for n in artifact.inputs if n not in required)
+        properties = schema.get("properties", {})
+        self.typed = any(properties.get(n) for n in artifact.inputs)
+        self.schema = schema
+        known = frozenset((*artifact.inputs, *artifact.helpers))
+        marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
+        messages = []
+        for mi, message in enumerate(artifact.messages):
+            blocks: list[Any] = []
+            for bi, block in enumerate(message.blocks):
+                marked = (mi, bi) in marks
+                anthropic = marked and marks[(mi, bi)]
+                sections = tuple((_section_plan(s.text, s.name, s.origins, known), s.name) for s in block.sections)
+                if all(plan.__class__ is str for plan, _ in sections):
+                    text = JOINER.join(plan for plan, _ in sections)
+                    blocks.append(RenderedBlock(block.boundary, text, marked, anthropic))
+                else:
+                    blocks.append((block.boundary, marked, anthropic, sections))
+            messages.append((message.role, tuple(blocks)))
+        self.messages = tuple(messages)
+        self.constant = {
+            "name": name,
+            "prefix_sha256": artifact.cache.prefix_sha256,
+            "model": artifact.model,
+            "tools": artifact.tools,
+            "output_schema": artifact.output_schema,
+            "ttl": artifact.cache.ttl,
+            "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
+        }
+
+    def render(self, inputs: Mapping[str, Any]) -> Rendered:
+        name = self.name
+        for input_name in self.must:
+            if input_name not in inputs:
+                artifact = self.artifact
+                must = set(self.must)
+                raise MissingInputsError(
+                    name, sorted({n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in must})
+                )
+        if self.typed:
+            inputs = _checked(name, self.schema, self.artifact.inputs, inputs)
+        elif self.optional:
+            absent = [n for n in self.optional if n not in inputs]
+            if absent:
+                inputs = {**inputs, **dict.fromkeys(absent)}
+        messages: list[dict[str, str]] = []
+        all_blocks: list[list[RenderedBlock]] = []
+        for role, block_plans in self.messages:
+            blocks: list[RenderedBlock] = []
+            for plan in block_plans:
+                if plan.__class__ is RenderedBlock:
+                    blocks.append(plan)
+                    continue
+                boundary, marked, anthropic, sections = plan
+                if len(sections) == 1:
+                    text = _render_planned(sections[0][0], inputs, name, sections[0][1])
+                else:
+                    text = JOINER.join([_render_planned(s, inputs, name, section) for s, section in sections])
+                block = _new(RenderedBlock)
+                _set_boundary(block, boundary)
+                _set_text(block, text)
+                _set_breakpoint(block, marked)
+                _set_anthropic(block, anthropic)
+                blocks.append(block)
+            if len(blocks) == 1:
+                messages.append({"role": role, "content": blocks[0].text})
+            else:
+                messages.append({"role": role, "content": JOINER.join([b.text for b in blocks])})
+            all_blocks.append(blocks)
+        rendered = _new(Rendered)
+        fields = rendered.__dict__
+        fields.update(self.constant)
+        fields["messages"] = messages
+        fields["blocks"] = all_blocks
+        fields["params"] = dict(self.artifact.params)
+        return rendered  # type: ignore[no-any-return]
+
+
+# Plans of artifacts rendered through `render_artifact` (a Runtime keeps its own): keyed by the
+# artifact object's id, holding the artifact so that the id is not reused while cached.
+_PLANS: dict[int, RenderPlan] = {}
+_PLANS_MAX = 256
+
+
+def plan_for(artifact: Artifact) -> RenderPlan:
+    """The render plan of `artifact`, compiled at its first render and then reused."""
+    plan = _PLANS.get(id(artifact))
+    if plan is not None and plan.artifact is artifact:
+        return plan
+    plan = RenderPlan(artifact)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[id(artifact)] = plan
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,39 +440,8 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
             artifact = Artifact.from_json(artifact)
         except ArtifactError as exc:
             raise RenderError(str(exc)) from None
-    inputs = {} if inputs is None else inputs
-    name = artifact.name
-    schema = artifact.input_schema
-    required = set(schema.get("required", artifact.inputs))
-    missing = sorted(
-        {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in {*required, *artifact.helpers}}
-    )
-    if missing:
-        raise MissingInputsError(name, missing)
-    inputs = _checked(name, schema, artifact.inputs, inputs)
-    marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
-    messages: list[dict[str, str]] = []
-    all_blocks: list[list[RenderedBlock]] = []
-    for mi, message in enumerate(artifact.messages):
-        blocks: list[RenderedBlock] = []
-        for bi, block in enumerate(message.blocks):
-            text = JOINER.join(_render_section(s.text, inputs, name, s.name, s.origins) for s in block.sections)
-            marked = (mi, bi) in marks
-            blocks.append(RenderedBlock(block.boundary, text, marked, marked and marks[(mi, bi)]))
-        messages.append({"role": message.role, "content": JOINER.join(b.text for b in blocks)})
-        all_blocks.append(blocks)
-    return Rendered(
-        name,
-        messages,
-        all_blocks,
-        artifact.cache.prefix_sha256,
-        dict(artifact.params),
-        artifact.model,
-        artifact.tools,
-        artifact.output_schema,
-        artifact.cache.ttl,
-        any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
-    )
+        return RenderPlan(artifact).render({} if inputs is None else inputs)
+    return plan_for(artifact).render({} if inputs is None else inputs)
 
 
 class Runtime:
@@ -315,6 +451,7 @@ class Runtime:
         self.build_dir = Path(build_dir)
         self._manifest: Manifest | None = None
         self._artifacts: dict[str, Artifact] = {}
+        self._plans: dict[str, RenderPlan] = {}
 
     def __repr__(self) -> str:
         return f"Runtime({str(self.build_dir)!r})"
@@ -376,8 +513,10 @@ class Runtime:
     def render(self, name: str, mapping: Mapping[str, Any] | None = None, /, **inputs: Any) -> Rendered:
         """Render prompt `name`. Inputs come as keywords, as a mapping, or both (keywords win); both
         positional parameters are positional-only so that any input name, `name` included, works."""
-        values: Mapping[str, Any] = {**mapping, **inputs} if mapping else inputs
-        return render_artifact(self.artifact(name), values)
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = RenderPlan(self.artifact(name))
+        return plan.render({**mapping, **inputs} if mapping else inputs)
 
 
 def load(build_dir: str | Path = "build") -> Runtime:
