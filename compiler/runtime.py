@@ -62,6 +62,9 @@ __all__ = [
 ]
 
 
+_shapes: Any = None  # promptc.shapes, imported at the first `as_shape`
+
+
 class RenderError(ValueError):
     """An artifact cannot be rendered: unknown prompt, bad build folder, bad input value…"""
 
@@ -157,11 +160,12 @@ class Rendered:
         (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.shapes`).
         `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
         computed for its own model); a shape that needs a model and has none is a RenderError."""
-        from . import shapes
-
+        global _shapes
+        if _shapes is None:
+            from . import shapes as _shapes
         try:
-            return shapes.build(self, shape, model)
-        except shapes.ShapeError as exc:
+            return _shapes.build(self, shape, model)
+        except _shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
 
@@ -319,96 +323,180 @@ _set_anthropic = RenderedBlock.anthropic.__set__  # type: ignore[attr-defined]
 
 
 class RenderPlan:
-    """An artifact compiled for rendering (once, at its first render): the inputs to check, per
-    message its role and per block either the finished `RenderedBlock` (a block with nothing to
-    substitute) or its boundary, breakpoint marks and section plans. Rendering then only looks up
-    values and joins strings; the output is the same as rendering the artifact section by section."""
+    """An artifact compiled for rendering (once, at its first render).
 
-    __slots__ = ("artifact", "name", "must", "optional", "typed", "schema", "messages", "constant")
+    The plan is one generated Python function per artifact, `render(inputs) -> Rendered`: it checks
+    that the required inputs are present, looks each placeholder's value up once, in text order, and
+    concatenates literal segments and values into each block's text; a block with nothing to
+    substitute is a finished `RenderedBlock`, shared by every render (it is immutable). Every
+    literal, path and role reaches the function as a constant of its namespace, never as source
+    text, so nothing from the artifact is parsed as code; a section with promplate blocks, or with a
+    placeholder problem to report, is rendered by `_render_planned` from the function. The output
+    is the same as rendering the artifact section by section (`_render_section`), which is what the
+    tests compare it with."""
+
+    __slots__ = ("artifact", "name", "must", "render")
 
     def __init__(self, artifact: Artifact) -> None:
         self.artifact = artifact
-        self.name = name = artifact.name
+        self.name = artifact.name
         schema = artifact.input_schema
         required = set(schema.get("required", artifact.inputs))
         #: present in every call (a missing one is reported with all the others at once)
         self.must = tuple(n for n in (*artifact.inputs, *artifact.helpers) if n in {*required, *artifact.helpers})
-        self.optional = tuple(n for n in artifact.inputs if n not in required)
-        properties = schema.get("properties", {})
-        self.typed = any(properties.get(n) for n in artifact.inputs)
-        self.schema = schema
-        known = frozenset((*artifact.inputs, *artifact.helpers))
-        marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
-        messages = []
-        for mi, message in enumerate(artifact.messages):
-            blocks: list[Any] = []
-            for bi, block in enumerate(message.blocks):
-                marked = (mi, bi) in marks
-                anthropic = marked and marks[(mi, bi)]
-                sections = tuple((_section_plan(s.text, s.name, s.origins, known), s.name) for s in block.sections)
-                if all(plan.__class__ is str for plan, _ in sections):
-                    text = JOINER.join(plan for plan, _ in sections)
-                    blocks.append(RenderedBlock(block.boundary, text, marked, anthropic))
-                else:
-                    blocks.append((block.boundary, marked, anthropic, sections))
-            messages.append((message.role, tuple(blocks)))
-        self.messages = tuple(messages)
-        self.constant = {
-            "name": name,
-            "prefix_sha256": artifact.cache.prefix_sha256,
-            "model": artifact.model,
-            "tools": artifact.tools,
-            "output_schema": artifact.output_schema,
-            "ttl": artifact.cache.ttl,
-            "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
-        }
+        self.render: Any = _generate(self, artifact, required)
 
-    def render(self, inputs: Mapping[str, Any]) -> Rendered:
-        name = self.name
-        for input_name in self.must:
-            if input_name not in inputs:
-                artifact = self.artifact
-                must = set(self.must)
-                raise MissingInputsError(
-                    name, sorted({n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in must})
-                )
-        if self.typed:
-            inputs = _checked(name, self.schema, self.artifact.inputs, inputs)
-        elif self.optional:
-            absent = [n for n in self.optional if n not in inputs]
-            if absent:
-                inputs = {**inputs, **dict.fromkeys(absent)}
-        messages: list[dict[str, str]] = []
-        all_blocks: list[list[RenderedBlock]] = []
-        for role, block_plans in self.messages:
-            blocks: list[RenderedBlock] = []
-            for plan in block_plans:
-                if plan.__class__ is RenderedBlock:
-                    blocks.append(plan)
+    def _missing(self, inputs: Mapping[str, Any]) -> MissingInputsError:
+        artifact, must = self.artifact, set(self.must)
+        names = {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in must}
+        return MissingInputsError(self.name, sorted(names))
+
+
+def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
+    """The source of `plan.render` (see RenderPlan), compiled."""
+    namespace: dict[str, Any] = {
+        "_new": _new,
+        "_Rendered": Rendered,
+        "_RenderedBlock": RenderedBlock,
+        "_set_boundary": _set_boundary,
+        "_set_text": _set_text,
+        "_set_breakpoint": _set_breakpoint,
+        "_set_anthropic": _set_anthropic,
+        "_to_text": _to_text,
+        "_lookup": _lookup,
+        "_render_planned": _render_planned,
+        "_checked": _checked,
+        "_plan": plan,
+        "_str": str,
+        "_dict": dict,
+    }
+    index: dict[int, str] = {}
+
+    def const(value: Any) -> str:
+        key = id(value)
+        name = index.get(key)
+        if name is None:
+            name = index[key] = f"_k{len(index)}"
+            namespace[name] = value
+        return name
+
+    keep = []  # the constants' ids stay valid while the generation runs
+
+    def constant(value: Any) -> str:
+        keep.append(value)
+        return const(value)
+
+    lines = ["def render(inputs):"]
+    if plan.must:
+        present = " and ".join(f"{constant(n)} in inputs" for n in plan.must)
+        lines.append(f"    if not ({present}):")
+        lines.append("        raise _plan._missing(inputs)")
+    schema = artifact.input_schema
+    properties = schema.get("properties", {})
+    optional = tuple(n for n in artifact.inputs if n not in required)
+    if any(properties.get(n) for n in artifact.inputs):
+        lines.append(
+            f"    inputs = _checked({constant(artifact.name)}, {constant(schema)}, {constant(artifact.inputs)}, inputs)"
+        )
+    elif optional:
+        lines.append(f"    absent = [n for n in {constant(optional)} if n not in inputs]")
+        lines.append("    if absent:")
+        lines.append("        inputs = {**inputs, **_dict.fromkeys(absent)}")
+    known = frozenset((*artifact.inputs, *artifact.helpers))
+    marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
+    name = constant(artifact.name)
+    counter = 0
+    message_exprs: list[str] = []
+    block_exprs: list[str] = []
+    for mi, message in enumerate(artifact.messages):
+        texts: list[str] = []
+        blocks: list[str] = []
+        for bi, block in enumerate(message.blocks):
+            marked = (mi, bi) in marks
+            anthropic = marked and marks[(mi, bi)]
+            plans = [(_section_plan(s.text, s.name, s.origins, known), s.name) for s in block.sections]
+            if all(section_plan.__class__ is str for section_plan, _ in plans):
+                text = JOINER.join(section_plan for section_plan, _ in plans)
+                finished = RenderedBlock(block.boundary, text, marked, anthropic)
+                blocks.append(constant(finished))
+                texts.append(constant(text))
+                continue
+            pieces: list[str] = []
+            for si, (section_plan, section) in enumerate(plans):
+                if si:
+                    pieces.append(constant(JOINER))
+                if section_plan.__class__ is str:
+                    if section_plan:
+                        pieces.append(constant(section_plan))
                     continue
-                boundary, marked, anthropic, sections = plan
-                if len(sections) == 1:
-                    text = _render_planned(sections[0][0], inputs, name, sections[0][1])
-                else:
-                    text = JOINER.join([_render_planned(s, inputs, name, section) for s, section in sections])
-                block = _new(RenderedBlock)
-                _set_boundary(block, boundary)
-                _set_text(block, text)
-                _set_breakpoint(block, marked)
-                _set_anthropic(block, anthropic)
-                blocks.append(block)
-            if len(blocks) == 1:
-                messages.append({"role": role, "content": blocks[0].text})
+                checks, segments, slots, python = section_plan
+                if checks or python is not None:
+                    counter += 1
+                    var = f"_s{counter}"
+                    lines.append(
+                        f"    {var} = _render_planned({constant(section_plan)}, inputs, {name}, {constant(section)})"
+                    )
+                    pieces.append(var)
+                    continue
+                values = {slot_index: (path, dotted) for slot_index, path, dotted in slots}
+                for position, segment in enumerate(segments):
+                    if segment is not None:
+                        if segment:
+                            pieces.append(constant(segment))
+                        continue
+                    path, dotted = values[position]
+                    counter += 1
+                    var = f"_v{counter}"
+                    path_name = constant(path)
+                    if dotted:
+                        lines.append(f"    {var} = _lookup(inputs, {path_name})")
+                    else:
+                        lines.append(f"    {var} = inputs[{path_name}]")
+                    lines.append(f"    if {var}.__class__ is not _str:")
+                    lines.append(f"        {var} = _to_text({var}, {path_name})")
+                    pieces.append(var)
+            counter += 1
+            text_var, block_var = f"_t{counter}", f"_b{counter}"
+            if not pieces:
+                lines.append(f"    {text_var} = ''")
+            elif len(pieces) <= 8:
+                lines.append(f"    {text_var} = {' + '.join(pieces)}" + (" + ''" if len(pieces) == 1 else ""))
             else:
-                messages.append({"role": role, "content": JOINER.join([b.text for b in blocks])})
-            all_blocks.append(blocks)
-        rendered = _new(Rendered)
-        fields = rendered.__dict__
-        fields.update(self.constant)
-        fields["messages"] = messages
-        fields["blocks"] = all_blocks
-        fields["params"] = dict(self.artifact.params)
-        return rendered  # type: ignore[no-any-return]
+                lines.append(f"    {text_var} = ''.join(({', '.join(pieces)},))")
+            lines.append(f"    {block_var} = _new(_RenderedBlock)")
+            lines.append(f"    _set_boundary({block_var}, {constant(block.boundary)})")
+            lines.append(f"    _set_text({block_var}, {text_var})")
+            lines.append(f"    _set_breakpoint({block_var}, {marked})")
+            lines.append(f"    _set_anthropic({block_var}, {anthropic})")
+            blocks.append(block_var)
+            texts.append(text_var)
+        if not texts:
+            content = constant("")
+        elif len(texts) == 1:
+            content = texts[0]
+        else:
+            content = f" + {constant(JOINER)} + ".join(texts)
+        message_exprs.append(f"{{'role': {constant(message.role)}, 'content': {content}}}")
+        block_exprs.append(f"[{', '.join(blocks)}]")
+    constant_fields = {
+        "name": artifact.name,
+        "prefix_sha256": artifact.cache.prefix_sha256,
+        "model": artifact.model,
+        "tools": artifact.tools,
+        "output_schema": artifact.output_schema,
+        "ttl": artifact.cache.ttl,
+        "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
+    }
+    lines.append("    rendered = _new(_Rendered)")
+    lines.append("    fields = rendered.__dict__")
+    lines.append(f"    fields.update({constant(constant_fields)})")
+    lines.append(f"    fields['messages'] = [{', '.join(message_exprs)}]")
+    lines.append(f"    fields['blocks'] = [{', '.join(block_exprs)}]")
+    lines.append(f"    fields['params'] = _dict({constant(artifact.params)})")
+    lines.append("    return rendered")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<promptc-render-plan {artifact.name}>", "exec"), namespace)  # noqa: S102
+    return namespace["render"]
 
 
 # Plans of artifacts rendered through `render_artifact` (a Runtime keeps its own): keyed by the
