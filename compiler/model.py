@@ -301,8 +301,12 @@ def _json_copy(value: Any, path: str, check: bool = True) -> Any:
     root: list[Any] = [None]
     # (the container the copy goes into, at which index or key, the value, its path link)
     stack: list[tuple[Any, Any, Any, Any]] = [(root, 0, value, path)]
+    scalars = (str, int, bool, type(None))  # exact classes: the common case, without ABC checks
     while stack:
         parent, slot, item, where = stack.pop()
+        if item.__class__ in scalars:
+            parent[slot] = item
+            continue
         if isinstance(item, dict) or isinstance(item, Mapping):
             copy: Any = {}
             for k, v in item.items():
