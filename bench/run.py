@@ -836,6 +836,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
 
+    # An installed promptc runs from compiled bytecode (pip writes the .pyc files); with
+    # PYTHONDONTWRITEBYTECODE set (as in some CI and sandbox shells) every process would compile
+    # promptc's, lark's and click's sources again, and the start-up rows would measure that instead.
+    bytecode_note = (
+        "PYTHONDONTWRITEBYTECODE unset for the measured processes"
+        if os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        else ""
+    )
     exe = promptc_exe(args.promptc)
     sizes = sorted(set(args.sizes) | ({LARGE_SIZE} if args.large else set()))
     results = Results()
@@ -849,6 +857,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "debounce_s": debounce,
         "debounce_source": debounce_source,
+        "bytecode": bytecode_note,
     }
     has_watch = not args.no_watch and watch_available(exe)
     if not has_watch:
