@@ -1,9 +1,12 @@
 """Pathological inputs: every construct left open must cost linear time.
 
-Compiles each input at two sizes, N and 2N, in this process, and prints the time of each and the
-ratio (about 2 for linear work, about 4 for quadratic). Part of `make bench`; never a timed test.
+Compiles each input at two sizes, N and 2N, in this process, and prints the time of each, the time
+per byte of the larger one, and the ratio (about 2 for linear work, about 4 for quadratic, so a
+regression to quadratic shows). The deep include chain grows in depth (N and 2N partials, each
+including the next) and the long line in length (one line of N and 2N KB). Part of `make bench`;
+never a timed test.
 
-    python bench/pathological.py [--size N]
+    python bench/pathological.py [--size N] [--markdown]
 """
 
 from __future__ import annotations
@@ -22,32 +25,71 @@ INPUTS = {
     "{{ {{ … (no closer)": lambda n: "{{" * n,
     "escaped openers": lambda n: "\\{{ " * n,
     "closed blocks": lambda n: "{{ a }} " * n,
-    "includes nested 60 deep": None,  # see below: a fixed shape, reported once
+    "one long line (N/20 KB)": lambda n: "----- user -----\n" + "word ${a} " * (n * 5) + "\n",
 }
 
+#: include chains: depth N/100 and 2N/100 (the compiler caps the depth it follows; past the cap it
+#: reports E-codes, which must still be linear)
+CHAIN = "include chain (N/100 partials deep)"
 
-def timed(text: str, config: Config) -> float:
+
+def chain(depth: int) -> tuple[str, dict[str, str]]:
+    partials = {f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(depth)}
+    partials[f"_p{depth}.prompt"] = "End.\n"
+    return "/// include: _p0\nHi\n", partials
+
+
+def timed(text: str, config: Config, partials: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    compile_text(text, config=config)
+    compile_text(text, config=config, partials=partials)
     return time.perf_counter() - started
+
+
+def measure(size: int) -> list[dict]:
+    config = Config(tokenizer="approx-bytes/4")
+    rows = []
+    for name, make in INPUTS.items():
+        small_text, large_text = make(size), make(2 * size)
+        small, large = timed(small_text, config), timed(large_text, config)
+        rows.append({"input": name, "n": size, "bytes": len(large_text.encode()), "small": small, "large": large})
+    depth = max(2, size // 100)
+    (small_text, small_partials), (large_text, large_partials) = chain(depth), chain(2 * depth)
+    small, large = timed(small_text, config, small_partials), timed(large_text, config, large_partials)
+    size_bytes = sum(len(t.encode()) for t in large_partials.values()) + len(large_text)
+    rows.append({"input": CHAIN, "n": depth, "bytes": size_bytes, "small": small, "large": large})
+    return rows
+
+
+HEADER = ["input", "N", "time N s", "time 2N s", "µs per byte (2N)", "2N / N"]
+
+
+def table(rows: list[dict]) -> list[list[str]]:
+    return [
+        [
+            r["input"],
+            f"{r['n']:,}",
+            f"{r['small']:.3f}",
+            f"{r['large']:.3f}",
+            f"{r['large'] / r['bytes'] * 1e6:.2f}",
+            f"{r['large'] / r['small']:.2f}" if r["small"] else "",
+        ]
+        for r in rows
+    ]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=20_000, help="N (default 20,000)")
+    parser.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     args = parser.parse_args()
-    config = Config(tokenizer="approx-bytes/4")
-    print(f"{'input':32} {'N':>8} {'time N':>9} {'time 2N':>9} {'ratio':>6}")
-    for name, make in INPUTS.items():
-        if make is None:
-            partials = {f"_p{i}.prompt": f"/// include: _p{i + 1}\nLevel {i}.\n" for i in range(60)}
-            partials["_p60.prompt"] = "End.\n"
-            started = time.perf_counter()
-            compile_text("/// include: _p0\nHi\n", config=config, partials=partials)
-            print(f"{name:32} {'':>8} {time.perf_counter() - started:9.3f}")
-            continue
-        small, large = timed(make(args.size), config), timed(make(2 * args.size), config)
-        print(f"{name:32} {args.size:8,} {small:9.3f} {large:9.3f} {large / small:6.2f}")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run import format_markdown, format_text  # noqa: PLC0415
+
+    fmt = format_markdown if args.markdown else format_text
+    print(fmt(HEADER, table(measure(args.size))))
     return 0
 
 

@@ -38,6 +38,7 @@ RESULTS = BENCH / "results"
 sys.path.insert(0, str(BENCH))
 
 import corpus  # noqa: E402  (bench/corpus.py, next to this file)
+import render as render_bench  # noqa: E402  (bench/render.py)
 
 DEFAULT_SIZES = (200, 2000)
 LARGE_SIZE = 20_000
@@ -166,6 +167,8 @@ class Results:
         self.measurements: dict[str, Measurement] = {}
         self.machine: dict = {}
         self.settings: dict = {}
+        #: bench/render.py's samples (render speed, in this process), if measured
+        self.render: dict = {}
 
     def get(self, key: str, label: str = "", files: int | None = None) -> Measurement:
         if key not in self.measurements:
@@ -183,6 +186,7 @@ class Results:
             "measurements": [
                 {**asdict(m), "median": m.median, "peak_rss_mb": m.peak_rss_mb} for m in self.measurements.values()
             ],
+            "render": self.render,
             "targets": [asdict(t) for t in targets(self)],
         }
 
@@ -191,6 +195,7 @@ class Results:
         results = cls()
         results.machine = data.get("machine", {})
         results.settings = data.get("settings", {})
+        results.render = data.get("render", {})
         for raw in data.get("measurements", []):
             raw = {k: v for k, v in raw.items() if k not in ("median", "peak_rss_mb")}
             results.measurements[raw["key"]] = Measurement(**raw)
@@ -587,33 +592,33 @@ def targets(results: Results) -> list[Target]:
 
     cold = med(f"cold@{ref}")
     ratio_target(
-        f"cold build ≤ 0.5 × Jinja2 ({ref:,} files, both with start-up)",
+        f"cold build ≤ 0.75 × Jinja2 ({ref:,} files, both with start-up)",
         _ratio(cold, med(f"jinja@{ref}")),
-        0.5,
+        0.75,
         "Jinja2",
     )
     loop_ratio = _ratio(cold, med(f"jinja-loop@{ref}"))
-    ratio_target(f"  stricter: cold build ≤ 0.5 × Jinja2 loop only ({ref:,} files)", loop_ratio, 0.5, "Jinja2 loop")
-    ratio_target(f"cold build ≤ 4 × I/O floor ({ref:,} files)", _ratio(cold, med(f"floor@{ref}")), 4, "I/O floor")
+    ratio_target(f"  stricter: cold build ≤ 0.75 × Jinja2 loop only ({ref:,} files)", loop_ratio, 0.75, "Jinja2 loop")
+    ratio_target(f"cold build ≤ 8 × I/O floor ({ref:,} files)", _ratio(cold, med(f"floor@{ref}")), 8, "I/O floor")
     ratio_target(
         f"no-op rebuild ≤ 1.5 × I/O floor ({ref:,} files)",
         _ratio(med(f"noop@{ref}"), med(f"floor@{ref}")),
         1.5,
         "I/O floor",
     )
-    time_target(f"one-file rebuild ≤ 50 ms ({ref:,} files)", med(f"touch@{ref}"), 0.050)
+    time_target(f"one-file rebuild as a fresh process ≤ 150 ms ({ref:,} files)", med(f"touch@{ref}"), 0.150)
     watch = results.measurements.get(f"watch@{ref}")
     debounce = results.settings.get("debounce_s") or 0.0
     if watch and watch.median is not None:
         time_target(
-            f"watch latency ≤ 100 ms after the debounce window ({ref:,} files)",
+            f"watch latency ≤ 60 ms after the debounce window ({ref:,} files)",
             watch.median - debounce,
-            0.100,
+            0.060,
             f"{watch.median * 1000:.0f} ms − {debounce * 1000:.0f} ms debounce",
         )
     else:
         reason = (watch.error if watch and watch.error else results.settings.get("watch_note")) or "not run"
-        time_target(f"watch latency ≤ 100 ms after the debounce window ({ref:,} files)", None, 0.100, reason)
+        time_target(f"watch latency ≤ 60 ms after the debounce window ({ref:,} files)", None, 0.060, reason)
     time_target("promptc --version ≤ 150 ms", med("version"), 0.150)
     ratio_target(
         f"{large:,} files: cold build ≤ 11 × the {ref:,}-file time",
@@ -632,6 +637,16 @@ def targets(results: Results) -> list[Target]:
                 f"{large:,} files: peak RSS ≤ 200 MB", "PASS" if rss <= 200 else "MISS", f"{rss:.0f} MB", "≤ 200 MB", by
             )
         )
+    if results.render:
+        out += [Target(*t) for t in render_bench.targets(results.render)]
+    out.append(
+        Target(
+            "language server: diagnostics of a 1,500-byte file ≤ 50 ms after a change",
+            "n/a",
+            "measured by bench/lsp_latency.py (the language server's own bench)",
+            "≤ 50 ms",
+        )
+    )
     return out
 
 
@@ -741,6 +756,9 @@ def report(results: Results, markdown: bool) -> str:
     out.append("")
     out.append(fmt(HEADER, table_rows(results)))
     out.append("")
+    if results.render:
+        out.append(fmt(render_bench.HEADER, render_bench.rows(results.render)))
+        out.append("")
     rows = [[t.name, t.status, t.measured, t.limit, t.by] for t in targets(results)]
     out.append(fmt(TARGET_HEADER, rows))
     return "\n".join(out)
@@ -790,6 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED, help="corpus seed")
     parser.add_argument("--promptc", metavar="PATH", help="the promptc executable (default: the one next to python)")
     parser.add_argument("--no-watch", action="store_true", help="skip the watch latency measurement")
+    parser.add_argument("--no-render", action="store_true", help="skip the render speed table (bench/render.py)")
     parser.add_argument(
         "--update-doc",
         metavar="FILE",
@@ -817,6 +836,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
 
+    # An installed promptc runs from compiled bytecode (pip writes the .pyc files); with
+    # PYTHONDONTWRITEBYTECODE set (as in some CI and sandbox shells) every process would compile
+    # promptc's, lark's and click's sources again, and the start-up rows would measure that instead.
+    bytecode_note = (
+        "PYTHONDONTWRITEBYTECODE unset for the measured processes"
+        if os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        else ""
+    )
     exe = promptc_exe(args.promptc)
     sizes = sorted(set(args.sizes) | ({LARGE_SIZE} if args.large else set()))
     results = Results()
@@ -830,6 +857,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d"),
         "debounce_s": debounce,
         "debounce_source": debounce_source,
+        "bytecode": bytecode_note,
     }
     has_watch = not args.no_watch and watch_available(exe)
     if not has_watch:
@@ -838,6 +866,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     progress(f"promptc: {exe}; sizes {sizes}; {args.runs} runs; watch: {'yes' if has_watch else 'no'}")
 
+    if not args.no_render:
+        progress("render speed (bench/render.py, in this process)")
+        results.render = render_bench.measure()
     measure_startup(results, exe, args.runs)
     for size in sizes:
         ws = prepare_corpus(size, args.seed)

@@ -22,30 +22,57 @@ class TokenizerError(Exception):
     pass
 
 
+#: How much text a meter remembers the counts of (characters of the keys): a 20,000-file build
+#: keeps its peak RSS bounded, and a text that keeps coming back (a shared partial, a tool list)
+#: stays remembered however many prompts come between its uses.
+MEMO_CHARS = 8_000_000
+
+
 class Meter:
     """Counts tokens of strings, memoised per distinct text (sections, blocks and messages often repeat).
+
+    The memo is least-recently-used within `MEMO_CHARS`: every text used again moves to the back,
+    and the oldest texts are forgotten first, so the texts a build repeats (shared partials, tools,
+    the stable prefix many prompts share) are counted once per process, not once per prompt.
 
     The encoding is loaded on the first count that is not already known: loading cl100k_base
     takes a quarter of a second, and an incremental build whose texts were all counted before
     (their counts are preloaded from the previous artifacts) never needs it."""
 
-    __slots__ = ("name", "_encode", "_load", "_memo")
+    __slots__ = ("name", "_encode", "_load", "_memo", "_chars", "encoded")
 
     def __init__(self, name: str, load) -> None:
         self.name = name
         self._load = load
         self._encode = None
         self._memo: dict[str, int] = {}
+        self._chars = 0
+        #: texts actually run through the encoder (the others came from the memo)
+        self.encoded = 0
 
     def tokens(self, text: str) -> int:
-        count = self._memo.get(text)
-        if count is None:
-            if not text:
-                return 0
-            count = len(self.encoder()(text))
-            if len(self._memo) < 4096:
-                self._memo[text] = count
+        memo = self._memo
+        count = memo.pop(text, None)
+        if count is not None:
+            memo[text] = count  # most recently used: last to be forgotten
+            return count
+        if not text:
+            return 0
+        count = len(self.encoder()(text))
+        self.encoded += 1
+        self._remember(text, count)
         return count
+
+    def _remember(self, text: str, count: int) -> None:
+        memo = self._memo
+        if len(text) > MEMO_CHARS // 4:
+            return  # one huge text would push out everything else
+        memo[text] = count
+        self._chars += len(text)
+        if self._chars > MEMO_CHARS:
+            for old in list(memo)[: max(1, len(memo) // 4)]:  # forget the oldest quarter at once
+                self._chars -= len(old)
+                del memo[old]
 
     def encoder(self):
         """The encode function, loading the encoding now if needed (raises TokenizerError)."""
@@ -55,9 +82,9 @@ class Meter:
 
     def preload(self, counts: dict[str, int]) -> None:
         """Counts known from an earlier build with the same tokenizer (same text, same count)."""
-        room = 4096 - len(self._memo)
-        for text, count in list(counts.items())[: max(0, room)]:
-            self._memo.setdefault(text, count)
+        for text, count in counts.items():
+            if text and text not in self._memo:
+                self._remember(text, count)
 
 
 def _tiktoken_loader(name: str, encoding_name: str):

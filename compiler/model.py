@@ -296,29 +296,43 @@ def _json_object(data: Mapping[str, Any], key: str, at: str) -> dict[str, Any]:
 
 def _json_copy(value: Any, path: str, check: bool = True) -> Any:
     """A copy of a JSON value: objects and lists copied, scalars shared. With `check`, raise `_Invalid`
-    on anything JSON cannot hold. Iterative, so a deeply nested value cannot overflow the stack."""
+    on anything JSON cannot hold. Iterative, so a deeply nested value cannot overflow the stack.
+    Paths are kept as (parent, key) links and spelled out only for an error: most values are valid."""
     root: list[Any] = [None]
-    # (the container the copy goes into, at which index or key, the value, its path)
-    stack: list[tuple[Any, Any, Any, str]] = [(root, 0, value, path)]
+    # (the container the copy goes into, at which index or key, the value, its path link)
+    stack: list[tuple[Any, Any, Any, Any]] = [(root, 0, value, path)]
+    scalars = (str, int, bool, type(None))  # exact classes: the common case, without ABC checks
     while stack:
         parent, slot, item, where = stack.pop()
-        if isinstance(item, Mapping):
+        if item.__class__ in scalars:
+            parent[slot] = item
+            continue
+        if isinstance(item, dict) or isinstance(item, Mapping):
             copy: Any = {}
             for k, v in item.items():
-                if check and not isinstance(k, str):
-                    raise _Invalid(where, f"expected string keys, got {_describe(k)}")
+                if check and k.__class__ is not str and not isinstance(k, str):
+                    raise _Invalid(_spell(where), f"expected string keys, got {_describe(k)}")
                 copy[k] = None
-                stack.append((copy, k, v, f"{where}[{_quote(k)}]" if check else where))
+                stack.append((copy, k, v, (where, k)))
         elif isinstance(item, (list, tuple)):
             copy = [None] * len(item)
             for i, v in enumerate(item):
-                stack.append((copy, i, v, f"{where}[{i}]" if check else where))
+                stack.append((copy, i, v, (where, i)))
         else:
             if check and not _is_json_scalar(item):
-                raise _expected(where, "a JSON value", item)
+                raise _expected(_spell(where), "a JSON value", item)
             copy = item
         parent[slot] = copy
     return root[0]
+
+
+def _spell(where: Any) -> str:
+    """A `_json_copy` path link → `at["key"][0]`."""
+    keys = []
+    while isinstance(where, tuple):
+        where, key = where
+        keys.append(f"[{key}]" if isinstance(key, int) else f"[{_quote(key)}]")
+    return where + "".join(reversed(keys))
 
 
 def _is_json_scalar(value: Any) -> bool:

@@ -62,6 +62,9 @@ __all__ = [
 ]
 
 
+_shapes: Any = None  # promptc.shapes, imported at the first `as_shape`
+
+
 class RenderError(ValueError):
     """An artifact cannot be rendered: unknown prompt, bad build folder, bad input value…"""
 
@@ -157,11 +160,12 @@ class Rendered:
         (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.shapes`).
         `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
         computed for its own model); a shape that needs a model and has none is a RenderError."""
-        from . import shapes
-
+        global _shapes
+        if _shapes is None:
+            from . import shapes as _shapes
         try:
-            return shapes.build(self, shape, model)
-        except shapes.ShapeError as exc:
+            return _shapes.build(self, shape, model)
+        except _shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
 
@@ -198,68 +202,319 @@ def _to_text(value: Any, path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Python sections: template → code object
+# Render plans: an artifact compiled once into literal segments and value slots
 
 
-def _render_python(
-    text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
-) -> str:
-    """Run a section's template. The code is what the build compiled and checked
-    (`promptc.template.compile_section`, cached per distinct section text)."""
-    try:
-        compiled = template.compile_section(text)
-    except template.TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
-        raise TemplateError(exc.message, prompt, section, exc.line) from None
+class _Python:
+    """A section with promplate blocks: its compiled code (or the error compiling it raised)."""
 
-    def lookup(path: str) -> str:
-        return _to_text(_lookup(inputs, path), path)
+    __slots__ = ("text", "section", "origins", "compiled", "error")
 
-    try:
-        parts = template.execute(compiled.code, inputs, lookup)
-    except RenderError:
-        raise
-    except template.OutputError as exc:
-        raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
-        raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
-    except Exception as exc:
-        where = compiled.error_token(exc)
-        source = None
-        if where is not None and origins:
-            k = sum(1 for token in template.scan(text)[: where[0]] if token.kind != "lit")
-            k = min(k, len(origins) - 1)
-            path, line = origins[k]
-            source = f"{path}:{line + where[1]}"
-        raise TemplateError(f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc), source) from exc
-    try:
-        return "".join(map(str, parts))
-    except Exception as exc:
-        raise TemplateError(f"str() of an output value failed: {type(exc).__name__}: {exc}", prompt, section) from exc
+    def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...]) -> None:
+        self.text, self.section, self.origins = text, section, origins
+        self.compiled: template.CompiledSection | None = None
+        self.error: template.TemplateSyntaxError | None = None
+        try:
+            self.compiled = template.compile_section(text)
+        except template.TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
+            self.error = exc
+
+    def render(self, inputs: Mapping[str, Any], prompt: str) -> str:
+        compiled = self.compiled
+        if compiled is None:
+            exc = self.error
+            raise TemplateError(exc.message, prompt, self.section, exc.line)  # type: ignore[union-attr]
+        text, section, origins = self.text, self.section, self.origins
+
+        def lookup(path: str) -> str:
+            return _to_text(_lookup(inputs, path), path)
+
+        try:
+            parts = template.execute(compiled.code, inputs, lookup)
+        except RenderError:
+            raise
+        except template.OutputError as exc:
+            raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
+            raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
+        except Exception as exc:
+            where = compiled.error_token(exc)
+            source = None
+            if where is not None and origins:
+                k = sum(1 for token in template.scan(text)[: where[0]] if token.kind != "lit")
+                k = min(k, len(origins) - 1)
+                path, line = origins[k]
+                source = f"{path}:{line + where[1]}"
+            raise TemplateError(
+                f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc), source
+            ) from exc
+        try:
+            return "".join(map(str, parts))
+        except Exception as exc:
+            raise TemplateError(
+                f"str() of an output value failed: {type(exc).__name__}: {exc}", prompt, section
+            ) from exc
 
 
-def _render_placeholders(tokens: tuple[template.Token, ...], inputs: Mapping[str, Any]) -> str:
-    out: list[str] = []
+#: A section's plan: its text when it is literal; else (checks, segments, slots, python). `checks`
+#: are the placeholder problems to look for at render time, in text order (an invalid path, a root
+#: that is not a declared input); `segments` the literal pieces with a None where a value goes and
+#: `slots` (index in segments, path, dotted) for each value; `python` the compiled code instead.
+_SectionPlan = str | tuple
+
+
+def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...], known: frozenset[str]) -> Any:
+    if "$" not in text and "{" not in text and "\\" not in text:
+        return text  # nothing to substitute or unescape: most stable sections
+    tokens = template.scan(text)
+    checks: list[tuple[str, str]] = []
+    for tok in tokens:
+        if tok.kind == "ph" and not PLACEHOLDER_PATH.match(tok.text):
+            checks.append(("invalid", tok.text))
+        elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
+            checks.append(("root", tok.text.split(".", 1)[0]))
+    if any(tok.kind not in ("lit", "ph") for tok in tokens):
+        return (tuple(checks), (), (), _Python(text, section, origins))
+    segments: list[str | None] = []
+    slots: list[tuple[int, str, bool]] = []
     for tok in tokens:
         if tok.kind == "lit":
-            out.append(tok.text)
+            if segments and segments[-1] is not None:
+                segments[-1] += tok.text  # type: ignore[operator]
+            else:
+                segments.append(tok.text)
         else:
-            out.append(_to_text(_lookup(inputs, tok.text), tok.text))
+            slots.append((len(segments), tok.text, "." in tok.text))
+            segments.append(None)
+    if not slots:
+        return "".join(segments)  # type: ignore[arg-type]
+    return (tuple(checks), tuple(segments), tuple(slots), None)
+
+
+def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
+    if plan.__class__ is str:
+        return plan  # type: ignore[no-any-return]
+    checks, segments, slots, python = plan
+    for kind, what in checks:
+        if kind == "invalid":
+            raise RenderError(f"prompt `{prompt}`, section `{section}`: invalid placeholder `${{{what}}}`")
+        if what not in inputs:
+            raise MissingInputsError(prompt, [what])
+    if python is not None:
+        return python.render(inputs, prompt)  # type: ignore[no-any-return]
+    out = list(segments)
+    for index, path, dotted in slots:
+        value = _lookup(inputs, path) if dotted else inputs[path]
+        out[index] = value if value.__class__ is str else _to_text(value, path)
     return "".join(out)
 
 
 def _render_section(
     text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
 ) -> str:
-    if "$" not in text and "{" not in text and "\\" not in text:
-        return text  # nothing to substitute or unescape: most stable sections
-    tokens = template.scan(text)
-    for tok in tokens:
-        if tok.kind == "ph" and not PLACEHOLDER_PATH.match(tok.text):
-            raise RenderError(f"prompt `{prompt}`, section `{section}`: invalid placeholder `${{{tok.text}}}`")
-        if tok.kind == "ph" and tok.text.split(".", 1)[0] not in inputs:
-            raise MissingInputsError(prompt, [tok.text.split(".", 1)[0]])
-    if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        return _render_python(text, inputs, prompt, section, origins)
-    return _render_placeholders(tokens, inputs)
+    """One section's text rendered on its own (what `render_artifact` does for each section)."""
+    return _render_planned(_section_plan(text, section, origins, frozenset()), inputs, prompt, section)
+
+
+_new = object.__new__
+_set_boundary = RenderedBlock.boundary.__set__  # type: ignore[attr-defined]
+_set_text = RenderedBlock.text.__set__  # type: ignore[attr-defined]
+_set_breakpoint = RenderedBlock.breakpoint.__set__  # type: ignore[attr-defined]
+_set_anthropic = RenderedBlock.anthropic.__set__  # type: ignore[attr-defined]
+
+
+class RenderPlan:
+    """An artifact compiled for rendering (once, at its first render).
+
+    The plan is one generated Python function per artifact, `render(inputs) -> Rendered`: it checks
+    that the required inputs are present, looks each placeholder's value up once, in text order, and
+    concatenates literal segments and values into each block's text; a block with nothing to
+    substitute is a finished `RenderedBlock`, shared by every render (it is immutable). Every
+    literal, path and role reaches the function as a constant of its namespace, never as source
+    text, so nothing from the artifact is parsed as code; a section with promplate blocks, or with a
+    placeholder problem to report, is rendered by `_render_planned` from the function. The output
+    is the same as rendering the artifact section by section (`_render_section`), which is what the
+    tests compare it with."""
+
+    __slots__ = ("artifact", "name", "must", "render")
+
+    def __init__(self, artifact: Artifact) -> None:
+        self.artifact = artifact
+        self.name = artifact.name
+        schema = artifact.input_schema
+        required = set(schema.get("required", artifact.inputs))
+        #: present in every call (a missing one is reported with all the others at once)
+        self.must = tuple(n for n in (*artifact.inputs, *artifact.helpers) if n in {*required, *artifact.helpers})
+        self.render: Any = _generate(self, artifact, required)
+
+    def _missing(self, inputs: Mapping[str, Any]) -> MissingInputsError:
+        artifact, must = self.artifact, set(self.must)
+        names = {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in must}
+        return MissingInputsError(self.name, sorted(names))
+
+
+def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
+    """The source of `plan.render` (see RenderPlan), compiled."""
+    namespace: dict[str, Any] = {
+        "_new": _new,
+        "_Rendered": Rendered,
+        "_RenderedBlock": RenderedBlock,
+        "_set_boundary": _set_boundary,
+        "_set_text": _set_text,
+        "_set_breakpoint": _set_breakpoint,
+        "_set_anthropic": _set_anthropic,
+        "_to_text": _to_text,
+        "_lookup": _lookup,
+        "_render_planned": _render_planned,
+        "_checked": _checked,
+        "_plan": plan,
+        "_str": str,
+        "_dict": dict,
+    }
+    index: dict[int, str] = {}
+
+    def const(value: Any) -> str:
+        key = id(value)
+        name = index.get(key)
+        if name is None:
+            name = index[key] = f"_k{len(index)}"
+            namespace[name] = value
+        return name
+
+    keep = []  # the constants' ids stay valid while the generation runs
+
+    def constant(value: Any) -> str:
+        keep.append(value)
+        return const(value)
+
+    lines = ["def render(inputs):"]
+    if plan.must:
+        present = " and ".join(f"{constant(n)} in inputs" for n in plan.must)
+        lines.append(f"    if not ({present}):")
+        lines.append("        raise _plan._missing(inputs)")
+    schema = artifact.input_schema
+    properties = schema.get("properties", {})
+    optional = tuple(n for n in artifact.inputs if n not in required)
+    if any(properties.get(n) for n in artifact.inputs):
+        lines.append(
+            f"    inputs = _checked({constant(artifact.name)}, {constant(schema)}, {constant(artifact.inputs)}, inputs)"
+        )
+    elif optional:
+        lines.append(f"    absent = [n for n in {constant(optional)} if n not in inputs]")
+        lines.append("    if absent:")
+        lines.append("        inputs = {**inputs, **_dict.fromkeys(absent)}")
+    known = frozenset((*artifact.inputs, *artifact.helpers))
+    marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
+    name = constant(artifact.name)
+    counter = 0
+    message_exprs: list[str] = []
+    block_exprs: list[str] = []
+    for mi, message in enumerate(artifact.messages):
+        texts: list[str] = []
+        blocks: list[str] = []
+        for bi, block in enumerate(message.blocks):
+            marked = (mi, bi) in marks
+            anthropic = marked and marks[(mi, bi)]
+            plans = [(_section_plan(s.text, s.name, s.origins, known), s.name) for s in block.sections]
+            if all(section_plan.__class__ is str for section_plan, _ in plans):
+                text = JOINER.join(section_plan for section_plan, _ in plans)
+                finished = RenderedBlock(block.boundary, text, marked, anthropic)
+                blocks.append(constant(finished))
+                texts.append(constant(text))
+                continue
+            pieces: list[str] = []
+            for si, (section_plan, section) in enumerate(plans):
+                if si:
+                    pieces.append(constant(JOINER))
+                if section_plan.__class__ is str:
+                    if section_plan:
+                        pieces.append(constant(section_plan))
+                    continue
+                checks, segments, slots, python = section_plan
+                if checks or python is not None:
+                    counter += 1
+                    var = f"_s{counter}"
+                    lines.append(
+                        f"    {var} = _render_planned({constant(section_plan)}, inputs, {name}, {constant(section)})"
+                    )
+                    pieces.append(var)
+                    continue
+                values = {slot_index: (path, dotted) for slot_index, path, dotted in slots}
+                for position, segment in enumerate(segments):
+                    if segment is not None:
+                        if segment:
+                            pieces.append(constant(segment))
+                        continue
+                    path, dotted = values[position]
+                    counter += 1
+                    var = f"_v{counter}"
+                    path_name = constant(path)
+                    if dotted:
+                        lines.append(f"    {var} = _lookup(inputs, {path_name})")
+                    else:
+                        lines.append(f"    {var} = inputs[{path_name}]")
+                    lines.append(f"    if {var}.__class__ is not _str:")
+                    lines.append(f"        {var} = _to_text({var}, {path_name})")
+                    pieces.append(var)
+            counter += 1
+            text_var, block_var = f"_t{counter}", f"_b{counter}"
+            if not pieces:
+                lines.append(f"    {text_var} = ''")
+            elif len(pieces) <= 8:
+                lines.append(f"    {text_var} = {' + '.join(pieces)}" + (" + ''" if len(pieces) == 1 else ""))
+            else:
+                lines.append(f"    {text_var} = ''.join(({', '.join(pieces)},))")
+            lines.append(f"    {block_var} = _new(_RenderedBlock)")
+            lines.append(f"    _set_boundary({block_var}, {constant(block.boundary)})")
+            lines.append(f"    _set_text({block_var}, {text_var})")
+            lines.append(f"    _set_breakpoint({block_var}, {marked})")
+            lines.append(f"    _set_anthropic({block_var}, {anthropic})")
+            blocks.append(block_var)
+            texts.append(text_var)
+        if not texts:
+            content = constant("")
+        elif len(texts) == 1:
+            content = texts[0]
+        else:
+            content = f" + {constant(JOINER)} + ".join(texts)
+        message_exprs.append(f"{{'role': {constant(message.role)}, 'content': {content}}}")
+        block_exprs.append(f"[{', '.join(blocks)}]")
+    constant_fields = {
+        "name": artifact.name,
+        "prefix_sha256": artifact.cache.prefix_sha256,
+        "model": artifact.model,
+        "tools": artifact.tools,
+        "output_schema": artifact.output_schema,
+        "ttl": artifact.cache.ttl,
+        "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
+    }
+    lines.append("    rendered = _new(_Rendered)")
+    lines.append("    fields = rendered.__dict__")
+    lines.append(f"    fields.update({constant(constant_fields)})")
+    lines.append(f"    fields['messages'] = [{', '.join(message_exprs)}]")
+    lines.append(f"    fields['blocks'] = [{', '.join(block_exprs)}]")
+    lines.append(f"    fields['params'] = _dict({constant(artifact.params)})")
+    lines.append("    return rendered")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<promptc-render-plan {artifact.name}>", "exec"), namespace)  # noqa: S102
+    return namespace["render"]
+
+
+# Plans of artifacts rendered through `render_artifact` (a Runtime keeps its own): keyed by the
+# artifact object's id, holding the artifact so that the id is not reused while cached.
+_PLANS: dict[int, RenderPlan] = {}
+_PLANS_MAX = 256
+
+
+def plan_for(artifact: Artifact) -> RenderPlan:
+    """The render plan of `artifact`, compiled at its first render and then reused."""
+    plan = _PLANS.get(id(artifact))
+    if plan is not None and plan.artifact is artifact:
+        return plan
+    plan = RenderPlan(artifact)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[id(artifact)] = plan
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,39 +528,8 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
             artifact = Artifact.from_json(artifact)
         except ArtifactError as exc:
             raise RenderError(str(exc)) from None
-    inputs = {} if inputs is None else inputs
-    name = artifact.name
-    schema = artifact.input_schema
-    required = set(schema.get("required", artifact.inputs))
-    missing = sorted(
-        {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in {*required, *artifact.helpers}}
-    )
-    if missing:
-        raise MissingInputsError(name, missing)
-    inputs = _checked(name, schema, artifact.inputs, inputs)
-    marks = {(b.message, b.block): b.anthropic for b in artifact.cache.breakpoints}
-    messages: list[dict[str, str]] = []
-    all_blocks: list[list[RenderedBlock]] = []
-    for mi, message in enumerate(artifact.messages):
-        blocks: list[RenderedBlock] = []
-        for bi, block in enumerate(message.blocks):
-            text = JOINER.join(_render_section(s.text, inputs, name, s.name, s.origins) for s in block.sections)
-            marked = (mi, bi) in marks
-            blocks.append(RenderedBlock(block.boundary, text, marked, marked and marks[(mi, bi)]))
-        messages.append({"role": message.role, "content": JOINER.join(b.text for b in blocks)})
-        all_blocks.append(blocks)
-    return Rendered(
-        name,
-        messages,
-        all_blocks,
-        artifact.cache.prefix_sha256,
-        dict(artifact.params),
-        artifact.model,
-        artifact.tools,
-        artifact.output_schema,
-        artifact.cache.ttl,
-        any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
-    )
+        return RenderPlan(artifact).render({} if inputs is None else inputs)
+    return plan_for(artifact).render({} if inputs is None else inputs)
 
 
 class Runtime:
@@ -315,6 +539,7 @@ class Runtime:
         self.build_dir = Path(build_dir)
         self._manifest: Manifest | None = None
         self._artifacts: dict[str, Artifact] = {}
+        self._plans: dict[str, RenderPlan] = {}
 
     def __repr__(self) -> str:
         return f"Runtime({str(self.build_dir)!r})"
@@ -376,8 +601,10 @@ class Runtime:
     def render(self, name: str, mapping: Mapping[str, Any] | None = None, /, **inputs: Any) -> Rendered:
         """Render prompt `name`. Inputs come as keywords, as a mapping, or both (keywords win); both
         positional parameters are positional-only so that any input name, `name` included, works."""
-        values: Mapping[str, Any] = {**mapping, **inputs} if mapping else inputs
-        return render_artifact(self.artifact(name), values)
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = RenderPlan(self.artifact(name))
+        return plan.render({**mapping, **inputs} if mapping else inputs)
 
 
 def load(build_dir: str | Path = "build") -> Runtime:

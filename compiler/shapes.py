@@ -62,9 +62,16 @@ def strict_compatible(schema: Any) -> bool:
     return True
 
 
+_PARAM_NAMES: dict[str, dict[str, str]] = {}
+
+
 def _params(rendered: Rendered, shape: str) -> dict[str, Any]:
     """The artifact's params under the names the shape's call takes; others are left out."""
-    names = shape_params(shape)
+    if not rendered.params:
+        return {}
+    names = _PARAM_NAMES.get(shape)
+    if names is None:
+        names = _PARAM_NAMES[shape] = shape_params(shape)
     out: dict[str, Any] = {}
     for key, value in rendered.params.items():
         native = names.get(key)
@@ -137,7 +144,7 @@ def _anthropic(rendered: Rendered, model: str | None) -> dict[str, Any]:
 
 
 def _openai_messages(rendered: Rendered) -> list[dict[str, str]]:
-    return [dict(m) for m in rendered.messages]
+    return [m.copy() for m in rendered.messages]
 
 
 def _openai(rendered: Rendered, model: str | None) -> dict[str, Any]:
