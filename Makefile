@@ -29,7 +29,9 @@ build: $(STAMP)
 # Two workers: the suite stays under a minute on a two-core machine. `.ci/run` adds the fuller
 # randomised profile (PROMPTC_TEST_PROFILE=ci).
 test: $(TESTSTAMP)
-	$(BIN)/python -m pytest -n 2
+	@# bytecode caches on: a shell with PYTHONDONTWRITEBYTECODE set would recompile every module (and
+	@# re-rewrite every test's asserts) in each of the many promptc processes the tests start
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2
 
 check: $(TESTSTAMP)
 	$(BIN)/promptc check prompts_src -o build --locked

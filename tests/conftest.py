@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: How hard the randomised tests work. `make test` runs the quick profile (the suite stays under a
 #: minute on two cores); `.ci/run` sets PROMPTC_TEST_PROFILE=ci for the fuller one.
 PROFILE = os.environ.get("PROMPTC_TEST_PROFILE", "dev")
-_SCALE = {"dev": 0.3, "ci": 2.0}.get(PROFILE, 1.0)
+_SCALE = {"dev": 0.15, "ci": 2.0}.get(PROFILE, 1.0)
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.register_profile("ci", deadline=None, print_blob=True, derandomize=False)
 settings.load_profile("ci" if PROFILE == "ci" else "dev")

@@ -21,7 +21,7 @@ import promptc.driver.sources as sources_module
 from promptc.config import Config
 from promptc.driver import build
 
-from .conftest import ROOT, examples, promptc_executable, snapshot, write
+from .conftest import PROFILE, ROOT, examples, promptc_executable, snapshot, write
 
 APPROX = Config(tokenizer="approx-bytes/4")
 
@@ -63,7 +63,8 @@ def test_sigkill_at_random_moments_leaves_old_or_new_set(tmp_path: Path) -> None
     sets["B"] = snapshot(tmp_path / "reference")
     current = "A"
     kills = 0
-    rounds = examples(30)  # dev: 10 rounds; the ci profile (.ci/run) 60
+    # dev: 6 rounds (make test stays under a minute); the ci profile (.ci/run) 60
+    rounds = 6 if PROFILE == "dev" else examples(30)
     for _ in range(rounds):
         target = "B" if current == "A" else "A"
         _tree(tmp_path, target, 80)
@@ -120,6 +121,7 @@ def test_permission_denied_is_a_diagnostic(project: Path, monkeypatch) -> None:
     assert not (project / "build").exists()
 
 
+@pytest.mark.slow
 def test_concurrent_builds_take_turns(tmp_path: Path) -> None:
     _tree(tmp_path, "A", 40)
     exe = promptc_executable()
@@ -166,6 +168,7 @@ def test_build_never_executes_template_code(project: Path, monkeypatch) -> None:
     assert json.loads((project / "build/evil.json").read_text())["renderer"] == "python"
 
 
+@pytest.mark.slow
 def test_artifacts_do_not_depend_on_the_machine(tmp_path: Path) -> None:
     """Locale, time zone, hash seed, listing order, checkout path and user: none reaches the bytes."""
     results = []
@@ -205,6 +208,7 @@ def test_tokenizer_never_loads_from_the_network(project: Path, tokenizer: str, e
     assert int(result.stdout) == expected
 
 
+@pytest.mark.slow
 def test_o200k_counts_agree_with_an_independent_encoder() -> None:
     """Our o200k_base (tiktoken on the bundled ranks) against bpe-openai's own Rust encoder."""
     import random
@@ -249,6 +253,7 @@ def test_every_construct_unterminated_at_end_of_file(source: str) -> None:
         assert d.line == 1 and 1 <= d.col <= len(source) + 1
 
 
+@pytest.mark.slow
 def test_watch_under_churn_ends_identical_to_a_clean_build(tmp_path: Path) -> None:
     """Hundreds of rapid edits, renames, deletions and broken saves across many files: once the
     watcher is idle, its output is byte-identical to a clean build of the final sources."""
@@ -322,6 +327,7 @@ def test_empty_or_comment_only_file_warns_and_builds(project: Path, monkeypatch,
     assert json.loads((project / "build/empty.json").read_text())["messages"] == []
 
 
+@pytest.mark.slow
 def test_a_1mb_line_and_a_100000_line_file_compile() -> None:
     from promptc.compile import compile_source
 

@@ -1066,6 +1066,7 @@ def test_compile_section_is_cached_and_registers_the_listing():
     assert linecache.getline(compiled.filename, 1).strip() == "cached_marker"
 
 
+@pytest.mark.slow
 def test_generate_is_linear_and_iterative():
     text = "".join(f"{{% for i{k % 7} in [1] %}}{{{{ i{k % 7} }}}}${{v}}{{% endfor %}}\n" for k in range(5000))
     compiled = compile_section(text)

@@ -213,6 +213,7 @@ def test_watch_exits_cleanly_on_sigterm(project: Path, start_watch) -> None:
     assert "Traceback" not in watch.output
 
 
+@pytest.mark.slow
 def test_watch_with_a_process_pool(project: Path, start_watch) -> None:
     # Enough prompts for the build to compile them in forked workers. The workers inherit watch's
     # signal handlers: SIGTERM must still stop them (multiprocessing.Pool ends its workers with it,
