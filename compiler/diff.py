@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from .divergence import FirstDifference
 
 #: The kinds of change `--fail-on` can name.
-FAIL_KINDS = ("bust", "contract", "breaking", "removed")
+from .language import FAIL_KINDS
+
 DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference
 
 

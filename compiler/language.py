@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "FAIL_KINDS",
     "DELIMITERS",
     "BLOCK_OPENERS",
     "BLOCK_KINDS",
@@ -191,3 +192,7 @@ JINJA_TAGS = {
     "with": "assign in a statement block, `{# x = … #}`; blocks are Python",
     "filter": "call a method or function in `{{ }}`; blocks are Python",
 }
+
+
+#: the kinds of change `promptc diff --fail-on` gates on (besides `cost>AMOUNT`)
+FAIL_KINDS = ("bust", "contract", "breaking", "removed")

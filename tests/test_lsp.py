@@ -330,7 +330,7 @@ def test_code_lens_shows_where_the_cache_prefix_ends(workspace):
     # b and e have no tools, so their prefix differs (bad.prompt joins once its typo is edited away)
     shared = lenses[0].data["shared_by"]
     assert set(shared) - {"bad"} == {"a"} and f"shared by {len(shared)} prompt" in title
-    assert title.endswith(" — section \"ask\" is dynamic")  # the artifact's own cache.prefix_end.reason
+    assert title.endswith(' — section "ask" is dynamic')  # the artifact's own cache.prefix_end.reason
     assert lenses[0].range.start.line == 8  # on `/// section: ask dynamic`, where the artifact says it ends
     b = workspace.open("b.prompt")
     workspace.diagnostics(b)

@@ -69,7 +69,9 @@ def test_report_in_chromium(browser, tmp_path: Path) -> None:
     visible = [
         el.get_attribute("data-name") for el in browser.find_elements(By.CSS_SELECTOR, ".prompt") if el.is_displayed()
     ]
-    assert visible == [n for n in names if "helpdesk" in n] == ["helpdesk/agent", "helpdesk/escalate", "helpdesk/triage"]
+    assert (
+        visible == [n for n in names if "helpdesk" in n] == ["helpdesk/agent", "helpdesk/escalate", "helpdesk/triage"]
+    )
     assert browser.find_element(By.ID, "shown").text == f"3 of {len(names)} prompts shown"
     logs = browser.get_log("browser")
     assert logs == [], logs  # no console error, warning or message at all

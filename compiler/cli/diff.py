@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..diff import FAIL_KINDS
+from ..language import FAIL_KINDS
 from .common import USAGE_ERROR, settings
 from .cost import FailOnType
 

@@ -22,7 +22,7 @@ def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:
     for prompt in prompts:
         assert prompt.summary is not None and prompt.artifact_sha256 is not None
         raw = {"path": f"{prompt.name}.json", "sha256": prompt.artifact_sha256, **prompt.summary}
-        entries.append((prompt.name, ManifestEntry.from_json(raw)))
+        entries.append((prompt.name, ManifestEntry.from_json(raw, own=True)))
     return Manifest.of(entries, tokenizer=config.tokenizer, provider=config.provider or None)
 
 
