@@ -260,3 +260,33 @@ def test_successive_incremental_builds_stay_identical_to_clean_builds(project: P
         assert build("prompts_src", "clean", APPROX, incremental=False).ok
         assert snapshot(project / "build") == snapshot(project / "clean"), f"step {step}"
         shutil.rmtree(project / "clean")
+
+
+def test_a_reused_artifact_stays_reusable_when_the_output_holds_a_copy_of_it(project: Path, monkeypatch) -> None:
+    """The output's shadow set may keep its own copy of an unchanged artifact (the same bytes,
+    another inode) instead of a link of the live one. The cache must record the file that is
+    there, or the next build recompiles every prompt (a 2,000-file tree then rebuilt in full on
+    every other edit)."""
+    import promptc.driver as driver
+
+    monkeypatch.chdir(project)
+    for i in range(3):
+        write(project, f"prompts_src/p{i}.prompt", f"Prompt {i} ${{x}}\n")
+    assert build("prompts_src", "build", APPROX).ok
+    real_write = driver.write_output
+
+    def write_then_copy(out, files, keep, shas):
+        written = real_write(out, files, keep, shas)
+        for rel in keep:  # what the shadow set can leave: same bytes, a file of its own
+            target = out / rel
+            shutil.copyfile(target, target.with_suffix(".copy"))
+            os.replace(target.with_suffix(".copy"), target)
+        return written
+
+    monkeypatch.setattr(driver, "write_output", write_then_copy)
+    write(project, "prompts_src/p0.prompt", "Prompt 0, edited ${x}\n")
+    assert build("prompts_src", "build", APPROX).ok
+    monkeypatch.setattr(driver, "write_output", real_write)
+    write(project, "prompts_src/p0.prompt", "Prompt 0, edited again ${x}\n")
+    result = build("prompts_src", "build", APPROX)
+    assert result.ok and [p.source for p in result.prompts if not p.reused] == ["p0.prompt"]

@@ -106,11 +106,14 @@ def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: Sourc
     for prompt in prompts:
         if prompt.summary is None or prompt.artifact_sha256 is None or has_errors(prompt.diagnostics):
             continue
-        if prompt.reused and prompt.source in plan.entries:
-            entries[prompt.source] = plan.entries[prompt.source]  # hard-linked: same inode, size, mtime
-            continue
         stat = _output_stat(os.path.join(base, f"{prompt.name}.json"))
         if stat is None:
+            continue
+        if prompt.reused and prompt.source in plan.entries:
+            # Usually a hard link of the file the entry describes, but the output's shadow set may
+            # keep its own copy of the same bytes (another inode and mtime): record what is there.
+            old = plan.entries[prompt.source]
+            entries[prompt.source] = old if old.get("stat") == stat else {**old, "stat": stat}
             continue
         entries[prompt.source] = {
             "sha": shas[prompt.source],
