@@ -1033,13 +1033,35 @@ class ManifestEntry:
             "prefix_sha256": self.prefix_sha256,
             "prefix_tokens": self.prefix_tokens,
             "cacheable_tokens": self.cacheable_tokens,
-            "input_schema": _json_copy(self.input_schema, "input_schema", check=False),
+            # shared, not copied: the manifest is serialised as it is built (2,000 entries a build)
+            "input_schema": self.input_schema,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, own: bool = False) -> Self:
         """`own=True`: `data` is promptc's own summary of an artifact it compiled (this build's, or
-        the incremental cache's): every field is checked, but `input_schema` is not copied."""
+        the incremental cache's, which the cache's fingerprint ties to this very promptc): taken
+        as it is, and checked field by field only if it is not shaped as promptc writes it."""
+        if own:
+            try:  # promptc wrote these fields itself a moment (or a build) ago: no checking
+                return cls(
+                    data["path"],
+                    data["sha256"],
+                    data["source"],
+                    data["source_sha256"],
+                    tuple(data["inputs"]),
+                    tuple(data["includes"]),
+                    data["model"],
+                    data["provider"],
+                    data["tokenizer"],
+                    data["tokens_exact"],
+                    data["prefix_sha256"],
+                    data["prefix_tokens"],
+                    data["cacheable_tokens"],
+                    data["input_schema"],
+                )
+            except (KeyError, TypeError):
+                pass  # not what promptc writes after all: check it field by field
         try:
             return cls._parse(_document(data, "manifest entry"), "", copy=not own)
         except _Invalid as problem:

@@ -179,19 +179,44 @@ def stale_paths(expected: dict[str, bytes | Path], out: Path) -> list[str]:
 def output_lock(out: Path, timeout: float = 120.0) -> Iterator[None]:
     """One build at a time per output folder; a second one waits for the first, then fails (E907).
 
-    `filelock` takes an OS lock (flock on POSIX, LockFileEx on Windows) that the kernel releases
-    when the process dies, so a killed build never leaves a stale lock behind."""
-    from filelock import FileLock, Timeout
-
+    An OS lock on `.promptc-cache/<out>.lock` that the kernel releases when the process dies, so a
+    killed build never leaves a stale lock behind: `flock` where the platform has `fcntl` (taken
+    directly: importing the `filelock` package would cost every fresh `promptc build` 60 ms), and
+    `filelock` (`LockFileEx` on Windows) where it has not."""
     lock_dir = out.parent / CACHE_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
     _ignore_itself(lock_dir)
     lock_path = lock_dir / f"{out.name}.lock"
     try:
-        with FileLock(lock_path, timeout=timeout, poll_interval=0.02):
+        import fcntl
+    except ImportError:
+        fcntl = None
+    if fcntl is None:
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(lock_path, timeout=timeout, poll_interval=0.02):
+                yield
+        except Timeout:
+            raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:g}s") from None
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:g}s") from None
+                time.sleep(0.02)
+        try:
             yield
-    except Timeout:
-        raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:g}s") from None
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _ignore_itself(cache_dir: Path) -> None:
@@ -346,11 +371,25 @@ def _update_shadow(
         os.replace(temporary, target)
 
     existing_folders = {rel.rpartition("/")[0] for rel in existing} | {""}
+    links = [True]  # hard links work here (both trees on one device), until one is refused
+
+    def link_or_copy(temporary: str, source: str) -> None:
+        try:
+            os.link(source, temporary)
+        except OSError:
+            links[0] = False
+            shutil.copyfile(source, temporary)
+
     for rel in keep:
         source, target = os.path.join(live, rel), os.path.join(base, rel)
-        if rel in existing and (shadow_inodes[rel] == live_inodes.get(rel) or _file_sha(target) == shas.get(rel)):
-            continue  # already the right bytes (usually the very same inode: both trees are on one device)
-        replace_with(rel, lambda temporary, source=source: _place(source, temporary))
+        if rel in existing and shadow_inodes[rel] == live_inodes.get(rel):
+            continue  # the very same file
+        # A shadow file with the right bytes but an inode of its own (a full rebuild wrote both sets)
+        # is replaced by a link of the live one while links work: one link now, instead of reading
+        # and hashing the file on every later build. Without links, the bytes are compared instead.
+        if rel in existing and not links[0] and _file_sha(target) == shas.get(rel):
+            continue
+        replace_with(rel, lambda temporary, source=source: link_or_copy(temporary, source))
     for rel, data in files.items():
         if isinstance(data, Path):
             replace_with(rel, lambda temporary, data=data: os.rename(data, temporary))
