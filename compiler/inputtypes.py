@@ -30,6 +30,7 @@ __all__ = [
     "describe",
     "optional",
     "unchecked_keywords",
+    "predicate",
     "CHECKED_KEYWORDS",
 ]
 
@@ -310,6 +311,35 @@ def check_value(schema: dict[str, Any], value: Any, path: str) -> list[str]:
                         children.append((extra, element, f"{where}[{json.dumps(key)}]"))
         stack.extend(reversed(children))
     return problems
+
+
+_SIMPLE_CHECKS = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def predicate(schema: Any) -> Any:
+    """A function telling, fast, whether a value passes `schema` (`check_value` finds no
+    problem): the render path runs it on every call and asks `check_value` for the messages only
+    when it says no. Plain types and lists of them get a direct check; anything else is
+    `check_value` itself."""
+    if isinstance(schema, dict) and not (set(schema) - ANNOTATIONS - {"type", "items"}):
+        kind = schema.get("type")
+        items = schema.get("items")
+        if kind is None and items is None:
+            return lambda v: True
+        if isinstance(kind, str) and kind in _SIMPLE_CHECKS and items is None:
+            return _SIMPLE_CHECKS[kind]
+        if kind == "array":
+            if items is None:
+                return lambda v: isinstance(v, (list, tuple))
+            each = predicate(items) if isinstance(items, dict) else (lambda v: True)
+            return lambda v: isinstance(v, (list, tuple)) and all(each(x) for x in v)
+    return lambda v: not check_value(schema, v, "value")
 
 
 def _same(expected: Any, value: Any) -> bool:

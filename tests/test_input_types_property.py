@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptc.inputtypes import TypeSyntaxError, check_value, describe, parse_type
+from promptc.inputtypes import TypeSyntaxError, check_value, describe, parse_type, predicate
 from promptc.jsonfile import locate, read_json
 
 from .conftest import examples
@@ -51,6 +51,25 @@ JSON_VALUES = st.recursive(
 def test_checking_any_value_never_raises(text: str, value: object) -> None:
     problems = check_value(parse_type(text), value, "x")
     assert all(problem.startswith("x") for problem in problems)
+
+
+SCHEMA_FILE_TYPES = st.sampled_from(
+    [
+        {"type": ["array", "object", "string"]},
+        {"type": ["object", "null"], "properties": {"v": {}}, "required": ["v"]},
+        {"enum": ["a", 1, None]},
+        {"type": "array"},
+        {"type": "array", "items": {"type": "integer"}, "title": "ids"},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False},
+        {"description": "anything"},
+    ]
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.one_of(TYPES.map(parse_type), SCHEMA_FILE_TYPES), JSON_VALUES)
+def test_the_render_paths_fast_predicate_agrees_with_check_value(schema: dict, value: object) -> None:
+    assert predicate(schema)(value) == (check_value(schema, value, "x") == [])
 
 
 @settings(max_examples=examples(300), deadline=None)
