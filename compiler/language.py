@@ -38,6 +38,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ARTIFACT_SCHEMA",
+    "MANIFEST_SCHEMA",
     "FAIL_KINDS",
     "DELIMITERS",
     "BLOCK_OPENERS",
@@ -196,3 +198,7 @@ JINJA_TAGS = {
 
 #: the kinds of change `promptc diff --fail-on` gates on (besides `cost>AMOUNT`)
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
+
+#: the schemas of what a build writes (`promptc --version` names them; `promptc.model` reads them)
+ARTIFACT_SCHEMA = "promptc.artifact/2"
+MANIFEST_SCHEMA = "promptc.manifest/2"

@@ -55,8 +55,7 @@ __all__ = [
     "Totals",
 ]
 
-ARTIFACT_SCHEMA = "promptc.artifact/2"
-MANIFEST_SCHEMA = "promptc.manifest/2"
+from .language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA  # noqa: F401  (re-exported: promptc.model names them)
 
 Role = Literal["system", "developer", "user", "assistant"]
 Boundary = Literal["stable", "dynamic"]

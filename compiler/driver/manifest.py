@@ -13,8 +13,6 @@ from ..diagnostics import Diagnostic, file_span, make
 from ..language import MANIFEST
 from ..model import Manifest, ManifestEntry
 
-MANIFEST_SCHEMA = "promptc.manifest/1"
-
 
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:
     """The manifest of the prompts a build writes: each one's entry, and the prefixes they share."""
