@@ -21,7 +21,9 @@ def explain_cmd(code: str) -> None:
     if entry is None:
         close = did_you_mean(code.upper(), list(CODES), limit=2)
         hint = f"; did you mean {close}?" if close else ""
-        raise click.BadParameter(f"no diagnostic code {code!r}{hint} (codes: E101 … W909)", param_hint="CODE")
+        by_number = sorted(CODES, key=lambda c: c[1:])
+        known = f"{len(CODES)} codes, {by_number[0]} … {by_number[-1]}"
+        raise click.BadParameter(f"no diagnostic code {code!r}{hint} ({known})", param_hint="CODE")
     severity = "error" if entry.severity == "error" else "warning (`--strict` makes it an error)"
     click.echo(f"{entry.code}: {entry.title}\n\n{entry.explain}\n\nseverity: {severity}")
     example = _example(entry.code)
