@@ -174,6 +174,21 @@ def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
+def deduplicated(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """One diagnostic per place and problem, ordered; one in a partial names every prompt that
+    reported it (the build and the language server alike)."""
+    unique: dict[tuple, Diagnostic] = {}
+    for d in diagnostics:
+        key = (d.path, d.line, d.col, d.code, d.message)
+        first = unique.get(key)
+        if first is None:
+            unique[key] = d
+        elif d.included_by:
+            names = tuple(sorted({*first.included_by, *d.included_by}))
+            unique[key] = replace(first, included_by=names)
+    return ordered(unique.values())
+
+
 # ---------------------------------------------------------------------------------------------
 # Renderers
 

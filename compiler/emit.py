@@ -36,7 +36,7 @@ from .model import (
 from .nodes import Block as BlockNode
 from .nodes import Document, Escape, Placeholder, Text
 from .nodes import Section as SectionNode
-from .prefix import Cut, locate
+from .prefix import Cut, locate, relative
 
 ANTHROPIC_MAX_BREAKPOINTS = 4
 
@@ -112,7 +112,7 @@ def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
     for item in section.items:
         if isinstance(item, (Placeholder, BlockNode)):
             path = item.span.src.path if item.span.src is not None else ""
-            out.append((path[len(root) :] if root and path.startswith(root) else path, item.span.line))
+            out.append((relative(path, root), item.span.line))
     return tuple(out)
 
 

@@ -202,15 +202,10 @@ def _origins(data: Mapping[str, Any], key: str, at: str) -> tuple[tuple[str, int
     return tuple(out)
 
 
-def _input_schema(data: Mapping[str, Any], key: str, at: str, copy: bool = True) -> dict[str, Any]:
+def _input_schema(data: Mapping[str, Any], key: str, at: str) -> dict[str, Any]:
     """The artifact's `input_schema`: a JSON object with `type: "object"`, `properties` (an
-    object) and `required` (a list of strings). `copy=False`: the value is promptc's own, just
-    decoded from JSON (a build's summaries), and is kept as it is instead of copied and checked
-    all the way down."""
-    if not copy and isinstance(data.get(key), dict):
-        schema = data[key]
-    else:
-        schema = _json_object(data, key, at)
+    object) and `required` (a list of strings)."""
+    schema = _json_object(data, key, at)
     where = at + key + "."
     if schema.get("type", _MISSING) != "object":
         raise _expected(where + "type", "'object'", schema.get("type", _MISSING))
@@ -1062,12 +1057,12 @@ class ManifestEntry:
             except (KeyError, TypeError):
                 pass  # not what promptc writes after all: check it field by field
         try:
-            return cls._parse(_document(data, "manifest entry"), "", copy=not own)
+            return cls._parse(_document(data, "manifest entry"), "")
         except _Invalid as problem:
             raise _error("manifest entry", problem) from None
 
     @classmethod
-    def _parse(cls, data: Mapping[str, Any], at: str, copy: bool = True) -> Self:
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
         return cls(
             _str(data, "path", at),
             _sha256(data, "sha256", at),
@@ -1082,7 +1077,7 @@ class ManifestEntry:
             _optional_sha256(data, "prefix_sha256", at),
             _count(data, "prefix_tokens", at),
             _optional_count(data, "cacheable_tokens", at),
-            _input_schema(data, "input_schema", at, copy),
+            _input_schema(data, "input_schema", at),
         )
 
 

@@ -51,7 +51,8 @@ class Cut:
     element: int | None = None
 
 
-def _relative(path: str, root: str) -> str:
+def relative(path: str, root: str) -> str:
+    """`path` without the `root` prefix diagnostics name the source folder by."""
     return path[len(root) :] if root and path.startswith(root) else path
 
 
@@ -71,7 +72,7 @@ def describe(item: Item) -> str:
 def _at(span: Span | None, fallback: str, root: str) -> tuple[str, int, int]:
     if span is None or span.src is None:
         return fallback, span.line if span else 1, span.col if span else 1
-    return _relative(span.src.path, root), span.line, span.col
+    return relative(span.src.path, root), span.line, span.col
 
 
 def locate(doc: Document, rel_source: str, root: str = "") -> Cut:
@@ -103,7 +104,7 @@ def _end(doc: Document, rel_source: str, root: str) -> Cut:
                 span = item.span
                 if span.src is not None:
                     end = span.src.span(span.end)
-                    return Cut(_relative(span.src.path, root), end.line, end.col, "end of request")
+                    return Cut(relative(span.src.path, root), end.line, end.col, "end of request")
     return Cut(rel_source, 1, 1, "end of request")
 
 

@@ -25,7 +25,7 @@ from .. import codes
 from ..compile import CompiledPrompt
 from ..config import Config
 from ..context import SourceTree
-from ..diagnostics import Diagnostic, file_span, has_errors, make, ordered
+from ..diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
 from ..emit import dumps
 from ..language import SOURCE_SUFFIX
 from ..model import Manifest
@@ -96,7 +96,7 @@ class _Compiled:
     def result(self, **changes: Any) -> BuildResult:
         return BuildResult(
             prompts=tuple(self.prompts),
-            diagnostics=tuple(_dedupe(self.diagnostics)),
+            diagnostics=tuple(deduplicated(self.diagnostics)),
             manifest=self.manifest,
             outputs=tuple(sorted([*self.files, *self.keep])) if self.manifest is not None else (),
             source_count=sum(1 for rel in self.tree.files if rel.endswith(SOURCE_SUFFIX))
@@ -344,17 +344,3 @@ def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:
         for rel in tree.outside
         if is_prompt(rel)  # folders, partials and JSON files: only a reference through one is an error
     ]
-
-
-def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """One diagnostic per place and problem; one in a partial names every prompt that reported it."""
-    unique: dict[tuple, Diagnostic] = {}
-    for d in diagnostics:
-        key = (d.path, d.line, d.col, d.code, d.message)
-        first = unique.get(key)
-        if first is None:
-            unique[key] = d
-        elif d.included_by:
-            names = tuple(sorted({*first.included_by, *d.included_by}))
-            unique[key] = replace(first, included_by=names)
-    return ordered(unique.values())

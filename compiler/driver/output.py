@@ -252,12 +252,15 @@ def _write_file(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-def _place(source: str, target: str) -> None:
-    """Hard-link an unchanged artifact into the new set (no copy); copy where links are refused."""
+def _place(source: str, target: str) -> bool:
+    """Hard-link an unchanged artifact into the new set (no copy); copy where links are refused.
+    Whether it linked."""
     try:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
+        return False
+    return True
 
 
 def _shadow_path(out: Path) -> Path:
@@ -374,11 +377,8 @@ def _update_shadow(
     links = [True]  # hard links work here (both trees on one device), until one is refused
 
     def link_or_copy(temporary: str, source: str) -> None:
-        try:
-            os.link(source, temporary)
-        except OSError:
+        if not _place(source, temporary):
             links[0] = False
-            shutil.copyfile(source, temporary)
 
     for rel in keep:
         source, target = os.path.join(live, rel), os.path.join(base, rel)

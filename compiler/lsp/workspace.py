@@ -19,7 +19,7 @@ from pathlib import Path
 from ..compile import SourceAnalysis, analyse_source
 from ..config import Config, find_pyproject, load_config
 from ..context import SourceTree
-from ..diagnostics import Diagnostic, SourceText, ordered
+from ..diagnostics import Diagnostic, SourceText, deduplicated
 from ..frontend import PartialLoader
 from ..language import SOURCE_SUFFIX
 
@@ -229,15 +229,7 @@ class Project:
                 # that nothing includes yet still gets what reading it finds (the include pass's
                 # own loader: parse, comments, directives), so a new partial is not silent
                 found = [d for d in PartialLoader(self.config, tree).load(rel).diagnostics if d.path == own]
-        unique: dict[tuple, Diagnostic] = {}
-        for d in found:
-            key = (d.path, d.line, d.col, d.code, d.message)
-            first = unique.get(key)
-            if first is None:
-                unique[key] = d
-            elif d.included_by:
-                unique[key] = replace(first, included_by=tuple(sorted({*first.included_by, *d.included_by})))
-        return ordered(unique.values())
+        return deduplicated(found)
 
     def source_text(self, rel: str, tree: SourceTree | None = None) -> SourceText | None:
         """The normalised text of a file of the tree, as the compiler reads it."""
