@@ -225,17 +225,20 @@ def describe(schema: dict[str, Any]) -> str:
 _JSON_TYPES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false"}
 
 
+#: the JSON scalar types, each as a direct check (`bool` is not a number)
+_SIMPLE_CHECKS = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
 def _type_ok(kind: str, value: Any) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
+    scalar = _SIMPLE_CHECKS.get(kind) if isinstance(kind, str) else None
+    if scalar is not None:
+        return scalar(value)
     if kind == "array":
         return isinstance(value, (list, tuple))
     if kind == "object":
@@ -313,15 +316,6 @@ def check_value(schema: dict[str, Any], value: Any, path: str) -> list[str]:
     return problems
 
 
-_SIMPLE_CHECKS = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
 def predicate(schema: Any) -> Any:
     """A function telling, fast, whether a value passes `schema` (`check_value` finds no
     problem): the render path runs it on every call and asks `check_value` for the messages only
@@ -355,9 +349,10 @@ def _same(expected: Any, value: Any) -> bool:
     return type(expected) is type(value) and expected == value
 
 
-def from_text(schema: dict[str, Any], text: str) -> Any:
+def from_text(schema: dict[str, Any], text: str, name: str = "value") -> Any:
     """A `--var NAME=TEXT` value parsed by its declared type: strings stay as written, `true` and
-    `false` are booleans, numbers are numbers, lists and objects are JSON. Raises ValueError."""
+    `false` are booleans, numbers are numbers, lists and objects are JSON. Raises ValueError; for a
+    list or object that is wrong inside, with every problem by path under `name`."""
     options = schema.get("anyOf", [schema])
 
     def admits(option: Any, kind: str) -> bool:
@@ -374,7 +369,9 @@ def from_text(schema: dict[str, Any], text: str) -> Any:
         if not check_value(schema, text, "value"):
             return text  # an enum of strings, written bare: `--var status=open`
         raise ValueError(f"expected {describe(schema)}, got {text!r}") from None
-    problems = check_value(schema, value, "value")
-    if problems:
+    problems = check_value(schema, value, name)
+    if problems and any(problem.startswith(f"{name}:") for problem in problems):
         raise ValueError(f"expected {describe(schema)}, got {text!r}")
+    if problems:  # the right kind of value, wrong inside: say where
+        raise ValueError("; ".join(problems))
     return value

@@ -208,3 +208,15 @@ def test_diff_reports_a_narrower_schema_as_breaking(tmp_path):
     )
     result = run_promptc("diff", "old", "new", cwd=tmp_path)
     assert "order" in result.stdout and "breaking" in result.stdout
+
+
+def test_var_with_an_object_wrong_inside_says_where(tmp_path):
+    write(tmp_path, "prompts_src/p.prompt", "/// input: order: @order.json\nOrder ${order.id}\n")
+    write(tmp_path, "prompts_src/order.json", json.dumps(ORDER))
+    assert (
+        run_promptc("build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4", cwd=tmp_path).returncode
+        == 0
+    )
+    bad = run_promptc("render", "p", "--var", 'order={"id": 1}', cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "order.items: required, missing" in bad.stderr and "order.id: expected a string, got 1" in bad.stderr

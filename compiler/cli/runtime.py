@@ -80,7 +80,7 @@ def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
         declared = properties.get(key)
         if declared and isinstance(value, str):
             try:
-                value = from_text(declared, value)
+                value = from_text(declared, value, key)
             except ValueError as exc:
                 raise click.BadParameter(f"`{key}`: {exc}", param_hint="--var") from None
         typed[key] = value
