@@ -156,6 +156,7 @@ def _build_with_hashseed(seed: str, project: Path, out: str) -> dict[str, bytes]
     return snapshot(project / out)
 
 
+@pytest.mark.slow
 def test_output_is_deterministic_across_hash_seeds(project: Path) -> None:
     for rel in ("checkout/payment_validation.prompt", "composum/translate.prompt", "support/chat.prompt"):
         write(project, f"prompts_src/{rel}", (ROOT / "prompts_src" / rel).read_bytes())
