@@ -8,11 +8,17 @@ workspace and never writes anything, `build/` included.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
 from ..diagnostics import Diagnostic
@@ -30,9 +36,95 @@ def path_of_uri(uri: str) -> Path | None:
     return Path(unquote(parsed.path))
 
 
+#: a line with its end, as the LSP counts lines: only `\n`, `\r\n` and `\r` end one (Python's
+#: `str.splitlines` also ends lines at U+2028, U+0085, form feed, U+001E …, which the client does not)
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+class _Document(TextDocument):
+    """A pygls document whose lines are the client's: an incremental edit after a U+2028 (or any
+    other character `str.splitlines` breaks at) lands on the line the client meant."""
+
+    @property
+    def lines(self) -> Sequence[str]:
+        return tuple(_LSP_LINE.findall(self.source))
+
+
+def _create_document(workspace: Workspace, doc_uri: str, source=None, version=None, language_id=None) -> TextDocument:
+    return _Document(
+        doc_uri,
+        source=source,
+        version=version,
+        language_id=language_id,
+        sync_kind=workspace._sync_kind,
+        position_codec=workspace.position_codec,
+    )
+
+
+#: what `structure_message` hands on for a request it has already answered with an error
+_ANSWERED = object()
+
+
+def _what_failed(error: JsonRpcException) -> str | None:
+    """`Invalid Params: invalid value @ $.params.position (Position.line should be in range
+    [0:2147483647], but was -1.)`: where the params failed, from cattrs, and why."""
+    import cattrs
+
+    cause = error.__cause__
+    if not isinstance(cause, cattrs.ClassValidationError):
+        return None
+    where = "; ".join(cattrs.transform_error(cause))
+    why: list[str] = []
+    stack: list[BaseException] = [cause]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(reversed(exc.exceptions))
+        elif isinstance(exc, ValueError) and str(exc):
+            why.append(str(exc))
+    return f"{error.message}: {where}" + (f" ({'; '.join(why)})" if why else "")
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol with two repairs: a request whose params do not validate is answered with a
+    JSON-RPC error (pygls logs it and drops it, and the client waits forever), and the workspace's
+    documents split lines as the client does."""
+
+    @property
+    def _workspace(self) -> Workspace | None:
+        return self.__dict__.get("_promptc_workspace")
+
+    @_workspace.setter
+    def _workspace(self, workspace: Workspace | None) -> None:
+        if workspace is not None:
+            workspace._create_text_document = _create_document.__get__(workspace)
+        self.__dict__["_promptc_workspace"] = workspace
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if not (isinstance(data, dict) and "method" in data and data.get("id") is not None):
+                raise  # a notification (or a response) gets no answer
+            response = error.to_response_error()
+            response.message = _what_failed(error) or response.message
+            self._send_response(data["id"], error=response)
+            return _ANSWERED
+
+    def handle_message(self, message) -> None:
+        if message is _ANSWERED:
+            return
+        super().handle_message(message)
+
+
 class PromptServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("promptc", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "promptc",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=_Protocol,
+        )
         self.project: Project | None = None
         #: open documents outside the source folder: compiled on their own (uri → Project)
         self.loose: dict[str, Project] = {}
