@@ -472,3 +472,66 @@ def test_definition_of_a_schema_input_type(workspace):
         )
     )
     assert "input schema `schemas/ticket.json`" in hover.contents.value
+
+
+#: a Dotprompt file (Firebase Genkit): YAML front matter, then Handlebars; `.prompt` too
+DOTPROMPT = """\
+---
+model: googleai/gemini-2.0-flash
+input:
+  schema:
+    name: string
+---
+Hello {{name}}, {{#if vip}}welcome back{{/if}}! ${not_promptc}
+"""
+
+
+def _hover_at(workspace, uri: str, line: int, character: int):
+    params = types.HoverParams(text_document=_doc(uri), position=types.Position(line=line, character=character))
+    return workspace.run(workspace.client.text_document_hover_async(params))
+
+
+def test_a_dotprompt_file_beside_a_promptc_one_is_left_alone(workspace):
+    """In the source folder, a `.prompt` that starts with a YAML `---` header is another tool's:
+    no diagnostics, no hover, no lens; the promptc prompt beside it is checked as ever. Deleting
+    the header makes it promptc's, and typing it back clears what was reported."""
+    ours = workspace.open("d2.prompt", "/// input: question\n----- user -----\nQ: ${questoin}\n")
+    assert "E501" in [d.code for d in workspace.diagnostics(ours)]
+    theirs = workspace.open("genkit.prompt", DOTPROMPT)
+    assert workspace.diagnostics(theirs) == []
+    assert _hover_at(workspace, theirs, 6, 8) is None
+    lenses = workspace.run(
+        workspace.client.text_document_code_lens_async(types.CodeLensParams(text_document=_doc(theirs)))
+    )
+    assert not lenses
+    # without its header the same text is a promptc prompt with problems promptc reports
+    mark = len(workspace.published)
+    body = DOTPROMPT.split("---\n", 2)[2]
+    workspace.change(theirs, types.TextDocumentContentChangeWholeDocument(text=body))
+    assert workspace.diagnostics(theirs, after=mark) != []
+    mark = len(workspace.published)
+    workspace.change(theirs, types.TextDocumentContentChangeWholeDocument(text=DOTPROMPT))
+    assert workspace.diagnostics(theirs, after=mark) == []
+
+
+def test_a_prompt_file_outside_every_promptc_project_is_left_alone(workspace, tmp_path):
+    """A `.prompt` in a folder with no `[tool.promptc]` above it and outside the source folder
+    (a Humanloop or Dotprompt project next door) gets nothing; one under a pyproject.toml with
+    `[tool.promptc]` is checked."""
+    elsewhere = tmp_path / "humanloop"
+    elsewhere.mkdir()
+    (elsewhere / "pyproject.toml").write_text('[project]\nname = "not-promptc"\n')
+    uri = (elsewhere / "support.prompt").as_uri()
+    workspace.versions[uri] = 1
+    item = types.TextDocumentItem(uri=uri, language_id="prompt", version=1, text="Hi ${}\n")
+    workspace.notify(workspace.client.text_document_did_open, types.DidOpenTextDocumentParams(text_document=item))
+    assert workspace.diagnostics(uri) == []
+    assert _hover_at(workspace, uri, 0, 4) is None
+    project = tmp_path / "other_promptc"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.promptc]\n")
+    uri2 = (project / "x.prompt").as_uri()
+    workspace.versions[uri2] = 1
+    item = types.TextDocumentItem(uri=uri2, language_id="prompt", version=1, text="Hi ${}\n")
+    workspace.notify(workspace.client.text_document_did_open, types.DidOpenTextDocumentParams(text_document=item))
+    assert [d.code for d in workspace.diagnostics(uri2)] == ["E202"]

@@ -24,7 +24,7 @@ from .. import __version__
 from ..diagnostics import Diagnostic
 from ..language import SOURCE_SUFFIX
 from . import features
-from .workspace import Project
+from .workspace import Project, is_foreign
 
 COMPLETION_TRIGGERS = ["{", "-", ":", " ", "/", ","]
 
@@ -136,12 +136,25 @@ class PromptServer(LanguageServer):
             self.project = Project(Path.cwd())
         return self.project
 
-    def place(self, uri: str) -> tuple[Project, str] | None:
-        """The project and source-relative path of a document (a file outside the source folder
-        is compiled as the only prompt of its own folder)."""
+    def foreign(self, uri: str) -> bool:
+        """A document the server leaves alone: outside every promptc project (no `[tool.promptc]`
+        above it, not in the source folder), or a `.prompt` of another tool (Dotprompt,
+        Humanloop: it starts with a YAML `---` header)."""
         path = path_of_uri(uri)
         if path is None or path.suffix != SOURCE_SUFFIX:
+            return True
+        if not self.ensure_project().owns(path):
+            return True
+        document = self.workspace.text_documents.get(uri)
+        return document is not None and is_foreign(document.source[:64])
+
+    def place(self, uri: str) -> tuple[Project, str] | None:
+        """The project and source-relative path of a document (a file outside the source folder
+        is compiled as the only prompt of its own folder); None for a foreign document."""
+        if self.foreign(uri):
             return None
+        path = path_of_uri(uri)
+        assert path is not None
         project = self.ensure_project()
         rel = project.rel_of(path)
         if rel is not None:
@@ -154,16 +167,35 @@ class PromptServer(LanguageServer):
     def sync(self, uri: str) -> None:
         placed = self.place(uri)
         if placed is None:
+            self.forget(uri)
             return
         project, rel = placed
         document = self.workspace.get_text_document(uri)
         project.open(rel, document.source)
 
+    def forget(self, uri: str) -> None:
+        """A document that became foreign (its first line is now `---`): its unsaved text leaves
+        the project, whose prompts read the file on disk again."""
+        path = path_of_uri(uri)
+        if path is None or self.project is None:
+            return
+        rel = self.project.rel_of(path)
+        if rel is not None and rel in self.project.open_files:
+            self.project.close(rel)
+            self.project.disk_changed()
+        self.loose.pop(uri, None)
+
     def publish(self, changed_uri: str) -> None:
         """Re-check the changed document and every open document whose diagnostics it can change:
-        the prompts that include a changed partial, the partials a changed prompt includes."""
+        the prompts that include a changed partial, the partials a changed prompt includes. A
+        foreign document gets an empty list (what was reported before it became one goes)."""
         placed = self.place(changed_uri)
         if placed is None:
+            document = self.workspace.text_documents.get(changed_uri)
+            version = document.version if document is not None else None
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=changed_uri, diagnostics=[], version=version)
+            )
             return
         project, rel = placed
         tree = project.tree()
