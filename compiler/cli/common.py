@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..diagnostics import Diagnostic
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
 #: `{"schema", "command", …}`; paths in it are as the user named them, relative to the current folder.
 OUTPUT_SCHEMA = "promptc.output/1"
@@ -199,6 +199,14 @@ class Reporter:
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        if self.fmt == "sarif":
+            # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
+            import orjson
+
+            from ..diagnostics import render_sarif
+
+            click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
+            return status if errors else 0
         try:
             color = use_color(settings().color)
         except RuntimeError:  # no click context: a library caller

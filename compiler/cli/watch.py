@@ -98,6 +98,12 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
 
     from ..watch import watch
 
+    if fmt == "sarif":
+        raise click.BadParameter(
+            "a SARIF log is one document per run; use `promptc check --format sarif` (or --format json, "
+            "one object per rebuild)",
+            param_hint="--format",
+        )
     ctx = click.get_current_context()
     given = {"src": src, "out": out, "tokenizer": tokenizer, "provider": provider}
     # flags typed on the command line keep winning after pyproject.toml changes
