@@ -7,6 +7,7 @@ Only the CLI turns diagnostics into text and exit codes.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -267,6 +268,37 @@ def github_escape(value: str, *, prop: bool = False) -> str:
     if prop:
         value = value.replace(":", "%3A").replace(",", "%2C")
     return value
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_escape(value: str) -> str:
+    """Text as literal Markdown (GitHub's job summaries, pull request comments): every ASCII
+    punctuation character backslash-escaped (CommonMark allows it for each one), so a name or
+    message from a source is never markup, a link, an HTML tag, a mention or a table cell break;
+    line breaks become spaces, so it stays in its table cell."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(value.splitlines()))
+
+
+def render_markdown(diagnostics: Iterable[Diagnostic], title: str, files: int | None = None) -> str:
+    """A Markdown report (GitHub's `$GITHUB_STEP_SUMMARY`): a heading with `title` and the counts,
+    then one table row per diagnostic with its place, code, message and hint."""
+    items = list(diagnostics)
+    lines = [f"### {markdown_escape(title)}: {summary_line(items, files)}", ""]
+    if items:
+        lines += ["| | where | code | message |", "| --- | --- | --- | --- |"]
+        for d in items:
+            mark = "❌ error" if d.severity == "error" else "⚠️ warning"
+            text = markdown_escape(d.message)
+            if d.included_by:
+                text += f" \\({markdown_escape(_included_by(d.included_by))}\\)"
+            if d.hint:
+                text += f"<br>hint: {markdown_escape(d.hint)}"
+            where = markdown_escape(f"{d.path}:{d.line}:{d.col}")
+            lines.append(f"| {mark} | {where} | {d.code} | {text} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def render_github(d: Diagnostic) -> str:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..diagnostics import Diagnostic
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "json", "github", "sarif", "markdown")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
 #: `{"schema", "command", …}`; paths in it are as the user named them, relative to the current folder.
 OUTPUT_SCHEMA = "promptc.output/1"
@@ -199,6 +199,12 @@ class Reporter:
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        if self.fmt == "markdown":
+            from ..diagnostics import render_markdown
+
+            command = click.get_current_context().info_name or "promptc"
+            click.echo(render_markdown(shown, f"promptc {summary or command}", files))
+            return status if errors else 0
         if self.fmt == "sarif":
             # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
             import orjson

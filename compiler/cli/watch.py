@@ -98,9 +98,9 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
 
     from ..watch import watch
 
-    if fmt == "sarif":
+    if fmt in ("sarif", "markdown"):
         raise click.BadParameter(
-            "a SARIF log is one document per run; use `promptc check --format sarif` (or --format json, "
+            f"a {fmt} report is one document per run; use `promptc check --format {fmt}` (or --format json, "
             "one object per rebuild)",
             param_hint="--format",
         )
