@@ -243,7 +243,7 @@ BUILTIN_AS_TEXT = _code(
 JINJA_HABIT = _code(
     "W605",
     "Jinja syntax in a Python block",
-    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input) or Jinja's `loop` variable (`{{ loop.index }}`). The hint gives the Python. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …) are errors (E208, E601) with the same kind of hint.",
+    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input; `{{ name|default('there') }}`, which calls `default`), Jinja's `loop` variable (`{{ loop.index }}`) or a Jinja comment (`{# TODO #}`, which runs as a statement reading `TODO`). The hint gives the Python (`{{ name or 'there' }}`, `enumerate`, `/// TODO`). When the name is also an undeclared input (E501, E503), the error carries this hint instead. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …), a comment in words and a literal `{{` in text are errors (E208, E601) with the same kind of hint.",
 )
 
 # 7xx: sections and the cache-stable prefix
