@@ -153,7 +153,22 @@ def test_an_unknown_tokenizer_is_one_usage_error(project: Path, how: str) -> Non
         args[0] = command
         result = run_promptc(*args, cwd=project)
         assert result.returncode == 2, result.stdout + result.stderr
-        assert result.stderr.count("unknown tokenizer `gpt-17`") == 1 and "E901" not in result.stdout
+        if how == "flag":
+            assert result.stderr.count("unknown tokenizer `gpt-17`") == 1 and "E901" not in result.stdout
+        else:  # an E902 at the config file's line, as every other bad value there
+            assert result.stdout.count("pyproject.toml:2:1: error[E902]: unknown tokenizer `gpt-17`") == 1
+            assert "E901" not in result.stdout
+
+
+def test_a_misspelt_tokenizer_gets_did_you_mean_with_the_config_line(project: Path) -> None:
+    write(project, "prompts_src/p.prompt", "Hi\n")
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.promptc]\ntokenizer = "cl100k"\n')
+    result = run_promptc("check", cwd=project)
+    assert result.returncode == 2
+    assert "pyproject.toml:5:1: error[E902]: unknown tokenizer `cl100k`" in result.stdout
+    assert "= hint: did you mean `cl100k_base`?" in result.stdout
+    flag = run_promptc("check", "--tokenizer", "o200k", cwd=project)
+    assert flag.returncode == 2 and "did you mean `o200k_base`?" in flag.stderr
 
 
 def test_config_paths_are_relative_to_the_pyproject_that_holds_them(tmp_path: Path) -> None:

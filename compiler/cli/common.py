@@ -106,11 +106,19 @@ def project_config(
         raise click.BadParameter(problem, param_hint="--provider")
     from ..meter import TokenizerError, meter
 
-    try:  # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt
+    # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one from
+    # [tool.promptc] is already an E902 at its line there (and left out of the config)
+    if tokenizer is not None and tokenizer:
+        from ..config import tokenizer_problem
+
+        unknown = tokenizer_problem(tokenizer)
+        if unknown is not None:
+            raise click.BadParameter(f"{unknown[0]}; {unknown[1]}", param_hint="--tokenizer")
+    try:
         if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
             meter(config.tokenizer)
     except TokenizerError as exc:
-        raise click.BadParameter(str(exc), param_hint="--tokenizer (or `tokenizer` in [tool.promptc])") from None
+        raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
 
 
