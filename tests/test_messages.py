@@ -183,3 +183,21 @@ def test_require_declared_inputs_points_at_the_misspelt_declaration() -> None:
         ),
         ("W605", "blocks are Python: `{% for i, x in enumerate(items) %}` gives the index as `i`"),
     ]
+
+
+def test_render_without_std_inputs_names_the_flag(tmp_path) -> None:
+    from .conftest import run_promptc, write
+
+    write(
+        tmp_path,
+        "prompts_src/g.prompt",
+        "----- system -----\nYou help.\n/// include: std/env\n----- user -----\n${q}\n",
+    )
+    assert run_promptc("build", cwd=tmp_path).returncode == 0
+    done = run_promptc("render", "g", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "is missing 6 inputs" in done.stderr
+    assert "5 of them are the inputs of std/env: pass --std-inputs to fill them from this machine" in done.stderr
+    with_flag = run_promptc("render", "g", "--std-inputs", cwd=tmp_path)
+    assert with_flag.returncode == 1 and "missing 1 input: q" in with_flag.stderr
+    assert "--std-inputs" not in with_flag.stderr
