@@ -350,12 +350,12 @@ INVALID_JSON = _code(
 INVALID_TOOL = _code(
     "E822",
     "invalid tool definition",
-    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given.',
+    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given. An OpenAI tool (`{"type": "function", "function": {…}}`) is one E822 at its wrapper (unwrap it and rename `parameters` to `input_schema`), and the inner object is still checked for other mistakes; the OpenAI key `parameters` on its own is one E822 too.',
 )
 INVALID_SCHEMA = _code(
     "E823",
     "invalid JSON Schema",
-    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output.',
+    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output. Every problem of a schema is reported, each at the keyword that fails with a hint of its own (`"type": "strin"`: did you mean `string`?), and so is a key one typo away from a keyword (`"requird"`), which JSON Schema would silently ignore.',
 )
 DUPLICATE_TOOL = _code(
     "E824",
