@@ -312,3 +312,16 @@ def test_init_starts_a_project_that_builds_and_renders(tmp_path: Path) -> None:
     assert json.loads(rendered.stdout)[1] == {"role": "user", "content": "Hi?"}
     again = run_promptc("init", cwd=tmp_path)
     assert again.returncode == 2 and "already has [tool.promptc]" in again.stderr
+
+
+def test_check_locked_json_spells_each_stale_file_one_way(project: Path) -> None:
+    """`stale` lists the files as the diagnostics name them: relative to the current folder."""
+    write(project, "prompts_src/a.prompt", "Hi.\n")
+    assert run_promptc("build", cwd=project).returncode == 0
+    write(project, "build/stray.json", "{}")
+    write(project, "prompts_src/a.prompt", "Hi!\n")
+    done = run_promptc("check", "--locked", "--format", "json", cwd=project)
+    payload = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert payload["stale"] == ["build/a.json", "build/manifest.json", "build/stray.json"]
+    assert payload["stale"] == [d["path"] for d in payload["diagnostics"] if d["code"] == "E905"]
