@@ -310,8 +310,18 @@ def test_init_starts_a_project_that_builds_and_renders(tmp_path: Path) -> None:
     assert run_promptc("build", "--strict", cwd=tmp_path).returncode == 0
     rendered = run_promptc("render", "hello", "--var", "question=Hi?", cwd=tmp_path)
     assert json.loads(rendered.stdout)[1] == {"role": "user", "content": "Hi?"}
-    again = run_promptc("init", cwd=tmp_path)
-    assert again.returncode == 2 and "already has [tool.promptc]" in again.stderr
+    before = (tmp_path / "pyproject.toml").read_text()
+    again = run_promptc("init", cwd=tmp_path)  # twice: done already, not a usage error
+    assert again.returncode == 0 and "already has [tool.promptc]" in again.stderr
+    assert (tmp_path / "pyproject.toml").read_text() == before
+
+
+def test_init_beside_an_existing_first_prompt_fails_without_writing(tmp_path: Path) -> None:
+    write(tmp_path, "prompts_src/hello.prompt", "Mine.\n")
+    done = run_promptc("init", cwd=tmp_path)
+    assert done.returncode == 1 and "prompts_src/hello.prompt already exists" in done.stderr
+    assert not (tmp_path / "pyproject.toml").exists()
+    assert (tmp_path / "prompts_src" / "hello.prompt").read_text() == "Mine.\n"
 
 
 def test_check_locked_json_spells_each_stale_file_one_way(project: Path) -> None:

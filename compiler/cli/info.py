@@ -115,12 +115,16 @@ def init_cmd(src: str, out: str) -> None:
 
     pyproject = Path("pyproject.toml")
     text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
+    # not usage errors (exit 2 is a wrong command line): a project set up already is done (exit 0,
+    # as `git init` run twice), a file in the way is a failure to write (exit 1)
     if "[tool.promptc]" in text:
-        raise click.UsageError("pyproject.toml already has [tool.promptc]; nothing to do")
+        click.echo("pyproject.toml already has [tool.promptc]: the project is set up, nothing to do", err=True)
+        return
     folder = Path(src)
     first = folder / "hello.prompt"
     if first.exists():
-        raise click.UsageError(f"{first} already exists; nothing was changed")
+        click.echo(f"promptc init: {first.as_posix()} already exists; nothing was changed", err=True)
+        sys.exit(1)
     folder.mkdir(parents=True, exist_ok=True)
     first.write_text(STARTER_PROMPT, encoding="utf-8")
     table = f'[tool.promptc]\nsrc = "{src}"\nout = "{out}"\n'
