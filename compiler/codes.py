@@ -190,6 +190,11 @@ NEAR_SEPARATOR = _code(
     "line looks like a role separator but is not one",
     "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
 )
+MISTYPED_SEPARATOR = _code(
+    "E406",
+    "mistyped role separator",
+    "A line is a role separator with a typo — a role (`user`, `system` …) between dashes, one side four dashes or more, but not the exact shape: a dash missing (`---- user -----`), indented, no space around the role. As text it would merge the turn it was meant to start into the message above, so it is an error. Three dashes on each side (`--- User ---`, a divider in prose) stay text with W404.",
+)
 LATE_SYSTEM_MESSAGE = _code(
     "W405",
     "system message after the conversation started",

@@ -201,3 +201,26 @@ def test_render_without_std_inputs_names_the_flag(tmp_path) -> None:
     with_flag = run_promptc("render", "g", "--std-inputs", cwd=tmp_path)
     assert with_flag.returncode == 1 and "missing 1 input: q" in with_flag.stderr
     assert "--std-inputs" not in with_flag.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("---- user -----", "4 dashes before the role, not five"),
+        ("----- user ----", "4 dashes after the role, not five"),
+        ("  ----- user -----", "indented"),
+        ("-----user-----", "no space around the role"),
+    ],
+)
+def test_a_mistyped_separator_is_an_error_not_a_merged_turn(line: str, why: str) -> None:
+    result = compile_text(f"----- system -----\nYou help.\n{line}\nHi\n")
+    assert result.artifact is None
+    ((code, message, hint),) = [(d.code, d.message, d.hint) for d in result.diagnostics]
+    assert code == "E406" and f"({why})" in message
+    assert message.endswith("as text, the `user` turn it starts would be part of the `system` message above")
+    assert hint.startswith("write `----- user -----`")
+
+
+def test_a_prose_divider_stays_text_with_a_warning() -> None:
+    result = compile_text("----- system -----\nExamples:\n--- User ---\nHi\n--- Notes ---\n")
+    assert [d.code for d in result.diagnostics] == ["W404", "W404"] and result.artifact is not None
