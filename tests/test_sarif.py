@@ -138,5 +138,6 @@ def test_the_same_diagnostics_give_the_same_bytes() -> None:
 def test_watch_refuses_sarif_as_a_usage_error(tmp_path: Path) -> None:
     done = run_promptc("watch", "--format", "sarif", cwd=_project(tmp_path))
     assert done.returncode == 2 and "promptc check --format sarif" in done.stderr
+    (tmp_path / "md").mkdir()
     done = run_promptc("watch", "--format", "markdown", cwd=_project(tmp_path / "md"))
     assert done.returncode == 2 and "promptc check --format markdown" in done.stderr
