@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, promptc_executable
+from tests.conftest import ROOT, promptc_executable, run_promptc
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text("utf-8"))
 
@@ -60,7 +60,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 def _build(cwd: Path) -> None:
-    done = subprocess.run([promptc_executable(), "build"], cwd=cwd, capture_output=True, text=True, timeout=120)
+    done = run_promptc("build", cwd=cwd)  # in process: the steps run the installed command
     assert done.returncode == 0, done.stdout + done.stderr
 
 
