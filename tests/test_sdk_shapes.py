@@ -67,7 +67,11 @@ def runtime(tmp_path_factory: pytest.TempPathFactory):
     write(root, "prompts_src/_identity.prompt", IDENTITY)
     write(root, "prompts_src/tools/docs.json", json.dumps(TOOLS, indent=2))
     write(root, "prompts_src/schemas/answer.json", json.dumps(ANSWER, indent=2))
-    write(root, "prompts_src/dynamic_first.prompt", "/// tools: tools/docs.json\n/// param: max_tokens=50\n${q}\n")
+    write(
+        root,
+        "prompts_src/dynamic_first.prompt",
+        "/// tools: tools/docs.json\n/// param: max_tokens=50\n----- system -----\n${q}\n----- user -----\nHi\n",
+    )
     result = build(root / "prompts_src", root / "build")
     assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics
     codes = {d.code for d in result.diagnostics}
@@ -128,7 +132,8 @@ def test_openai_chat_sdk_accepts_the_shape(runtime) -> None:
         "type": "json_schema",
         "json_schema": {"name": "answer", "schema": ANSWER, "strict": True},
     }
-    assert body["prompt_cache_key"] == runtime.artifact("agent").cache.prefix_sha256
+    # the artifact's prefix hash covers anthropic and claude-sonnet-4-5: not OpenAI's to route by
+    assert "prompt_cache_key" not in body
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
 
 
@@ -148,7 +153,7 @@ def test_openai_responses_sdk_accepts_the_shape(runtime) -> None:
     }
     assert body["text"] == {"format": {"type": "json_schema", "name": "answer", "schema": ANSWER, "strict": True}}
     assert body["input"][0]["role"] == "system" and body["input"][1]["content"] == INPUTS["question"]
-    assert body["prompt_cache_key"] == runtime.artifact("agent").cache.prefix_sha256
+    assert "prompt_cache_key" not in body
 
 
 def test_gemini_sdk_accepts_the_shape(runtime) -> None:
@@ -168,6 +173,25 @@ def test_gemini_sdk_accepts_the_shape(runtime) -> None:
     assert generation["maxOutputTokens"] == 700 and generation["stopSequences"] == ["</answer>"]
     assert generation["temperature"] == 0.2
     assert generation["responseMimeType"] == "application/json" and generation["responseJsonSchema"] == ANSWER
+
+
+CAPTURES = {
+    "anthropic": ("capture_anthropic", None),
+    "openai": ("capture_openai_chat", "gpt-4o"),
+    "openai-responses": ("capture_openai_responses", "gpt-5"),
+    "gemini": ("capture_gemini", "gemini-2.5-flash"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CAPTURES))
+def test_the_body_is_the_bytes_the_sdk_sends(runtime, shape: str) -> None:
+    """`rendered.body(shape)` is byte for byte what the pinned SDK sends for `as_shape(shape)`: its
+    key order, its JSON options, Gemini's REST layout (providers.json `shapes.*.body`)."""
+    capture, model = CAPTURES[shape]
+    rendered = runtime.render("agent", INPUTS)
+    sent = getattr(sdk_capture, capture)(rendered.as_shape(shape, model=model))
+    assert sent["body"] == rendered.body(shape, model=model)
+    assert json.loads(sent["body"]) == json.loads(rendered.body(shape, model=model))  # and it is JSON
 
 
 def test_a_shape_the_sdk_refuses_is_caught_by_the_capture() -> None:
