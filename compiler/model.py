@@ -388,26 +388,6 @@ def _document(data: Any, label: str) -> Mapping[str, Any]:
     raise ArtifactError(f"{label}: expected a JSON object, got {_describe(data)}")
 
 
-def canonical_json(value: Any) -> str:
-    """The one text promptc hashes and counts for a JSON value: compact, keys in the order written,
-    non-ASCII kept (what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` gives)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def head_segments(tools: Iterable[Any], output_schema: Any) -> list[tuple[str, str]]:
-    """The part of a request that leads it in every provider's cache order, before any message: the
-    tools, then the output schema, each as (tag, canonical JSON). The tags are not role names, so
-    they cannot be confused with a message in the prefix encoding."""
-    tool_list = [t.to_json() if hasattr(t, "to_json") else t for t in tools]
-    segments: list[tuple[str, str]] = []
-    if tool_list:
-        segments.append(("tools", canonical_json(tool_list)))
-    if output_schema is not None:
-        schema = output_schema.to_json() if hasattr(output_schema, "to_json") else output_schema
-        segments.append(("output_schema", canonical_json(schema)))
-    return segments
-
-
 # ---------------------------------------------------------------------------------------------
 # The artifact
 
