@@ -267,6 +267,14 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
         )
     else:
         lines.append("cache prefix: none (the request starts with dynamic content)")
+    key = cache.key
+    if key is not None and key.provider is not None:
+        keyed = " · ".join([key.provider, *([key.model] if key.model else []), *key.params])
+        lines.append(f"cache key: {keyed} ({key.encoding})")
+    for part in cache.head:
+        if not part.cached:
+            what = "output schema" if part.part == "output_schema" else part.part
+            lines.append(f"not cached: the {what} ({part.tokens} tokens): no breakpoint of this provider covers it")
     ends = prefix_end_line(artifact, src)
     if ends is not None:
         lines.append(ends)
