@@ -87,7 +87,7 @@ NUMBERS_TOOL = {
         "type": "object",
         "properties": {
             "zeta": {"type": "number", "minimum": -0.0, "maximum": 1e16, "multipleOf": 0.1},
-            "10": {"type": "integer", "maximum": 12345678901234567890, "minimum": -9007199254740993},
+            "10": {"type": "integer", "maximum": 1234567890123456789, "minimum": -9007199254740993},
             "2": {"type": "number", "exclusiveMaximum": 1e21, "default": 100.0, "examples": [1e-7, 5e-324, 1.5]},
             "deep": _deep(12),
         },

@@ -74,7 +74,7 @@ TOOLS = [
             "type": "object",
             "properties": {
                 "zeta": {"type": "string"},
-                "10": {"type": "integer", "maximum": 12345678901234567890, "minimum": -0.0},
+                "10": {"type": "integer", "maximum": 1234567890123456789, "minimum": -0.0},
                 "2": {"type": "number", "exclusiveMaximum": 1e21, "default": 100.0, "multipleOf": 1e-7},
             },
             "required": ["zeta"],
