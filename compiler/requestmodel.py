@@ -41,6 +41,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .language import JOINER, SYSTEM_ROLES, unescape
@@ -389,6 +390,11 @@ def anthropic_view(profile: Profile | None) -> Profile:
     Anthropic one, else Anthropic's defaults (any artifact can be rendered in that shape)."""
     if profile is not None and profile.shape == "anthropic":
         return profile
+    return _anthropic_defaults()
+
+
+@lru_cache(maxsize=1)
+def _anthropic_defaults() -> Profile:
     fallback = resolve("anthropic", None)
     assert fallback is not None
     return fallback
@@ -415,6 +421,16 @@ def cache(
     from .model import Breakpoint, CacheKey, HeadPart, PrefixEnd
     from .model import Cache as CacheModel
 
+    counted: dict[str, int] = {}
+    measure = count
+
+    def tokens(text: str) -> int:  # both views count the same texts: once each
+        found = counted.get(text)
+        if found is None:
+            found = counted[text] = measure(text)
+        return found
+
+    count = tokens
     own = of_parts(profile, model, params, tools, output_schema, messages, count=count)
     prefix = own.prefix()
     view = anthropic_view(profile)
