@@ -384,6 +384,9 @@ def test_another_providers_shape_needs_its_model(tmp_path) -> None:
     assert refused.returncode == 1 and "the gemini request goes to gemini" in refused.stderr
     done = run_promptc("render", "p", "--var", "q=hi", "--shape", "gemini", "--model", "gemini-2.5-flash", cwd=tmp_path)
     assert done.returncode == 0 and json.loads(done.stdout)["model"] == "gemini-2.5-flash"
+    # --format body: the exact bytes, as rendered.body gives them (and so as the SDK sends them)
+    raw = run_promptc("render", "p", "--var", "q=hi", "--shape", "anthropic", "--format", "body", cwd=tmp_path)
+    assert raw.returncode == 0 and raw.stdout.encode() == rendered.body("anthropic")
 
 
 def test_the_prefix_hash_and_cache_key_follow_the_model() -> None:

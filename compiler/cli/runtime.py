@@ -136,10 +136,11 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(("request", "json")),
+    type=click.Choice(("request", "json", "body")),
     default="request",
     show_default=True,
-    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope.",
+    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope; body: the exact "
+    "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
 @click.option(
     "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
@@ -175,6 +176,9 @@ def render_cmd(
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
                     inputs = {**collect(), **inputs}
         rendered = runtime.render(name, inputs)
+        if fmt == "body":
+            click.get_binary_stream("stdout").write(rendered.body(shape, model=model))
+            return
         payload = rendered.as_shape(shape, model=model)
     if fmt == "json":
         from .common import envelope
