@@ -177,7 +177,11 @@ def render_cmd(
                     inputs = {**collect(), **inputs}
         rendered = runtime.render(name, inputs)
         if fmt == "body":
-            click.get_binary_stream("stdout").write(rendered.body(shape, model=model))
+            import sys
+
+            sys.stdout.flush()
+            sys.stdout.buffer.write(rendered.body(shape, model=model))
+            sys.stdout.buffer.flush()
             return
         payload = rendered.as_shape(shape, model=model)
     if fmt == "json":
