@@ -150,7 +150,8 @@ class RenderedBlock:
     text: str
     #: a cache breakpoint of the artifact ends with this block
     breakpoint: bool = False
-    #: that breakpoint is one of the (at most four) the artifact marks for Anthropic
+    #: the anthropic shape puts `cache_control` on this block (one of the at most four markers the
+    #: artifact records; always a non-empty stable block)
     anthropic: bool = False
 
 
@@ -168,19 +169,37 @@ class Rendered:
     output_schema: OutputSchema | None = None
     #: the Anthropic breakpoint TTL (`cache_ttl`), or None for the provider's default
     ttl: str | None = None
-    #: the artifact marks a breakpoint for Anthropic right after the tools and schema
+    #: the artifact marks a breakpoint for Anthropic on the last tool
     head_breakpoint: bool = False
+    #: the provider of the artifact's profile (`anthropic`), None without one
+    provider: str | None = None
+    #: the model as the provider resolves it, which the prefix hash covers (`cache.key.model`)
+    cache_model: str | None = None
 
     def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
         """The request in a provider's shape: the keyword arguments of its official SDK call
         (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.shapes`).
         `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
-        computed for its own model); a shape that needs a model and has none is a RenderError."""
+        computed for its own model) and must be one of the shape's provider; a shape of another
+        provider than the artifact's needs it. A request that cannot be sent (no model, no user
+        turn, another provider's model) is a RenderError that names the shape."""
         global _shapes
         if _shapes is None:
             from . import shapes as _shapes
         try:
             return _shapes.build(self, shape, model)
+        except _shapes.ShapeError as exc:
+            raise RenderError(str(exc)) from None
+
+    def body(self, shape: str, *, model: str | None = None) -> bytes:
+        """The exact bytes of the request body the pinned Python SDK sends for `as_shape(shape)`
+        (its key order and JSON options; Gemini's REST body): what to POST to send the same bytes
+        from anywhere (the JavaScript runtime's `rendered.body(shape)` writes them too)."""
+        global _shapes
+        if _shapes is None:
+            from . import shapes as _shapes
+        try:
+            return _shapes.body(self, shape, model)
         except _shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
@@ -507,6 +526,8 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         "output_schema": artifact.output_schema,
         "ttl": artifact.cache.ttl,
         "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
+        "provider": None if artifact.provider is None else artifact.provider.name,
+        "cache_model": None if artifact.cache.key is None else artifact.cache.key.model,
     }
     lines.append("    rendered = _new(_Rendered)")
     lines.append("    fields = rendered.__dict__")
