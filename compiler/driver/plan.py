@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..atomic import read_file, write_file
 from ..compile import CompiledPrompt, name_of
 from ..config import Config
 from ..context import SourceTree
@@ -84,7 +85,8 @@ def load_plan(out: Path, config: Config) -> Plan:
 
     fingerprint = compiler_fingerprint(config)
     try:
-        state = orjson.loads(_state_path(out).read_bytes())
+        # never through a link, never a pipe: a cache entry promptc did not write is no cache
+        state = orjson.loads(read_file(_state_path(out), follow=False))
     except (OSError, ValueError):
         return Plan(fingerprint)
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
@@ -124,15 +126,13 @@ def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: Sourc
             "stat": stat,
             "warnings": [_diag_to_state(d) for d in prompt.diagnostics],
         }
-    path = _state_path(out)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    state = {"fingerprint": plan.fingerprint, "saved_ns": time.time_ns(), "files": files, "entries": entries}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"fingerprint": plan.fingerprint, "saved_ns": time.time_ns(), "files": files, "entries": entries}
-        tmp.write_bytes(orjson.dumps(state))
-        os.replace(tmp, path)
+        # atomic (a killed build leaves the old cache or the new), not fsynced: it is an
+        # optimisation a crash may lose, and never written through a link
+        write_file(_state_path(out), orjson.dumps(state), symlinks="refuse", durable=False)
     except OSError:
-        tmp.unlink(missing_ok=True)  # the cache is an optimisation; never fail a build over it
+        pass  # the cache is an optimisation; never fail a build over it
 
 
 def last_good(prompt: CompiledPrompt, previous: dict[str, Any], out: Path) -> CompiledPrompt | None:

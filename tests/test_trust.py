@@ -1,0 +1,254 @@
+"""Trust, round 3: a build never deletes, moves or follows what promptc did not make.
+
+A cloned repository controls every file it commits, `.promptc-cache/` and `build/` included; a
+user's `-o` may name a folder that holds their own files. promptc follows no symlink inside its
+cache or output folders, trusts no cache folder it did not make, and deletes only what it made."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from promptc.config import Config
+from promptc.driver import build, check
+
+from .conftest import promptc_executable, snapshot, write
+
+APPROX = Config(tokenizer="approx-bytes/4")
+
+
+def _everything(root: Path) -> dict[str, object]:
+    """Every entry under `root` (links as their target text, never followed)."""
+    found: dict[str, object] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[rel] = ("link", os.readlink(path))
+        elif path.is_file():
+            found[rel] = path.read_bytes()
+        else:
+            found[rel] = "dir"
+    return found
+
+
+def _build(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [promptc_executable(), "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _settle() -> None:
+    time.sleep(0.3)  # a background deletion, were there one, has had its chance
+
+
+def test_a_committed_trash_link_deletes_nothing_beside_the_clone(tmp_path: Path) -> None:
+    """`.promptc-cache/trash -> ../..` plus a dummy shadow and its dirty flag: the build used to
+    move the shadow into the link's target and delete every folder beside the clone."""
+    outer = tmp_path / "outer"
+    write(outer, "neighbour/data.txt", "someone else's work")
+    clone = outer / "clone"
+    write(clone, "prompts_src/a.prompt", "Hi\n")
+    (clone / ".promptc-cache/build.shadow").mkdir(parents=True)
+    (clone / ".promptc-cache/build.shadow.dirty").touch()
+    (clone / ".promptc-cache/trash").symlink_to("../..", target_is_directory=True)
+    before = _everything(tmp_path)
+    done = _build(clone)
+    _settle()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "error[E913]" in done.stdout and "`.promptc-cache/trash` is a symlink to `../..`" in done.stdout
+    after = _everything(tmp_path)
+    created = {rel for rel in after if rel not in before}
+    assert {rel for rel in before if rel not in after} == set()  # nothing deleted
+    assert all(before[rel] == after[rel] for rel in before)  # nothing changed
+    assert created <= {"outer/clone/.promptc-cache/.gitignore", "outer/clone/.promptc-cache/build.lock"}
+
+
+def test_a_committed_shadow_link_is_never_emptied_nor_swapped_in(tmp_path: Path) -> None:
+    """A committed stale `build/` plus `build.shadow -> ../../myproject`: the build used to delete
+    every file of myproject and turn build/ into the link."""
+    write(tmp_path, "myproject/data.txt", "precious")
+    write(tmp_path, "myproject/sub/more.txt", "also precious")
+    clone = tmp_path / "clone"
+    write(clone, "prompts_src/a.prompt", "Hi\n")
+    assert _build(clone).returncode == 0  # what a committer's machine wrote: a real promptc build
+    for entry in (clone / ".promptc-cache").iterdir():
+        entry.unlink()  # a fresh clone has no cache of its own …
+    write(clone, "prompts_src/a.prompt", "Hi, changed\n")  # … and its build/ is stale
+    (clone / ".promptc-cache/build.shadow").symlink_to("../../myproject", target_is_directory=True)
+    before = _everything(tmp_path / "myproject")
+    old_build = snapshot(clone / "build")
+    done = _build(clone)
+    _settle()
+    assert done.returncode == 1 and "error[E913]" in done.stdout, done.stdout + done.stderr
+    assert "`.promptc-cache/build.shadow` is a symlink to `../../myproject`" in done.stdout
+    assert _everything(tmp_path / "myproject") == before
+    assert not (clone / "build").is_symlink() and snapshot(clone / "build") == old_build
+    # deleting the link is all it takes
+    (clone / ".promptc-cache/build.shadow").unlink()
+    assert _build(clone).returncode == 0
+    assert "Hi, changed" in (clone / "build/a.json").read_text()
+    assert _everything(tmp_path / "myproject") == before
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        "cache_link",  # the whole cache folder a link
+        "lock_link",
+        "owned_link",
+        "staging_link",  # named like a staging folder, beside build/
+        "parked_link",
+        "spool_link",
+    ],
+)
+def test_no_cache_or_staging_name_is_followed(tmp_path: Path, plant: str) -> None:
+    victim = tmp_path / "victim"
+    write(victim, "data.txt", "precious")
+    clone = tmp_path / "clone"
+    write(clone, "prompts_src/a.prompt", "Hi\n")
+    cache = clone / ".promptc-cache"
+    target = os.path.relpath(victim, cache)
+    if plant == "cache_link":
+        cache.symlink_to(os.path.relpath(victim, clone), target_is_directory=True)
+    else:
+        cache.mkdir()
+        name = {
+            "lock_link": "build.lock",
+            "owned_link": "build.owned",
+            "spool_link": "build.spool-1-x",
+        }.get(plant)
+        if name is not None:
+            (cache / name).symlink_to(target if plant == "spool_link" else os.path.join(target, "data.txt"))
+        else:
+            suffix = "promptc-tmp-1" if plant == "staging_link" else "promptc-tmp-old"
+            (clone / f"build.{suffix}").symlink_to(os.path.relpath(victim, clone), target_is_directory=True)
+    done = _build(clone)
+    _settle()
+    assert "Traceback" not in done.stderr, done.stderr
+    assert _everything(victim) == {"data.txt": b"precious"}
+    if plant in ("cache_link", "lock_link", "owned_link"):
+        assert done.returncode == 1 and "error[E913]" in done.stdout, done.stdout
+    else:  # a leftover's name is not enough to be promptc's: left alone, and the build goes on
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (clone / "build/a.json").is_file()
+
+
+def test_a_copied_cache_is_not_trusted(tmp_path: Path) -> None:
+    """`cp -r` of a project: the copy's cache names folders by inodes that are not the copy's, so
+    its incremental cache is not used and its shadow is vetted like any folder promptc did not make."""
+    first = tmp_path / "first"
+    write(first, "prompts_src/a.prompt", "Hi\n")
+    for text in ("Hi\n", "Hi two\n"):  # a build/ and a shadow set
+        write(first, "prompts_src/a.prompt", text)
+        assert _build(first).returncode == 0
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(first), str(copy)], check=True)
+    write(copy, "prompts_src/b.prompt", "B\n")
+    result = build(copy / "prompts_src", copy / "build", APPROX)
+    assert result.ok and result.written
+    assert {p.name for p in result.prompts if p.reused} == set()  # nothing taken from the copied cache
+    again = build(copy / "prompts_src", copy / "build", APPROX)
+    assert again.unchanged and {p.name for p in again.prompts if p.reused} == {"a", "b"}
+
+
+def test_check_locked_with_a_symlinked_folder_inside_build_is_e905(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    write(project, "prompts_src/sub/b.prompt", "B\n")
+    assert build("prompts_src", "build", APPROX).ok
+    write(project, "elsewhere/b.json", "x")
+    os.rename(project / "build/sub", project / "moved")
+    (project / "build/sub").symlink_to("../moved", target_is_directory=True)  # the same bytes, through a link
+    (project / "build/link.json").symlink_to("/dev/zero")  # never opened
+    result = check("prompts_src", "build", APPROX, locked=True)
+    assert {d.code for d in result.diagnostics} == {"E905"}
+    assert set(result.stale) == {"sub", "sub/b.json", "link.json"}
+    messages = {d.path: d.message for d in result.diagnostics}
+    assert "`build/sub` is a symlink" in messages["build/sub/b.json"]
+    done = subprocess.run(
+        [promptc_executable(), "check", "prompts_src", "-o", "build", "--locked", "--tokenizer", "approx-bytes/4"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "error[E905]" in done.stdout, done.stderr
+
+
+def test_build_refuses_links_inside_the_output_folder(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "A\n")
+    write(project, "mine/keep.txt", "mine")
+    assert build("prompts_src", "build", APPROX).ok
+    (project / "build/mine").symlink_to("../mine", target_is_directory=True)
+    (project / "build/zero.json").symlink_to("/dev/zero")
+    before = _everything(project)
+    write(project, "prompts_src/a.prompt", "A changed\n")
+    result = build("prompts_src", "build", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E912"]
+    assert "`build/mine (a symlink)`" in result.diagnostics[0].message
+    after = _everything(project)
+    assert {k: v for k, v in after.items() if not k.startswith(("prompts_src", ".promptc-cache"))} == {
+        k: v for k, v in before.items() if not k.startswith(("prompts_src", ".promptc-cache"))
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# -o at a folder that holds other files
+
+
+def test_o_at_a_folder_with_other_files_is_refused_and_moves_nothing(project: Path) -> None:
+    write(project, "prompts_src/a.prompt", "Hi\n")
+    write(project, "docs/notes.md", "my notes")
+    write(project, "docs/img/logo.png", "png")
+    before = _everything(project / "docs")
+    for _ in range(2):  # the second build is where files used to be unlinked
+        done = subprocess.run(
+            [promptc_executable(), "build", "prompts_src", "-o", "docs", "--tokenizer", "approx-bytes/4"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert (
+            "error[E912]" in done.stdout and "`docs/notes.md`" in done.stdout and "`docs/img/logo.png`" in done.stdout
+        )
+    assert _everything(project / "docs") == before
+    cache = project / ".promptc-cache"
+    assert not any(p.name.startswith("docs.shadow") for p in cache.iterdir())
+
+
+def test_an_empty_folder_or_a_promptc_build_is_taken_over(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "Hi\n")
+    (project / "empty").mkdir()
+    assert build("prompts_src", "empty", APPROX).written  # empty: fine
+    # a build folder some other machine wrote (a fresh clone's committed build/): fine too
+    subprocess.run(["cp", "-a", str(project / "empty"), str(project / "committed")], check=True)
+    write(project, "prompts_src/a.prompt", "Hi, changed\n")
+    result = build("prompts_src", "committed", APPROX)
+    assert result.written and "changed" in (project / "committed/a.json").read_text()
+    # but one file of someone else's in it, and it is refused
+    write(project, "committed/README.md", "mine")
+    write(project, "prompts_src/a.prompt", "Hi, again\n")
+    assert [d.code for d in build("prompts_src", "committed", APPROX).diagnostics] == ["E912"]
+    assert (project / "committed/README.md").read_text() == "mine"
+
+
+def test_a_foreign_manifest_does_not_make_a_folder_promptcs(project: Path, monkeypatch) -> None:
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "Hi\n")
+    write(project, "site/manifest.json", '{"name": "my web app", "artifacts": {"x": {"path": "app.js"}}}')
+    write(project, "site/app.js", "code")
+    result = build("prompts_src", "site", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E912"]
+    assert "`site/app.js`" in result.diagnostics[0].message and "`site/manifest.json`" in result.diagnostics[0].message
