@@ -252,3 +252,52 @@ def test_a_foreign_manifest_does_not_make_a_folder_promptcs(project: Path, monke
     result = build("prompts_src", "site", APPROX)
     assert [d.code for d in result.diagnostics] == ["E912"]
     assert "`site/app.js`" in result.diagnostics[0].message and "`site/manifest.json`" in result.diagnostics[0].message
+
+
+# ---------------------------------------------------------------------------------------------
+# A full disk gives its space back
+
+
+def _cache_leftovers(project: Path) -> list[str]:
+    cache = project / ".promptc-cache"
+    found = [p.relative_to(cache).as_posix() for p in cache.rglob("*")]
+    return sorted(p for p in found if p not in {".gitignore", "build.lock", "build.owned", "build.state.json", "trash"})
+
+
+@pytest.mark.parametrize("count", [5, 60])  # in memory, and spooled by the process pool
+def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: int) -> None:
+    import errno
+
+    import promptc.driver.output as output_module
+    import promptc.driver.pool as pool_module
+
+    monkeypatch.chdir(project)
+    for version in ("one", "two"):  # a build/ and a shadow set, as any project has after two builds
+        for i in range(count):
+            write(project, f"prompts_src/p{i:02d}.prompt", f"Prompt {i}, version {version}\n")
+        assert build("prompts_src", "build", APPROX).written
+    assert (project / ".promptc-cache/build.shadow").is_dir()
+    before = snapshot(project / "build")
+    for i in range(count):
+        write(project, f"prompts_src/p{i:02d}.prompt", f"Prompt {i}, version three, which is longer\n")
+    real = output_module._write_file
+    written: list[Path] = []
+
+    def full_disk(path: Path, data: bytes) -> None:
+        if len(written) >= 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        written.append(path)
+        real(path, data)
+
+    monkeypatch.setattr(output_module, "_write_file", full_disk)
+    monkeypatch.setattr(pool_module, "_write_file", full_disk)
+    result = build("prompts_src", "build", APPROX)
+    assert [d.code for d in result.diagnostics] == ["E904"] and "No space left" in result.diagnostics[0].message
+    assert snapshot(project / "build") == before
+    # neither the half-updated shadow, nor a `.promptc-new` file, nor a spool, nor trash
+    assert _cache_leftovers(project) == []
+    assert sorted(p.name for p in project.iterdir()) == [".promptc-cache", "build", "prompts_src"]
+    monkeypatch.setattr(output_module, "_write_file", real)
+    monkeypatch.setattr(pool_module, "_write_file", real)
+    assert build("prompts_src", "build", APPROX).written  # and the next build, with room, succeeds
+    assert "version three" in (project / "build/p00.json").read_text()

@@ -15,6 +15,7 @@ passes (the CLI draws a bar with it), and every problem is a `Diagnostic` in the
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,7 @@ from .output import (
     Refused,
     claim_output,
     discard,
+    give_back,
     linked_part,
     make_spool,
     output_lock,
@@ -154,33 +156,38 @@ def build(
         # The lock is held for the whole build, not only the write: a slow build that started
         # first can never land last with older sources than what a faster one already wrote.
         with output_lock(out) if write else contextlib.nullcontext():
-            if write:
-                # Before anything is read from the output folder or the cache: what dead builds
-                # left is cleaned up, and a folder or cache entry promptc did not make is refused.
-                recover(out)
-                claim_output(out)
+            try:
+                if write:
+                    # Before anything is read from the output folder or the cache: what dead builds
+                    # left is cleaned up, and a folder or cache entry promptc did not make is refused.
+                    recover(out)
+                    claim_output(out)
 
-            def spool() -> str:
-                spools.append(make_spool(out))
-                return str(spools[-1])
+                def spool() -> str:
+                    spools.append(make_spool(out))
+                    return str(spools[-1])
 
-            project = _compile(
-                src,
-                out,
-                config,
-                incremental=incremental and write,
-                trusted=write and owns_output(out),
-                keep_last_good=keep_last_good,
-                spool=spool if write else None,
-                on_progress=on_progress,
-            )
-            project.diagnostics[:0] = config_diagnostics
-            if not write or project.manifest is None:
-                return project.result()
-            shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
-            written = write_output(out, project.files, project.keep, shas)
-            if project.plan is not None and project.plan.fingerprint and project.tree is not None:
-                save_state(out, project.plan, project.prompts, project.tree)
+                project = _compile(
+                    src,
+                    out,
+                    config,
+                    incremental=incremental and write,
+                    trusted=write and owns_output(out),
+                    keep_last_good=keep_last_good,
+                    spool=spool if write else None,
+                    on_progress=on_progress,
+                )
+                project.diagnostics[:0] = config_diagnostics
+                if not write or project.manifest is None:
+                    return project.result()
+                shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
+                written = write_output(out, project.files, project.keep, shas)
+                if project.plan is not None and project.plan.fingerprint and project.tree is not None:
+                    save_state(out, project.plan, project.prompts, project.tree)
+            except OSError as exc:
+                if write and exc.errno == errno.ENOSPC:
+                    give_back(out)  # the shadow set is only an optimisation: its space is the user's
+                raise
         failed = False
         return project.result(written=written, unchanged=not written)
     except TimeoutError as exc:

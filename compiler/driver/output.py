@@ -420,6 +420,24 @@ def discard(folder: Path, out: Path, *, now: bool = False) -> None:
     _empty_trash(trash)
 
 
+def give_back(out: Path) -> None:
+    """After a full disk: delete the shadow set (promptc's own) and what this process sent to the
+    trash, here and now, so a later build that fits on its own is not short of the space they held.
+    The output folder is untouched."""
+    cache = out.parent / CACHE_DIR
+    if _real_dir(cache) is None:
+        return
+    try:
+        owned = _Owned(cache, out)
+        shadow = _shadow_path(out)
+        if owned.holds(shadow):
+            _remove_tree(shadow)
+            _clear_flag(shadow.with_name(shadow.name + ".dirty"))
+        empty_own_trash(out)
+    except (OSError, Refused):
+        pass
+
+
 def empty_own_trash(out: Path) -> None:
     """Delete, here and now, what this process moved into the trash (a failed build gives the
     space back before it reports)."""
