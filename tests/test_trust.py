@@ -301,3 +301,72 @@ def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: in
     monkeypatch.setattr(pool_module, "_write_file", real)
     assert build("prompts_src", "build", APPROX).written  # and the next build, with room, succeeds
     assert "version three" in (project / "build/p00.json").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# Ctrl-C and SIGTERM during a parallel build
+
+
+def _pool_tree(root: Path, version: str, count: int = 160) -> None:
+    for i in range(count):
+        write(
+            root,
+            f"prompts_src/p{i:03d}.prompt",
+            f"----- system -----\nRules {i} {version} {{% for x in range(3) %}}{{{{ x }}}}{{% endfor %}}\n"
+            "----- user -----\n${q}\n",
+        )
+
+
+def _interrupt(root: Path, signum: int, group: bool) -> tuple[subprocess.CompletedProcess, float]:
+    """Start a build, wait until its process pool is compiling (its spool folder exists), signal it."""
+    process = subprocess.Popen(
+        [promptc_executable(), "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if any(p.name.startswith("build.spool-") for p in (root / ".promptc-cache").glob("*")):
+            break
+        time.sleep(0.005)
+    landed = process.poll() is None
+    if landed:
+        time.sleep(0.05)
+        (os.killpg if group else os.kill)(process.pid, signum)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err), landed
+
+
+@pytest.mark.parametrize(
+    ("name", "group"),
+    [
+        ("SIGINT", True),  # Ctrl-C in a terminal: the whole process group
+        pytest.param("SIGTERM", True, marks=pytest.mark.slow),  # CI cancelling a job
+        pytest.param("SIGTERM", False, marks=pytest.mark.slow),  # `kill PID`: the parent alone
+        pytest.param("SIGKILL", False, marks=pytest.mark.slow),  # the parent killed outright
+    ],
+)
+def test_a_signal_during_a_parallel_build_ends_quietly(tmp_path: Path, name: str, group: bool) -> None:
+    import signal
+
+    signum = getattr(signal, name)
+    _pool_tree(tmp_path, "old")
+    assert _build(tmp_path).returncode == 0
+    old = snapshot(tmp_path / "build")
+    _pool_tree(tmp_path, "new")
+    done, landed = _interrupt(tmp_path, signum, group)
+    assert landed, "the build finished before the signal; make the tree bigger"
+    assert "Traceback" not in done.stderr and "ForkPoolWorker" not in done.stderr, done.stderr
+    expected = -signum if name == "SIGKILL" else 128 + signum
+    assert done.returncode == expected, done.stderr
+    if name != "SIGKILL":
+        assert done.stderr.strip() == f"promptc build: interrupted ({name}); `build` holds the last complete build"
+    assert snapshot(tmp_path / "build") == old
+    time.sleep(0.3)
+    # no worker outlives the build (they die with their parent), and the next build is whole
+    survivors = subprocess.run(["pgrep", "-f", f"promptc build prompts_src -o build.*{tmp_path}"], capture_output=True)
+    assert survivors.stdout == b""
+    assert _build(tmp_path).returncode == 0 and "new" in (tmp_path / "build/p000.json").read_text()

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import Reporter, common_options, project_config
+from .common import Reporter, common_options, interrupted, project_config
 
 
 @click.command("build")
@@ -22,10 +22,11 @@ def build_cmd(src, out, fmt, strict, allow, quiet, defines, tokenizer, provider)
     reporter = Reporter(fmt, strict, quiet, config.allow)
     if reporter.strict:
         # a strict build must not write when a warning would fail it: check first, then write
-        preview = check(config.src, config.out, config)
+        with interrupted("build", config.out):
+            preview = check(config.src, config.out, config)
         if any(d.severity == "warning" for d in preview.diagnostics) or not preview.ok:
             sys.exit(reporter.emit([*config_diags, *preview.diagnostics], preview.source_count, summary="build failed"))
-    with progress_callback() as on_progress:
+    with interrupted("build", config.out), progress_callback() as on_progress:
         result = build(config.src, config.out, config, on_progress=on_progress)
     diagnostics = [*config_diags, *result.diagnostics]
     if result.ok:
@@ -48,7 +49,8 @@ def check_cmd(src, out, locked, fmt, strict, allow, quiet, defines, tokenizer, p
     from ..driver import check
 
     config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
-    result = check(config.src, config.out, config, locked=locked)
+    with interrupted("check", config.out):
+        result = check(config.src, config.out, config, locked=locked)
     reporter = Reporter(fmt, strict, quiet, config.allow)
     summary = "check"
     if locked and result.stale:
