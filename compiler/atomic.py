@@ -32,7 +32,7 @@ import stat
 from pathlib import Path
 from typing import Final, Literal
 
-__all__ = ["ABSENT", "ANY", "ChangedOnDisk", "TooLarge", "read_file", "write_file", "write_text"]
+__all__ = ["ABSENT", "ANY", "ChangedOnDisk", "TooLarge", "read_file", "reason", "write_file", "write_text"]
 
 
 class _Sentinel:
@@ -287,3 +287,18 @@ def _sync_folder(folder: Path, durable: bool) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def reason(exc: OSError) -> str:
+    """Why a write failed, in words for a diagnostic (not errno's terse text)."""
+    if isinstance(exc, ChangedOnDisk):
+        return exc.strerror or "it changed on disk since it was read"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder"
+    if exc.errno == errno.ENOTDIR or isinstance(exc, FileExistsError):  # (mkdir of a folder a file holds)
+        return "a part of the path is a file, not a folder"
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    if exc.errno == errno.EDQUOT:
+        return "the disk quota is exhausted"
+    return exc.strerror or str(exc)

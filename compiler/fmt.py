@@ -623,32 +623,43 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
 
 
 def write_results(result: FormatResult, root: Path | str) -> list[Diagnostic]:
-    """Write every changed file atomically (a temporary file in the same folder, then a rename),
-    keeping its permissions. Returns E933 for a file that could not be written."""
+    """Write every changed file atomically (`promptc.atomic`: a temporary file beside it, flushed,
+    then renamed over it), keeping its permissions, and only if it still holds the bytes fmt read:
+    a save that lands while fmt runs is kept, never overwritten. A symlinked source stays a link
+    (its target is rewritten). Returns E933 for each file that was not written (the file is as it
+    was); the caller must not count those as reformatted."""
     import os
-    import tempfile
+
+    from .atomic import ChangedOnDisk, reason, write_file
 
     problems = []
+    done: dict[str, bytes] = {}  # real path → bytes written (a symlink and its target are one file)
     for item in result.changed:
         path = Path(root) / item.rel
+        data = (item.formatted or "").encode("utf-8")
+        real = os.path.realpath(path)
+        if done.get(real) == data:
+            continue
         try:
-            mode = os.stat(path).st_mode & 0o7777
-            handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".fmt")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write((item.formatted or "").encode("utf-8"))
-                os.chmod(tmp, mode)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_file(path, data, expect=item.original)
+            done[real] = data
+        except ChangedOnDisk:
+            problems.append(
+                make(
+                    codes.FMT_WRITE_FAILED,
+                    "not written: the file changed on disk while fmt ran, and the new text is kept",
+                    file_span(),
+                    "run `promptc fmt` again to format what is there now",
+                    path=item.display,
+                )
+            )
         except OSError as exc:
             problems.append(
                 make(
                     codes.FMT_WRITE_FAILED,
-                    f"cannot write the formatted file: {exc.strerror or exc}",
+                    f"cannot write the formatted file: {reason(exc)}",
                     file_span(),
-                    "check the file's permissions; the file is unchanged",
+                    "check the file's permissions and the free space; the file is unchanged",
                     path=item.display,
                 )
             )

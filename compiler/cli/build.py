@@ -85,6 +85,10 @@ def _write_bindings(config) -> list:
     (like the artifacts). Their diagnostics: E920 stops a file, W921 is reported."""
     from pathlib import Path
 
+    from .. import codes
+    from ..atomic import reason, write_file
+    from ..diagnostics import make
+
     diagnostics: list = []
     for key in BINDINGS:
         target = getattr(config, key)
@@ -95,11 +99,21 @@ def _write_bindings(config) -> list:
         if not text:
             continue
         path = Path(target)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
+        data = text.encode("utf-8")
+        try:
+            if not path.is_file() or path.read_bytes() != data:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_file(path, data)  # atomic: the old module or the new, never a fragment
+        except OSError as exc:
+            diagnostics.append(
+                make(
+                    codes.OUTPUT_UNWRITABLE,
+                    f"cannot write `{path.as_posix()}` ({key}): {reason(exc)}; it is unchanged",
+                    None,
+                    "free some disk space, or check that the path names a file in a folder",
+                    path=path.as_posix(),
+                )
+            )
     return diagnostics
 
 

@@ -75,6 +75,7 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     targets, diagnostics = _targets(paths, Path(config.src))
     diagnostics = [*config_diags, *diagnostics]
     results = []
+    failed: set[str] = set()
     for root, picks in targets.items():
         tree, read_diags = read_tree(root, Path(config.out))
         diagnostics += read_diags
@@ -88,10 +89,13 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
             rels += [r for r in chosen if r not in rels]
         result = format_tree(root, sorted(rels), config, tree=tree)
         if not (check or diff):
-            diagnostics += write_results(result, root)
+            problems = write_results(result, root)
+            failed |= {d.path for d in problems}  # not written: neither reported nor counted as reformatted
+            diagnostics += problems
         diagnostics += result.diagnostics
         results += result.files
-    changed = [r for r in results if r.status == "changed"]
+    changed = [r for r in results if r.status == "changed" and r.display not in failed]
+    unwritten = [r for r in results if r.status == "changed" and r.display in failed]
     unchanged = [r for r in results if r.status == "unchanged"]
     refused = [r for r in results if r.status == "refused"]
     if fmt != "json":
@@ -106,11 +110,14 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
         summary = f"fmt: {_plural(len(changed))} reformatted, {len(unchanged)} unchanged"
     if refused:
         summary += f", {len(refused)} refused"
+    if unwritten:
+        summary += f", {len(unwritten)} not written"
     extra = {
         "check": check or diff,
         "changed": [r.display for r in changed],
         "unchanged": [r.display for r in unchanged],
         "refused": [r.display for r in refused],
+        "not_written": [r.display for r in unwritten],
     }
     if diff:
         extra["diffs"] = {r.display: unified_diff(r) for r in changed}
