@@ -370,3 +370,52 @@ def test_a_signal_during_a_parallel_build_ends_quietly(tmp_path: Path, name: str
     survivors = subprocess.run(["pgrep", "-f", f"promptc build prompts_src -o build.*{tmp_path}"], capture_output=True)
     assert survivors.stdout == b""
     assert _build(tmp_path).returncode == 0 and "new" in (tmp_path / "build/p000.json").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# The Python runtime decides by the artifact's renderer, as runtime-js does
+
+
+def test_a_placeholder_artifact_never_runs_its_text(tmp_path: Path, monkeypatch) -> None:
+    """A build folder from a cache, an artifact store or a pull request that edits build/ and the
+    manifest digest together: its placeholder artifact holds `{{ }}` now. Nothing runs."""
+    import hashlib
+    import json
+
+    import promptc
+    from promptc import template
+    from promptc.runtime import RenderError, render_artifact
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "prompts_src/a.prompt", "----- system -----\nStable.\n----- user -----\nHello ${name}.\n")
+    assert build("prompts_src", "build", APPROX).ok
+    path = tmp_path / "build/a.json"
+    artifact = json.loads(path.read_text())
+    assert artifact["renderer"] == "placeholder"
+    marker = tmp_path / "PWNED"
+    code = f"{{{{ __import__('pathlib').Path({str(marker)!r}).touch() }}}}{{% for i in [1] %}}x{{% endfor %}}"
+    section = artifact["messages"][1]["blocks"][0]["sections"][0]
+    section["text"] += code
+    artifact["messages"][1]["content"] = section["text"]
+    data = json.dumps(artifact, ensure_ascii=False, indent=1).encode() + b"\n"
+    path.write_bytes(data)
+    manifest = json.loads((tmp_path / "build/manifest.json").read_text())
+    manifest["artifacts"]["a"]["sha256"] = hashlib.sha256(data).hexdigest()
+    (tmp_path / "build/manifest.json").write_text(json.dumps(manifest))
+    compiled = []
+    real_compile = template.compile_section
+    monkeypatch.setattr(template, "compile_section", lambda text: compiled.append(text) or real_compile(text))
+    with pytest.raises(RenderError) as refused:
+        promptc.load("build").render("a", name="Ann")
+    assert "renderer is `placeholder`, which runs no code" in str(refused.value)
+    with pytest.raises(RenderError):
+        render_artifact(artifact, {"name": "Ann"})
+    done = subprocess.run(
+        [promptc_executable(), "render", "a", "--var", "name=Ann"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert not marker.exists() and compiled == []  # not run, not even compiled
+    # the same text in a python-renderer artifact is the source's own code, and runs
+    artifact["renderer"] = "python"
+    render_artifact(artifact, {"name": "Ann"})
+    assert marker.exists()
