@@ -449,6 +449,19 @@ class _Compiler:
         return compile_source(rel, files[rel], self.config, tree)
 
 
+def _merged(files, *layers: dict[str, bytes]):
+    """`files` with `layers` over it (later ones win): a dict, or for a loose folder's lazily read
+    files a chain that reads nothing until asked."""
+    if isinstance(files, dict):
+        merged = dict(files)
+        for layer in layers:
+            merged.update(layer)
+        return merged
+    from collections import ChainMap
+
+    return ChainMap(*reversed(layers), files)
+
+
 def _host(rel: str, files) -> tuple[str, bytes]:
     """A prompt that includes the partial `rel` and nothing else: how fmt checks a partial that no
     prompt includes. It lives next to the partial, under a name no source has."""
@@ -492,7 +505,11 @@ def format_tree(
             return FormatResult((), (problem,))
         tree, read_diagnostics = read_tree(root, Path(config.out))
         diagnostics += read_diagnostics
-    files = {rel: tree.files[rel] for rel in tree.files}
+    from .driver.sources import LooseFiles
+
+    # a loose file's folder (`promptc fmt ~/notes.prompt`) is never read whole: its files are
+    # read when a compile asks for them (the tree is a `LooseFiles`)
+    files = tree.files if isinstance(tree.files, LooseFiles) else {rel: tree.files[rel] for rel in tree.files}
     wanted = sorted(rel for rel in files if rel.endswith(SOURCE_SUFFIX)) if rels is None else list(rels)
     compiler = _Compiler(config, tree)
     includers: dict[str, list[str]] | None = None
@@ -523,7 +540,9 @@ def format_tree(
             host, text = _host(rel, files)
             extra[host] = text
             targets = [host]
-        before = [compiler.compile(t) if t not in extra else compiler.compile(t, {**files, **extra}) for t in targets]
+        before = [
+            compiler.compile(t) if t not in extra else compiler.compile(t, _merged(files, extra)) for t in targets
+        ]
         broken = next((c for c in before if has_errors(c.diagnostics)), None)
         if broken is not None:
             first = next(d for d in broken.diagnostics if d.severity == "error")
@@ -535,7 +554,7 @@ def format_tree(
         if new_bytes == data:
             results.append(FileResult(rel, display, "unchanged", data, formatted.text))
             continue
-        after_files = {**files, **extra, rel: new_bytes}
+        after_files = _merged(files, extra, {rel: new_bytes})
         problem = None
         for old in before:
             new = compiler.compile(old.source, after_files)
@@ -603,7 +622,7 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
                 feeds.setdefault(prompt, []).append(rel)
         else:
             feeds.setdefault(rel, []).append(rel)
-    together = {**files, **{rel: r.formatted.encode("utf-8") for rel, r in changed.items()}}
+    together = _merged(files, {rel: r.formatted.encode("utf-8") for rel, r in changed.items()})
     refused: dict[str, Diagnostic] = {}
     for prompt, sources in sorted(feeds.items()):
         if len(sources) < 2 or not is_prompt(prompt):

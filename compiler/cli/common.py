@@ -132,6 +132,15 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
         name, eq, text = value.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="-D")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # the shell passed bytes that are not UTF-8 (Python keeps them as lone surrogates):
+            # they could reach no artifact, so say so here rather than fail deep in the build
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise click.BadParameter(
+                f"the value of {name} is not valid UTF-8 text ({shown!r}); pass UTF-8", param_hint="-D"
+            ) from None
         defines[name] = text
     return defines
 

@@ -68,7 +68,7 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     The compiled artifact of every file stays byte-identical: fmt compiles each file before and
     after (in memory) and refuses, exit 1, any file that does not compile or whose artifact would
     change. See docs/formatter.md."""
-    from ..driver.sources import read_tree
+    from ..driver.sources import loose_tree, read_tree
     from ..fmt import format_tree, unified_diff, write_results
 
     config, config_diags = project_config(None, None)
@@ -77,7 +77,12 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     results = []
     failed: set[str] = set()
     for root, picks in targets.items():
-        tree, read_diags = read_tree(root, Path(config.out))
+        if root != Path(config.src) and all(is_file for _, is_file in picks):
+            # files outside the source folder, each on its own: their folder (`~`, say) is read
+            # only as far as they need, never walked
+            tree, read_diags = loose_tree(root), []
+        else:
+            tree, read_diags = read_tree(root, Path(config.out))
         diagnostics += read_diags
         rels = []
         for rel, is_file in picks:
