@@ -212,3 +212,19 @@ def test_a_loose_file_too_large_to_read_is_a_diagnostic(tmp_path: Path) -> None:
     done = run_promptc("fmt", str(home / "big.prompt"), cwd=tmp_path)
     assert "Traceback" not in done.stderr and "dump.json" in done.stdout
     assert json.loads(run_promptc("fmt", "--check", "--format", "json", str(home / "big.prompt"), cwd=tmp_path).stdout)
+
+
+# ---------------------------------------------------------------------------------------------
+# The first line keeps its indentation, whatever it starts with
+
+
+@pytest.mark.parametrize("start", ["${y}", "{{ y }}", "\\${y}", "Hi ${y}"])
+def test_an_indented_first_line_after_a_blank_line_keeps_its_indentation(start: str, tmp_path: Path) -> None:
+    text = f"/// input: y\n----- system -----\nRules.\n----- user -----\n\n   {start} and more\n"
+    result = compile_text(text, config=APPROX)
+    assert result.artifact.messages[1].content == f"   {start} and more"
+    # and fmt, which checks that the artifact does not change, formats such a file (it was E931)
+    write(tmp_path, "prompts_src/a.prompt", "///input:y\n" + text.split("\n", 1)[1])
+    done = run_promptc("fmt", "prompts_src", cwd=tmp_path)
+    assert done.returncode == 0 and "E931" not in done.stdout, done.stdout
+    assert (tmp_path / "prompts_src/a.prompt").read_text() == text
