@@ -419,3 +419,85 @@ def test_a_placeholder_artifact_never_runs_its_text(tmp_path: Path, monkeypatch)
     artifact["renderer"] = "python"
     render_artifact(artifact, {"name": "Ann"})
     assert marker.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tampered cache and output folders, drawn at random
+
+
+_NAMES = [
+    ".promptc-cache/trash",
+    ".promptc-cache/build.shadow",
+    ".promptc-cache/build.shadow.dirty",
+    ".promptc-cache/build.owned",
+    ".promptc-cache/build.lock",
+    ".promptc-cache/build.state.json",
+    ".promptc-cache/build.spool-1-x",
+    ".promptc-cache/.gitignore",
+    "build.promptc-tmp-1",
+    "build.promptc-tmp-old",
+    "build/sub",
+    "build/a.json",
+    "build/notes.md",
+]
+_KINDS = ["link_dir", "link_file", "dangling", "dir", "file", "fifo"]
+
+
+def _plant(root: Path, rel: str, kind: str, victim: Path) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(path):
+        return
+    if kind == "link_dir":
+        path.symlink_to(victim, target_is_directory=True)
+    elif kind == "link_file":
+        path.symlink_to(victim / "data.txt")
+    elif kind == "dangling":
+        path.symlink_to(victim / "not-yet")
+    elif kind == "dir":
+        write(path, "junk.json", "{}")
+    elif kind == "file":
+        path.write_text("junk")
+    else:
+        os.mkfifo(path)
+
+
+def tampered_layouts(tmp_path: Path, count: int, seed: int = 23) -> dict[str, int]:
+    """Build in `count` project folders whose cache and output are tampered at random (links to a
+    victim folder, junk, pipes, under promptc's own names); the victim must never change, the
+    build must end with a result (never an exception), and what it reports must be E904, E912 or
+    E913 when it refuses."""
+    import random
+
+    rng = random.Random(seed)
+    victim = tmp_path / "victim"
+    write(victim, "data.txt", "precious")
+    write(victim, "sub/more.json", "{}")
+    before = _everything(victim)
+    seen: dict[str, int] = {"layouts": 0, "built": 0, "refused": 0}
+    for i in range(count):
+        root = tmp_path / f"p{i}"
+        write(root, "prompts_src/a.prompt", "Hi\n")
+        write(root, "prompts_src/sub/b.prompt", "B\n")
+        if rng.random() < 0.5:  # a real earlier build, sometimes stale
+            assert build(root / "prompts_src", root / "build", APPROX).ok
+            write(root, "prompts_src/a.prompt", "Hi, changed\n")
+        for rel in rng.sample(_NAMES, rng.randint(1, 4)):
+            _plant(root, rel, rng.choice(_KINDS), victim)
+        result = build(root / "prompts_src", root / "build", APPROX)
+        _settle() if i == count - 1 else None
+        assert _everything(victim) == before, f"layout {i} changed the victim"
+        codes_found = {d.code for d in result.diagnostics if d.severity == "error"}
+        assert codes_found <= {"E904", "E912", "E913"}, result.diagnostics
+        seen["layouts"] += 1
+        seen["built" if result.ok else "refused"] += 1
+        if result.ok:
+            assert (root / "build").is_dir() and not (root / "build").is_symlink()
+    return seen
+
+
+def test_tampered_cache_and_output_folders_never_reach_outside(tmp_path: Path) -> None:
+    from .conftest import PROFILE
+
+    seen = tampered_layouts(tmp_path, 60 if PROFILE == "dev" else 600)
+    assert seen["built"] and seen["refused"], seen
