@@ -291,11 +291,22 @@ def foreign_files(folder: Path) -> list[str]:
 
 
 def _listed(folder: Path) -> set[str] | None:
-    """The artifact paths a promptc manifest lists, or None when `manifest.json` is not one."""
+    """The artifact paths a promptc manifest lists, or None when `manifest.json` is not one. The
+    answer for the manifest a build just wrote is kept (by its file's identity), so a watch loop's
+    next build does not parse it again."""
     import orjson
 
+    path = folder / MANIFEST
     try:
-        data = orjson.loads(read_file(folder / MANIFEST, limit=1 << 28, follow=False))
+        info = os.lstat(path)
+    except OSError:
+        return None
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    known = _LISTED.get(str(path))
+    if known is not None and known[0] == key:
+        return known[1]
+    try:
+        data = orjson.loads(read_file(path, limit=1 << 28, follow=False))
     except (OSError, ValueError):
         return None
     artifacts = data.get("artifacts") if isinstance(data, dict) else None
@@ -304,6 +315,22 @@ def _listed(folder: Path) -> set[str] | None:
     return {
         entry["path"] for entry in artifacts.values() if isinstance(entry, dict) and isinstance(entry.get("path"), str)
     }
+
+
+#: manifest path → (its identity when read, the artifact paths it lists): what builds just wrote
+_LISTED: dict[str, tuple[tuple[int, int, int, int], set[str]]] = {}
+
+
+def _remember_listing(out: Path, files: dict[str, bytes | Path], keep: list[str]) -> None:
+    path = out / MANIFEST
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if len(_LISTED) > 64:
+        _LISTED.clear()
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    _LISTED[str(path)] = (key, {rel for rel in (*files, *keep) if rel != MANIFEST})
 
 
 def _foreign_diagnostic(out: Path, foreign: list[str], shown: int = 5) -> Diagnostic:
@@ -697,6 +724,7 @@ def write_output(
         empty_own_trash(out)
         raise
     owned.only(out, shadow)
+    _remember_listing(out, files, list(keep))
     try:
         owned.save()
     except (OSError, Refused):
