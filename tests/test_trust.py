@@ -16,7 +16,7 @@ import pytest
 from promptc.config import Config
 from promptc.driver import build, check
 
-from .conftest import promptc_executable, snapshot, write
+from .conftest import promptc_executable, run_promptc, snapshot, write
 
 APPROX = Config(tokenizer="approx-bytes/4")
 
@@ -35,13 +35,10 @@ def _everything(root: Path) -> dict[str, object]:
     return found
 
 
-def _build(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [promptc_executable(), "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
+def _build(cwd: Path, *args: str, real: bool = False) -> subprocess.CompletedProcess:
+    """`promptc build` in `cwd`: in this process (click's runner), or with `real` as a user runs it."""
+    return run_promptc(
+        "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4", *args, cwd=cwd, real=real
     )
 
 
@@ -60,7 +57,7 @@ def test_a_committed_trash_link_deletes_nothing_beside_the_clone(tmp_path: Path)
     (clone / ".promptc-cache/build.shadow.dirty").touch()
     (clone / ".promptc-cache/trash").symlink_to("../..", target_is_directory=True)
     before = _everything(tmp_path)
-    done = _build(clone)
+    done = _build(clone, real=True)
     _settle()
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert "error[E913]" in done.stdout and "`.promptc-cache/trash` is a symlink to `../..`" in done.stdout
@@ -173,13 +170,7 @@ def test_check_locked_with_a_symlinked_folder_inside_build_is_e905(project: Path
     assert set(result.stale) == {"sub", "sub/b.json", "link.json"}
     messages = {d.path: d.message for d in result.diagnostics}
     assert "`build/sub` is a symlink" in messages["build/sub/b.json"]
-    done = subprocess.run(
-        [promptc_executable(), "check", "prompts_src", "-o", "build", "--locked", "--tokenizer", "approx-bytes/4"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_promptc("check", "prompts_src", "-o", "build", "--locked", "--tokenizer", "approx-bytes/4", cwd=project)
     assert done.returncode == 1 and "Traceback" not in done.stderr and "error[E905]" in done.stdout, done.stderr
 
 
@@ -211,13 +202,7 @@ def test_o_at_a_folder_with_other_files_is_refused_and_moves_nothing(project: Pa
     write(project, "docs/img/logo.png", "png")
     before = _everything(project / "docs")
     for _ in range(2):  # the second build is where files used to be unlinked
-        done = subprocess.run(
-            [promptc_executable(), "build", "prompts_src", "-o", "docs", "--tokenizer", "approx-bytes/4"],
-            cwd=project,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = run_promptc("build", "prompts_src", "-o", "docs", "--tokenizer", "approx-bytes/4", cwd=project)
         assert done.returncode == 1, done.stdout + done.stderr
         assert (
             "error[E912]" in done.stdout and "`docs/notes.md`" in done.stdout and "`docs/img/logo.png`" in done.stdout
