@@ -420,6 +420,16 @@ OUTPUT_IS_SYMLINK = _code(
     "output folder is a symlink",
     "The output folder is a symbolic link. A build swaps the output folder atomically, which would exchange the link itself (and delete files in its target on the next build), so promptc refuses: point `out` at the real folder.",
 )
+OUTPUT_NOT_OURS = _code(
+    "E912",
+    "output folder holds files promptc did not write",
+    "The output folder exists and holds something besides a promptc build: a file that is neither `manifest.json` nor an artifact that manifest lists (`promptc build -o docs` by mistake), or a symlink, pipe or device anywhere inside. A build replaces its output folder as a whole, so promptc builds only into a folder that is missing, empty, or holds a promptc build, and refuses before reading or moving anything; the message names the files. Build into a folder of its own, or move the files out.",
+)
+CACHE_NOT_OURS = _code(
+    "E913",
+    "cache entry promptc did not make",
+    "Something in `.promptc-cache/` that a build needs (the folder itself, the lock, the record of the folders promptc made, the shadow set, the trash) is a symlink, or otherwise not what promptc makes there: a cache folder committed to the repository or copied from elsewhere. promptc never follows a link in its cache or output folder and deletes only what it made, so the build stops with nothing touched. Delete the entry the message names (or the whole `.promptc-cache/`); promptc recreates what it needs.",
+)
 BINDING_COLLISION = _code(
     "E920",
     "generated name collision",
