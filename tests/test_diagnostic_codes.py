@@ -166,7 +166,8 @@ CASES = {
     "E401": _text("----- tool -----\nHi\n"),
     "E402": _text("Preamble\n----- system -----\nHi\n"),
     "W403": _text("----- system -----\n/// nothing\n----- user -----\nHi\n"),
-    "W404": _text("Hi\n---- user ----\nthere\n"),
+    "W404": _text("Hi\n--- user ---\nthere\n"),
+    "E406": _text("----- system -----\nYou help.\n---- user -----\nHi\n"),
     "W405": _text("----- system -----\nRules.\n----- user -----\nQ\n----- system -----\nNow: ${x}\n"),
     # 5xx
     "E501": _text("/// input: question\nQuestion: ${question}\nAgain: ${questoin}.\n"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -55,7 +56,9 @@ def check_cmd(src, out, locked, fmt, strict, allow, quiet, defines, tokenizer, p
     summary = "check"
     if locked and result.stale:
         summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"
-    stale = list(result.stale)
+    # paths as the diagnostics spell them, relative to the current folder (`build/stray.json`), not
+    # to the output folder as `BuildResult.stale` has them
+    stale = [(Path(config.out) / rel).as_posix() for rel in result.stale]
     diagnostics = [*config_diags, *result.diagnostics]
     if locked and result.ok:
         for key, problem in _stale_bindings(config, result):

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..diagnostics import Diagnostic
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif", "markdown")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
 #: `{"schema", "command", …}`; paths in it are as the user named them, relative to the current folder.
 OUTPUT_SCHEMA = "promptc.output/1"
@@ -106,11 +106,19 @@ def project_config(
         raise click.BadParameter(problem, param_hint="--provider")
     from ..meter import TokenizerError, meter
 
-    try:  # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt
+    # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one from
+    # [tool.promptc] is already an E902 at its line there (and left out of the config)
+    if tokenizer is not None and tokenizer:
+        from ..config import tokenizer_problem
+
+        unknown = tokenizer_problem(tokenizer)
+        if unknown is not None:
+            raise click.BadParameter(f"{unknown[0]}; {unknown[1]}", param_hint="--tokenizer")
+    try:
         if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
             meter(config.tokenizer)
     except TokenizerError as exc:
-        raise click.BadParameter(str(exc), param_hint="--tokenizer (or `tokenizer` in [tool.promptc])") from None
+        raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
 
 
@@ -208,6 +216,20 @@ class Reporter:
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        if self.fmt == "markdown":
+            from ..diagnostics import render_markdown
+
+            command = click.get_current_context().info_name or "promptc"
+            click.echo(render_markdown(shown, f"promptc {summary or command}", files))
+            return status if errors else 0
+        if self.fmt == "sarif":
+            # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
+            import orjson
+
+            from ..diagnostics import render_sarif
+
+            click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
+            return status if errors else 0
         try:
             color = use_color(settings().color)
         except RuntimeError:  # no click context: a library caller

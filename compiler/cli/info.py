@@ -137,12 +137,16 @@ def init_cmd(src: str, out: str) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         why = reason(exc) if isinstance(exc, OSError) else "it is not UTF-8"
         raise click.UsageError(f"cannot read pyproject.toml: {why}; nothing was changed") from None
+    # not usage errors (exit 2 is a wrong command line): a project set up already is done (exit 0,
+    # as `git init` run twice), a file in the way is a failure to write (exit 1)
     if "[tool.promptc]" in text:
-        raise click.UsageError("pyproject.toml already has [tool.promptc]; nothing to do")
+        click.echo("pyproject.toml already has [tool.promptc]: the project is set up, nothing to do", err=True)
+        return
     folder = Path(src)
     first = folder / "hello.prompt"
     if first.exists():
-        raise click.UsageError(f"{first} already exists; nothing was changed")
+        click.echo(f"promptc init: {first.as_posix()} already exists; nothing was changed", err=True)
+        sys.exit(1)
     newline = "\r\n" if "\r\n" in text else "\n"
     table = newline.join(["[tool.promptc]", f"src = {toml_string(src)}", f"out = {toml_string(out)}", ""])
     body = (text.rstrip("\r\n") + newline * 2 if text.strip() else "") + table

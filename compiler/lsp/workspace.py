@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import time
+import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +24,28 @@ from ..context import SourceTree
 from ..diagnostics import Diagnostic, SourceText, deduplicated
 from ..frontend import PartialLoader
 from ..language import SOURCE_SUFFIX
+
+#: the first line of a YAML front matter: a Dotprompt or Humanloop `.prompt` file, not promptc's (a
+#: promptc separator has five dashes and a role; `---` alone is text to promptc)
+FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|\Z)")
+
+
+def is_foreign(text: str) -> bool:
+    """A `.prompt` file of another tool: it starts with a YAML front matter (`---`)."""
+    return FRONT_MATTER.match(text) is not None
+
+
+def has_promptc_table(pyproject: Path | None) -> bool:
+    """Whether `pyproject` has a `[tool.promptc]` table (an unreadable file has none)."""
+    if pyproject is None:
+        return False
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "promptc" in tool
+
 
 #: how long a scan of the source folder is trusted before the next compile looks again (a save or
 #: a watched-file event from the editor makes the next compile look at once)
@@ -93,6 +117,7 @@ class Project:
         self._scanned_at = 0.0
         self._disk: SourceTree | None = None
         self._known: dict[str, list] = {}
+        self._owned: dict[Path, bool] = {}
         self.load_config()
 
     # -- configuration ------------------------------------------------------------------------
@@ -107,7 +132,19 @@ class Project:
         self.config: Config = config
         self.src_display = _display(self.src, self.root)
         self._cache.clear()
+        self._owned.clear()
         self._scanned_at = 0.0
+
+    def owns(self, path: Path) -> bool:
+        """Whether a `.prompt` file is in a promptc project: inside the source folder, or under a
+        `pyproject.toml` (the nearest from its folder up) with a `[tool.promptc]` table."""
+        if self.rel_of(path) is not None:
+            return True
+        folder = path.parent.resolve()
+        owned = self._owned.get(folder)
+        if owned is None:
+            owned = self._owned[folder] = has_promptc_table(find_pyproject(folder))
+        return owned
 
     # -- files --------------------------------------------------------------------------------
 
