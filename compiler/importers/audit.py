@@ -1,0 +1,7 @@
+"""placeholder"""
+
+AuditReport = None
+
+
+def audit(*a, **k):
+    raise NotImplementedError
