@@ -201,7 +201,7 @@ def emit(nodes: list[Node]) -> str:
         elif isinstance(node, _Tag):  # an if's own tags, queued as nodes of its frames
             parts.append(node.text)
     text = "".join(parts)
-    for number, line in enumerate(text.split("\n"), 1):
+    for line in text.split("\n"):
         if SEPARATOR.match(line) and _ROLE_MARK not in line:
             first = next((n for n in _walk(nodes) if isinstance(n, Text) and line.strip() in n.text), None)
             raise Refusal(
