@@ -169,48 +169,42 @@ def convert_all(sources: dict[str, SourceText], target_of) -> list[Converted]:
     partials: dict[str, Converted] = {}
     translated: dict[str, handlebars.Inputs] = {}
     for rel in sorted(partial_rels):
-        partials[rel] = _convert_partial(sources[rel], rel, target_of(rel, True), translated)
+        partials[rel] = _convert_partial(sources[rel], rel, target_of(rel, True), translated, sources, target_of)
     out = list(partials.values())
     for rel in sorted(set(sources) - partial_rels):
         out.append(_convert_prompt(sources[rel], rel, target_of(rel, False), sources, partials, translated, target_of))
     return out
 
 
-def _resolver(rel: str, sources: dict[str, Any], target_of):
+def _resolver(rel: str, sources: dict[str, Any], target_of, partials=None):
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
 
     def resolve(name: str) -> str | None:
         for candidate in (f"{folder}_{name}.prompt", f"_{name}.prompt"):
             if candidate in sources:
-                target = target_of(candidate, True)
-                here = target_of(rel, False).rsplit("/", 1)[0] + "/" if "/" in target_of(rel, False) else ""
                 import posixpath
 
-                return posixpath.relpath(target, here or ".")
+                target = target_of(candidate, True)
+                here = posixpath.dirname(target_of(rel, False)) or "."
+                converted = partials.get(candidate) if partials is not None else None
+                usable = converted is not None and not converted.refused
+                return (posixpath.relpath(target, here) if usable else None), sources[candidate].text
         return None
 
     return resolve
 
 
-def _convert_partial(src: SourceText, rel: str, target: str, translated) -> Converted:
+def _convert_partial(src: SourceText, rel: str, target: str, translated, sources, target_of) -> Converted:
     out = Converted(rel, target, foreign=src, partial=True)
     try:
         inputs = handlebars.Inputs(None)
-        translator = handlebars.Translator(inputs, lambda name: None, partial=True)
+        translator = handlebars.Translator(inputs, _resolver(rel, sources, target_of, {}), partial=True)
         nodes = translator.translate(handlebars.lex(src.text))
         if any(isinstance(n, Role) for n in walk(nodes)):
             raise Refusal(
                 codes.IMPORT_NO_EQUIVALENT, "a partial with `{{role}}`", 1, 1, "promptc partials cannot start messages"
             )
         body = emit(nodes)
-        if body and not body.endswith("\n"):
-            raise Refusal(
-                codes.IMPORT_NO_EQUIVALENT,
-                "the partial does not end with a newline: Handlebars joins it to the line after it, a promptc include is a line",
-                len(src.line_starts),
-                1,
-                "end the partial with a newline",
-            )
         translated[rel] = inputs
         out.inputs = list(inputs.order)
         out.text = assemble("dotprompt", rel, [], body, partial=True)
@@ -303,7 +297,14 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
             raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, "`output` is not a mapping", *where("output"))
         if output.get("schema") is not None:
             schema = picoschema(output["schema"], where, ("output", "schema"))
-            file = f"{stem}.output.json"
+            if schema.get("type") != "object":
+                raise Refusal(
+                    codes.IMPORT_UNSUPPORTED_FIELD,
+                    "`output.schema` is not an object schema: the providers' structured output takes an object",
+                    *where("output", "schema"),
+                    "wrap the value in an object property",
+                )
+            file = re.sub(r"[^A-Za-z0-9_-]", "_", stem)[:57] + "_output.json"
             out.extra[f"{folder}{file}"] = json_text(schema)
             lines.append(f"/// output: {file}")
         fmt = output.get("format")
@@ -341,7 +342,7 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
 
     # the body
     inputs = handlebars.Inputs(declared)
-    translator = handlebars.Translator(inputs, _resolver(rel, sources, target_of))
+    translator = handlebars.Translator(inputs, _resolver(rel, sources, target_of, partials))
     nodes = translator.translate(handlebars.lex(body, body_line))
     _check_partials(nodes, translator, rel, sources, partials, translated, inputs, target_of)
     first = next((n for n in nodes if not (isinstance(n, Text) and not n.text.strip())), None)

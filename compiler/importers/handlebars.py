@@ -326,6 +326,8 @@ class Translator:
             text = text[3:]
         scope_index = len(scopes) - 1
         contexts = [i for i, s in enumerate(scopes) if s.kind in ("root", "each")]
+        if (up or text.startswith("this") or text == ".") and scopes[-1].kind == "params":
+            self.fail(tag, "`this` or `../` inside a partial called with arguments")
         if up:
             if up >= len(contexts):
                 self.fail(tag, f"`{'../' * up}` goes above the top of the template")
@@ -346,6 +348,8 @@ class Translator:
                     f"`@{name}` reads the render context (Dotprompt's data), which promptc does not have",
                     hint="pass the value as an input",
                 )
+        while scopes[scope_index].kind == "params":
+            scope_index -= 1
         scope = scopes[scope_index]
         # block parameters
         if not up and head in self._params(scopes):
@@ -491,31 +495,42 @@ class Translator:
     def translate(self, tags: list[Tag]) -> list[Node]:
         root: list[Node] = []
         scopes = [_Scope("root")]
+        self._scopes = scopes
+        self._popped: list[bool] = []
         # frames: (helper name, tag, node, where its body goes, scope pushed?)
         frames: list[dict[str, Any]] = [{"name": "", "nodes": root}]
-        for index, tag in enumerate(tags):
+        pending = list(reversed(tags))
+        inlined: list[str] = []  # the partials being inlined, innermost last
+        previous: Tag | None = None
+        while pending:
+            tag = pending.pop()
             nodes = frames[-1]["nodes"]
+            if tag.kind == "end-partial":
+                inlined.pop()
+                if self._popped.pop():
+                    scopes.pop()
+                continue
             if tag.kind == "text":
                 if tag.value:
                     nodes.append(Text(tag.value, tag.line, tag.column))
-                continue
-            if tag.kind == "comment":
-                continue
-            if tag.kind == "var":
-                nodes.extend(self.mustache(tag, scopes, len(frames) > 1))
-                continue
-            if tag.kind == "partial":
-                nodes.append(self.partial_node(tag, tags, index, len(frames) > 1))
-                continue
-            if tag.kind == "open":
+            elif tag.kind == "comment":
+                pass
+            elif tag.kind == "var":
+                nodes.extend(self.mustache(tag, scopes, len(frames) > 1 or bool(inlined)))
+            elif tag.kind == "partial":
+                node, body = self.partial_node(tag, pending, len(frames) > 1 or bool(inlined), inlined)
+                if node is not None:
+                    nodes.append(node)
+                else:
+                    pending.append(Tag("end-partial", "", tag.line, tag.column))
+                    pending.extend(reversed(body))
+            elif tag.kind == "open":
                 if len(frames) > MAX_DEPTH:
                     self.fail(tag, f"blocks nested more than {MAX_DEPTH} deep")
                 frames.append(self.open_block(tag, scopes, nodes))
-                continue
-            if tag.kind == "else":
+            elif tag.kind == "else":
                 self.else_branch(tag, frames[-1], scopes)
-                continue
-            if tag.kind == "close":
+            elif tag.kind == "close":
                 name = tag.tokens[0][1] if tag.tokens else ""
                 frame = frames[-1]
                 if len(frames) == 1:
@@ -526,7 +541,8 @@ class Translator:
                     self.fail(tag, f"`{{{{/{name}}}}}` closes `{{{{#{frame['name']}}}}}`", codes.IMPORT_TEMPLATE_SYNTAX)
                 self.close_block(frame, scopes)
                 frames.pop()
-                continue
+            previous = tag
+        del previous
         if len(frames) > 1:
             frame = frames[-1]
             self.fail(frame["tag"], f"`{{{{#{frame['name']}}}}}` is never closed", codes.IMPORT_TEMPLATE_SYNTAX)
@@ -535,13 +551,26 @@ class Translator:
     def mustache(self, tag: Tag, scopes: list[_Scope], in_block: bool) -> list[Node]:
         head = tag.tokens[0]
         args = tag.tokens[1:]
-        if any(t[0] == "op" for t in tag.tokens):
+        if head[0] == "path" and head[1] in _UNSUPPORTED_HELPERS:
             self.fail(
-                tag,
-                "subexpressions and hash arguments are not imported"
-                if "=" not in [t[1] for t in tag.tokens]
-                else "hash arguments are not imported",
+                tag, f"Dotprompt's `{head[1]}` helper has no promptc equivalent", hint=_UNSUPPORTED_HELPERS[head[1]]
             )
+        if head == ("path", "json"):
+            indent = None
+            if len(args) == 4 and args[1] == ("path", "indent") and args[2] == ("op", "=") and args[3][0] == "number":
+                indent = int(float(args[3][1]))
+                args = args[:1]
+            if len(args) != 1 or args[0][0] == "op":
+                self.fail(tag, "`{{json}}` with options other than `indent=N` is not imported")
+            value = self.value(tag, args[0], scopes)
+            if value.code == "":
+                self.fail(
+                    tag, "`{{json this}}` of every input is not imported", hint="name the value: `{{json items}}`"
+                )
+            how = f"indent={indent}" if indent else 'separators=(",", ":")'
+            return [Out(f'__import__("json").dumps({value.code}, {how})', None, tag.line, tag.column)]
+        if any(t[0] == "op" for t in tag.tokens):
+            self.fail(tag, "subexpressions and hash arguments are not imported")
         if head == ("path", "role"):
             if in_block:
                 self.fail(
@@ -555,18 +584,6 @@ class Translator:
             if role not in _ROLES:
                 self.fail(tag, f"the role `{role}` is not imported", hint="use system, user or model")
             return [Role(_ROLES[role], tag.line, tag.column)]
-        if head[0] == "path" and head[1] in _UNSUPPORTED_HELPERS:
-            self.fail(
-                tag, f"Dotprompt's `{head[1]}` helper has no promptc equivalent", hint=_UNSUPPORTED_HELPERS[head[1]]
-            )
-        if head == ("path", "json"):
-            if len(args) != 1:
-                self.fail(tag, "`{{json}}` with options is not imported")
-            value = self.value(tag, args[0], scopes)
-            if value.code == "":
-                self.fail(tag, "`{{json this}}` of every input is not imported")
-            self._mark_any(value)
-            return [Out(f'__import__("json").dumps({value.code}, separators=(",", ":"))', None, tag.line, tag.column)]
         if args:
             self.fail(
                 tag,
@@ -577,9 +594,6 @@ class Translator:
         if value.code == "":
             self.fail(tag, "printing `this` at the top level (every input) is not imported")
         return [self.printed_code(tag, value)]
-
-    def _mark_any(self, value: _Value) -> None:
-        pass  # json prints any value: an inferred schema stays open
 
     def open_block(self, tag: Tag, scopes: list[_Scope], nodes: list[Node]) -> dict[str, Any]:
         name = tag.tokens[0][1]
@@ -739,36 +753,47 @@ class Translator:
                 )
             )
 
-    def partial_node(self, tag: Tag, tags: list[Tag], index: int, in_block: bool) -> Node:
-        if len(tag.tokens) != 1:
-            self.fail(
-                tag,
-                "a partial with arguments (`{{> name arg}}`)",
-                hint="promptc partials read the prompt's own inputs: pass the values as inputs",
-            )
+    def partial_node(self, tag: Tag, pending: list[Tag], nested: bool, inlined: list[str]):
+        """A `{{> name}}`: `(Include, None)` on a line of its own at the top level when the partial
+        ends with a newline (promptc's include is a line); else `(None, its tags)`, inlined here
+        with the current context, as Handlebars renders a partial."""
         name = tag.tokens[0][1]
-        if in_block:
-            self.fail(
-                tag,
-                "a partial inside a block",
-                hint="promptc partials read the prompt's inputs, not a loop's item: write the text out",
-            )
-        if tag.value != "standalone" and tag.value.strip(" \t") == "" and tag.value:
-            self.fail(tag, "an indented partial (Handlebars indents every line of it)", hint="remove the indentation")
-        if tag.value != "standalone" and not tag.value == "":
-            pass
-        if tag.value == "":
-            self.fail(
-                tag,
-                "a partial that shares its line with text",
-                hint="put `{{> name}}` on a line of its own (promptc's `/// include:` is a line)",
-            )
-        target = self.resolve_partial(name)
-        if target is None:
+        hashed = tag.tokens[1:]
+        pairs: dict[str, _Value] = {}
+        while hashed:
+            if len(hashed) < 3 or hashed[0][0] != "path" or hashed[1] != ("op", "="):
+                self.fail(
+                    tag,
+                    "a partial with a context argument (`{{> name value}}`)",
+                    hint="pass `key=value` arguments, or let the partial read the inputs",
+                )
+            pairs[hashed[0][1]] = self.value(tag, hashed[2], self._scopes)
+            hashed = hashed[3:]
+        found = self.resolve_partial(name)
+        if found is None:
             self.fail(
                 tag,
                 f"the partial `{name}` is not in the imported folder (`_{name}.prompt`)",
                 codes.IMPORT_PARTIAL_MISSING,
             )
-        self.includes.append(name)
-        return Include(target, tag.line, tag.column)
+        target, text = found
+        if name in inlined or len(inlined) >= MAX_DEPTH:
+            self.fail(
+                tag, f"the partials include each other: {' > '.join([*inlined, name])}", codes.IMPORT_PARTIAL_MISSING
+            )
+        indent = "" if tag.value == "standalone" else tag.value
+        if indent.strip(" \t") == "" and indent:
+            self.fail(tag, "an indented partial (Handlebars indents every line of it)", hint="remove the indentation")
+        if tag.value == "standalone" and not nested and not pairs and target is not None and text.endswith("\n"):
+            self.includes.append(name)
+            return Include(target, tag.line, tag.column), None
+        body = lex(text)
+        for inner in body:  # what the partial says is reported where it is included
+            inner.line, inner.column = tag.line, tag.column
+        if tag.value == "standalone" and text and not text.endswith("\n"):
+            pass  # Handlebars joins it to the next line: so does the inlined text
+        inlined.append(name)
+        if pairs:
+            self._scopes.append(_Scope("params", params=pairs))
+        self._popped.append(bool(pairs))
+        return None, body
