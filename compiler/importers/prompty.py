@@ -78,11 +78,6 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
             line, column = header.where(*path)
             return header_line + line - 1, column
 
-    for key, value in data.items():  # references anywhere but in how Prompty connects
-        if key == "model" and isinstance(value, dict):
-            no_reference({k: v for k, v in value.items() if k not in ("connection", "configuration")}, key)
-        else:
-            no_reference(value, key)
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
     stem = out.target.rsplit("/", 1)[-1].removesuffix(".prompt")
     lines: list[str] = []
@@ -105,6 +100,12 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
                 stack.extend((v, (*at, k)) for k, v in item.items())
             elif isinstance(item, list):
                 stack.extend((v, (*at, i)) for i, v in enumerate(item))
+
+    for key, value in data.items():  # references anywhere but in how Prompty connects
+        if key == "model" and isinstance(value, dict):
+            no_reference({k: v for k, v in value.items() if k not in ("connection", "configuration")}, key)
+        else:
+            no_reference(value, key)
 
     # template format and parser
     template = data.get("template")
