@@ -193,7 +193,7 @@ def _jinja_includes(kind: str, includer: str, files: Mapping[str, bytes]):
 def _convert_jinja(sources: dict, files: Mapping[str, bytes], role: str) -> list[Converted]:
     from . import jinja
     from .common import assemble, input_decl
-    from .ir import Role, emit
+    from .ir import Role, emit_marked
 
     included: set[str] = set()
     parsed: dict[str, Any] = {}
@@ -219,14 +219,14 @@ def _convert_jinja(sources: dict, files: Mapping[str, bytes], role: str) -> list
             continue
         nodes = template.nodes if partial else [Role(role), *template.nodes]
         try:
-            body = emit(nodes)
+            body, marks = emit_marked(nodes)
             header = []
             if not partial and template.inputs:
                 stem = converted.target.rsplit("/", 1)[-1].removesuffix(".prompt")
                 header.append(
                     "/// input: " + ", ".join(input_decl(n, None, stem, converted.extra, "") for n in template.inputs)
                 )
-            converted.text = assemble("jinja", rel, header, body, partial=partial)
+            converted.text = assemble("jinja", rel, header, body, partial=partial, marks=marks, into=converted)
             converted.inputs = list(template.inputs)
         except Refusal as refusal:
             converted.refused = True

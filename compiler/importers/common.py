@@ -59,6 +59,8 @@ class Converted:
     #: inputs promptc's artifact will take, in order
     inputs: list[str] = field(default_factory=list)
     partial: bool = False
+    #: (line, column) in the `.prompt` text → (line, column) in the foreign file, or None
+    origin: Any = None
 
 
 def refusal_diagnostic(refusal: Refusal, src: SourceText) -> Diagnostic:
@@ -156,14 +158,47 @@ def metadata_line(key: str, value: Any) -> str | None:
     return f"/// {key}: {text}"
 
 
-def assemble(kind: str, source: str, header: list[str], body: str, *, partial: bool = False) -> str:
+def assemble(
+    kind: str,
+    source: str,
+    header: list[str],
+    body: str,
+    *,
+    partial: bool = False,
+    marks: list[tuple[int, int, int]] | None = None,
+    into: Converted | None = None,
+) -> str:
     """The whole `.prompt` file: the marker, the header directives, a blank line, the body, in
-    `promptc fmt`'s layout (so `fmt --check` passes on what import writes)."""
+    `promptc fmt`'s layout (so `fmt --check` passes on what import writes). With `marks` (from
+    `ir.emit_marked`), sets `into.origin`: a position in the file → the foreign file's."""
+    import bisect
+
     from ..fmt import layout
 
     text = "\n".join(header) + ("\n\n" if header else "") + body
-    text = layout(text, partial=partial).text
-    return marker(kind, source, text) + text
+    laid = layout(text, partial=partial)
+    if marks is not None and into is not None:
+        inverse = {new: old for old, new in enumerate(laid.line_map) if new is not None}
+        first_body_line = len(header) + 1 if header else 0
+        starts = [0] + [i + 1 for i, ch in enumerate(body) if ch == "\n"]
+        offsets = [m[0] for m in marks]
+
+        def origin(line: int, column: int) -> tuple[int, int] | None:
+            old = inverse.get(line - 1)  # line 1 is the marker
+            if old is None or old < first_body_line or old - first_body_line >= len(starts):
+                return None
+            at = starts[old - first_body_line] + column - 1
+            k = bisect.bisect_right(offsets, at) - 1
+            if k < 0:
+                return None
+            start, fline, fcol = marks[k]
+            between = body[start:at]
+            if "\n" not in between:
+                return fline, fcol + len(between)
+            return fline + between.count("\n"), len(between) - between.rfind("\n")
+
+        into.origin = origin
+    return marker(kind, source, laid.text) + laid.text
 
 
 def model_and_provider(model: str) -> tuple[str, str | None]:

@@ -22,7 +22,7 @@ from .common import (
     snake,
     warning,
 )
-from .ir import Include, Refusal, Role, Text, emit, walk
+from .ir import Include, Refusal, Role, Text, emit, emit_marked, walk
 from .yamlheader import YamlError, parse
 
 _DELIMITER = re.compile(r"---[ \t]*")
@@ -360,7 +360,8 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
         lines.append("/// input: " + ", ".join(decls))
     out.inputs = names
     out.samples = samples
-    out.text = assemble("dotprompt", rel, lines, emit(nodes))
+    body_text, marks = emit_marked(nodes)
+    out.text = assemble("dotprompt", rel, lines, body_text, marks=marks, into=out)
 
 
 def _check_partials(nodes, translator, rel, sources, partials, translated, inputs, target_of) -> None:

@@ -93,8 +93,6 @@ class Include:
 
 Node = Text | Out | If | For | Stmt | Role | Include
 
-#: a marker for a role line while the text is assembled (NUL never survives decoding a source)
-_ROLE_MARK = "\x00"
 _OPENERS = re.compile(r"\\*(\$\{|\{\{|\{#|\{%|///)")
 _CLOSERS = ("}}", "#}", "%}")
 
@@ -149,18 +147,40 @@ def py_string(value: str) -> str:
 
 def emit(nodes: list[Node]) -> str:
     """The body of a `.prompt` file for `nodes` (which start with a `Role`)."""
+    return emit_marked(nodes)[0]
+
+
+def emit_marked(nodes: list[Node]) -> tuple[str, list[tuple[int, int, int]]]:
+    """`emit`, and where each node's text starts: (offset in the body, line, column in the foreign
+    file), in order, so positions in the `.prompt` text map back to the source."""
     parts: list[str] = []
+    marks: list[tuple[int, int, int]] = []
+    roles: set[int] = set()  # offsets of the role lines written
+    size = 0
+
+    def put(text: str, node=None) -> None:
+        nonlocal size
+        if node is not None and text:
+            marks.append((size, node.line, node.column))
+        parts.append(text)
+        size += len(text)
+
+    def end_line() -> None:
+        last = _last(parts)
+        if last and not last.endswith("\n"):
+            put("\n")
+
     # iterative walk: (nodes, index) frames, with the closing tag to write when a frame ends
-    stack: list[tuple[list[Node], int, str]] = [(nodes, 0, "")]
+    stack: list[tuple[list[Node], int, str, Node | None]] = [(nodes, 0, "", None)]
     while stack:
-        items, index, closing = stack.pop()
+        items, index, closing, owner = stack.pop()
         if index >= len(items):
-            parts.append(closing)
+            put(closing, owner)
             continue
         node = items[index]
-        stack.append((items, index + 1, closing))
+        stack.append((items, index + 1, closing, owner))
         if isinstance(node, Text):
-            parts.append(escape(node.text, node.line, node.column))
+            put(escape(node.text, node.line, node.column), node)
             continue
         if not isinstance(node, (Role, Include)) and _last(parts).endswith("\\"):
             raise Refusal(
@@ -172,37 +192,39 @@ def emit(nodes: list[Node]) -> str:
             )
         if isinstance(node, Out):
             if node.path is not None:
-                parts.append("${" + node.path + "}")
+                put("${" + node.path + "}", node)
             else:
-                parts.append("{{ " + check_code(node.code, node.line, node.column) + " }}")
+                put("{{ " + check_code(node.code, node.line, node.column) + " }}", node)
         elif isinstance(node, Stmt):
-            parts.append("{# " + check_code(node.code, node.line, node.column) + " #}")
+            put("{# " + check_code(node.code, node.line, node.column) + " #}", node)
         elif isinstance(node, Role):
-            _end_line(parts)
-            parts.append(f"{_ROLE_MARK}{node.role}{_ROLE_MARK}\n")
+            end_line()
+            roles.add(size)
+            put(f"----- {node.role} -----\n", node)
         elif isinstance(node, Include):
-            _end_line(parts)
-            parts.append(f"/// include: {node.target}\n")
+            end_line()
+            put(f"/// include: {node.target}\n", node)
         elif isinstance(node, For):
             check_code(f"{node.target} in {node.iterable}", node.line, node.column)
-            parts.append(f"{{% for {node.target} in {node.iterable} %}}")
-            stack.append((node.body, 0, "{% endfor %}"))
+            put(f"{{% for {node.target} in {node.iterable} %}}", node)
+            stack.append((node.body, 0, "{% endfor %}", node))
         elif isinstance(node, If):
             # the branches are written as nested frames: if, elif …, else, endif
-            frames: list[tuple[list[Node], int, str]] = []
+            frames: list[tuple[list[Node], int, str, Node | None]] = []
             for k, (condition, body) in enumerate(node.branches):
                 tag = "if" if k == 0 else "elif"
                 check_code(condition, node.line, node.column)
-                frames.append(([_Tag(f"{{% {tag} {condition} %}}"), *body], 0, ""))
+                frames.append(([_Tag(f"{{% {tag} {condition} %}}", node.line, node.column), *body], 0, "", None))
             if node.orelse is not None:
-                frames.append(([_Tag("{% else %}"), *node.orelse], 0, ""))
-            frames[-1] = (frames[-1][0], 0, "{% endif %}")
+                frames.append(([_Tag("{% else %}", node.line, node.column), *node.orelse], 0, "", None))
+            frames[-1] = (frames[-1][0], 0, "{% endif %}", node)
             stack.extend(reversed(frames))
         elif isinstance(node, _Tag):  # an if's own tags, queued as nodes of its frames
-            parts.append(node.text)
+            put(node.text, node)
     text = "".join(parts)
+    offset = 0
     for line in text.split("\n"):
-        if SEPARATOR.match(line) and _ROLE_MARK not in line:
+        if offset not in roles and SEPARATOR.match(line):
             first = next((n for n in _walk(nodes) if isinstance(n, Text) and line.strip() in n.text), None)
             raise Refusal(
                 codes.IMPORT_NO_EQUIVALENT,
@@ -211,12 +233,15 @@ def emit(nodes: list[Node]) -> str:
                 first.column if first else 1,
                 "change the dashes around the word (promptc reads `----- word -----` as a new message)",
             )
-    return re.sub(f"{_ROLE_MARK}([a-z]+){_ROLE_MARK}", r"----- \1 -----", text)
+        offset += len(line) + 1
+    return text, marks
 
 
 @dataclass(slots=True)
 class _Tag:
     text: str
+    line: int = 1
+    column: int = 1
 
 
 def _last(parts: list[str]) -> str:
@@ -224,12 +249,6 @@ def _last(parts: list[str]) -> str:
         if part:
             return part
     return ""
-
-
-def _end_line(parts: list[str]) -> None:
-    last = _last(parts)
-    if last and not last.endswith("\n"):
-        parts.append("\n")
 
 
 def _walk(nodes: list[Node]):

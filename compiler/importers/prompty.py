@@ -20,7 +20,7 @@ from .common import (
     snake,
     warning,
 )
-from .ir import Refusal, Role, Text, emit
+from .ir import Refusal, Role, Text, emit_marked
 from .yamlheader import YamlError, parse
 
 SUFFIXES = (".prompty",)
@@ -295,7 +295,8 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
         lines.append("/// input: " + ", ".join(decls))
     out.inputs = inputs
     out.samples = [samples] if samples else []
-    out.text = assemble("prompty", rel, lines, emit(nodes))
+    body_text, marks = emit_marked(nodes)
+    out.text = assemble("prompty", rel, lines, body_text, marks=marks, into=out)
 
 
 def _properties(raw: Any, field: str, where):
