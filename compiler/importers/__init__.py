@@ -218,16 +218,27 @@ def _convert_jinja(sources: dict, files: Mapping[str, bytes], role: str) -> list
             out.append(converted)
             continue
         nodes = template.nodes if partial else [Role(role), *template.nodes]
+        names = list(template.inputs)
+        pending, seen = [(rel, template)], {rel}
+        while pending:  # the inputs of the partials it includes (and theirs) are its inputs too
+            at, current = pending.pop()
+            for target in current.includes:
+                here = posixpath.dirname(_target("jinja", at, False))
+                wanted = posixpath.normpath(posixpath.join(here, target))
+                other = next((r for r in parsed if _target("jinja", r, True) == wanted), None)
+                if other is None or other in seen or not isinstance(parsed[other], jinja.Template):
+                    continue
+                seen.add(other)
+                names += [n for n in parsed[other].inputs if n not in names]
+                pending.append((other, parsed[other]))
         try:
             body, marks = emit_marked(nodes)
             header = []
-            if not partial and template.inputs:
+            if not partial and names:
                 stem = converted.target.rsplit("/", 1)[-1].removesuffix(".prompt")
-                header.append(
-                    "/// input: " + ", ".join(input_decl(n, None, stem, converted.extra, "") for n in template.inputs)
-                )
+                header.append("/// input: " + ", ".join(input_decl(n, None, stem, converted.extra, "") for n in names))
             converted.text = assemble("jinja", rel, header, body, partial=partial, marks=marks, into=converted)
-            converted.inputs = list(template.inputs)
+            converted.inputs = names
         except Refusal as refusal:
             converted.refused = True
             converted.diagnostics.append(refusal_diagnostic(refusal, src))

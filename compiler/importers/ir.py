@@ -226,11 +226,16 @@ def emit_marked(nodes: list[Node]) -> tuple[str, list[tuple[int, int, int]]]:
     for line in text.split("\n"):
         if offset not in roles and SEPARATOR.match(line):
             first = next((n for n in _walk(nodes) if isinstance(n, Text) and line.strip() in n.text), None)
+            where = (1, 1)
+            if first is not None:
+                before = first.text[: first.text.index(line.strip())]
+                where = (
+                    (first.line + before.count("\n"), 1) if "\n" in before else (first.line, first.column + len(before))
+                )
             raise Refusal(
                 codes.IMPORT_NO_EQUIVALENT,
                 f"the text line `{line.strip()}` would read as a promptc role separator",
-                first.line if first else 1,
-                first.column if first else 1,
+                *where,
                 "change the dashes around the word (promptc reads `----- word -----` as a new message)",
             )
         offset += len(line) + 1

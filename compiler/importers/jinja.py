@@ -27,6 +27,7 @@ import keyword
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import codes
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string
@@ -123,6 +124,8 @@ class _Tok:
     rstrip: bool = False
     #: for "var"/"stmt": the tokens of the inside (kind, text, offset in value)
     tokens: list[tuple[str, str, int]] = field(default_factory=list)
+    #: absolute offset in the template → (line, column), for positions inside the tag
+    locate: Any = None
 
 
 class _Lines:
@@ -194,7 +197,7 @@ def lex(text: str, base_line: int = 1) -> list[_Tok]:
         if end == -1:
             raise Refusal(codes.IMPORT_TEMPLATE_SYNTAX, f"unclosed `{kind}`", *where(start))
         rstrip = text.startswith("-", end)
-        tok = _Tok("var" if kind == "{{" else "stmt", text[inner:end], *where(start), lstrip, rstrip, tokens)
+        tok = _Tok("var" if kind == "{{" else "stmt", text[inner:end], *where(start), lstrip, rstrip, tokens, where)
         pos = end + (3 if rstrip else 2)
         if tok.kind == "stmt" and tokens and tokens[0][1] == "raw":
             m_end = re.compile(r"\{%-?\s*endraw\s*-?%\}").search(text, pos)
@@ -244,7 +247,7 @@ class _Scope:
 class _Expr:
     """A recursive-descent parser over one tag's tokens, with an explicit depth bound."""
 
-    def __init__(self, tokens: list[tuple[str, str, int]], tok: _Tok, scope: _Scope, uses: list[tuple[str, bool]]):
+    def __init__(self, tokens: list[tuple[str, str, int]], tok: _Tok, scope: _Scope, uses: list):
         self.tokens, self.i, self.tok, self.scope, self.uses = tokens, 0, tok, scope, uses
         self.depth = 0
 
@@ -264,16 +267,17 @@ class _Expr:
         self.i += 1
         return t  # type: ignore[return-value]
 
-    def fail(self, message: str, code=codes.IMPORT_TEMPLATE_SYNTAX, hint: str | None = None):
-        t = self.peek() or (self.tokens[-1] if self.tokens else None)
+    def fail(self, message: str, code=codes.IMPORT_TEMPLATE_SYNTAX, hint: str | None = None, at=None):
+        t = at or self.peek() or (self.tokens[-1] if self.tokens else None)
         line, column = self.tok.line, self.tok.column
-        if t is not None:
-            # offsets are within the tag's inside; the tag starts 2-3 characters before it
-            column = self.tok.column + 2 + t[2] if "\n" not in self.tok.value[: t[2]] else column
+        if t is not None and self.tok.locate is not None:
+            line, column = self.tok.locate(t[2])
         raise Refusal(code, message, line, column, hint)
 
     def refuse(self, message: str, hint: str | None = None):
-        self.fail(message, codes.IMPORT_NO_EQUIVALENT, hint)
+        """A construct without a promptc equivalent: reported at the token just read."""
+        last = self.tokens[self.i - 1] if 0 < self.i <= len(self.tokens) else None
+        self.fail(message, codes.IMPORT_NO_EQUIVALENT, hint, at=last)
 
     def done(self) -> bool:
         return self.i >= len(self.tokens)
@@ -393,7 +397,8 @@ class _Expr:
             if keyword.iskeyword(value):
                 self.refuse(f"`{value}` is a Python keyword; promptc template code cannot use it as a name")
             bound = value in self.scope.bound
-            self.uses.append((value, bound))
+            where = self.tok.locate(t[2]) if self.tok.locate is not None else (self.tok.line, self.tok.column)
+            self.uses.append((value, bound, *where))
             return value, (None if bound else value)
         if kind == "number":
             return value, None
@@ -601,7 +606,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
     root = _Frame("root", [])
     frames = [root]
     scope = _Scope()
-    uses: list[tuple[str, bool]] = []
+    uses: list[tuple[str, bool, int, int]] = []
     template = Template(root.nodes)
     loop_targets: set[str] = set()
     counters = 0
@@ -783,15 +788,15 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
         assert tok is not None
         fail(tok, f"`{{% {frames[-1].kind} %}}` is never closed")
     seen: set[str] = set()
-    for name, bound in uses:
+    for name, bound, line, column in uses:
         if bound:
             continue
         if name in loop_targets:
             raise Refusal(
                 codes.IMPORT_NO_EQUIVALENT,
                 f"`{name}` is both an input and a name the template binds (a loop variable or `set`)",
-                1,
-                1,
+                line,
+                column,
                 "Jinja scopes a loop variable to its loop and Python does not: rename the loop variable",
             )
         if name not in seen:
