@@ -587,7 +587,9 @@ IMPORT_NOT_COMPILED = _code(
     "E971",
     "import: the imported prompt does not compile",
     "The `.prompt` text the importer made for this file does not compile; the message quotes the "
-    "compiler's diagnostic. The file is not written. This is an importer bug: report it with the file.",
+    "compiler's diagnostic and the hint is its hint. Usually the source uses something the promptc "
+    "build refuses on its own terms (an input schema keyword the runtimes do not check, E825); "
+    "otherwise it is an importer bug: report it with the file. The file is not written.",
 )
 IMPORT_FIELD_DROPPED = _code(
     "W972",
@@ -607,7 +609,8 @@ def markdown(examples: dict[str, str]) -> str:
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
         "and caching, 8 includes, 9 configuration, the output folder and `diff`'s old tree (93x: the",
-        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file).",
+        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file; 96x-97x: `promptc import` and",
+        "`promptc audit` of Dotprompt, Prompty and Jinja sources).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
         "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",

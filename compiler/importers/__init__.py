@@ -280,7 +280,7 @@ def compile_converted(converted: list[Converted], config: Config | None = None, 
                     codes.IMPORT_NOT_COMPILED,
                     f"the imported prompt does not compile: {first.code}: {first.message}",
                     file_span(),
-                    "this is an importer bug; report it with the file",
+                    first.hint or f"see `promptc explain {first.code}`",
                     source=c.foreign,
                 )
             )
@@ -392,7 +392,7 @@ def _write(converted: list[Converted], out: Path, force: bool, results: list[Imp
                     codes.IMPORT_WRITE_FAILED,
                     f"cannot write `{exc.filename or out}`: {exc.strerror or exc}",
                     None,
-                    "check the folder's permissions",
+                    "check the folder's permissions, and that no file stands where a folder is needed",
                     path=str(exc.filename or out),
                 )
             )

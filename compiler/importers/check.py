@@ -112,12 +112,18 @@ def _read_inputs(path: Path | str, names: set[str]) -> tuple[dict[str, list[dict
         if name not in names:
             from ..suggest import did_you_mean
 
+            close = did_you_mean(name, sorted(names))
+            hint = (
+                f"did you mean `{close}`?"
+                if close
+                else "the names are the prompts' paths under the output folder, without `.prompt`"
+            )
             problems.append(
                 make(
                     codes.IMPORT_BAD_INPUTS,
                     f"`{shown}` names `{name}`, which the import does not produce",
                     None,
-                    did_you_mean(name, sorted(names)),
+                    hint,
                     path=shown,
                 )
             )
