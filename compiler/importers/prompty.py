@@ -341,7 +341,9 @@ def _schema(prop: dict[str, Any], name: str, path, where) -> dict[str, Any]:
     if kind in _KINDS:
         return {"type": _KINDS[kind]}
     if kind == "array":
-        return {"type": "array"}
+        items = prop.get("items")
+        inner = _schema(items, name, (*path, "items"), where) if isinstance(items, dict) else {}
+        return {"type": "array", "items": inner} if inner else {"type": "array"}
     if kind == "object":
         return {"type": "object"}
     raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, f"the input `{name}` has the unknown kind `{kind}`", *where(*path))
