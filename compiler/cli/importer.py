@@ -59,7 +59,8 @@ def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) 
     if not dry_run:
         summary += f"; {written} written, {unchanged} unchanged in {out}"
     if check:
-        summary += f"; --check compared {sum(result.checked.values())} renders of {len(result.checked)} prompts"
+        renders, prompts = sum(result.checked.values()), len(result.checked)
+        summary += f"; --check compared {renders} render{'s' if renders != 1 else ''} of {prompts} prompt{'s' if prompts != 1 else ''}"
     extra = {
         "kind": kind,
         "out": out,
@@ -109,7 +110,8 @@ def audit_cmd(kind, src, role, fmt) -> None:
         click.echo(render_text(d, color=color) + "\n", color=color)
     for line in audit_lines(report):
         click.echo(line)
-    click.echo(f"audit {kind}: {report.imported} prompts, {report.refused} refused: {summary_line(report.diagnostics)}")
+    prompts = f"{report.imported} prompt{'s' if report.imported != 1 else ''}"
+    click.echo(f"audit {kind}: {prompts}, {report.refused} refused: {summary_line(report.diagnostics)}")
     sys.exit(1 if report.refused else 0)
 
 
