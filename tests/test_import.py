@@ -4,7 +4,6 @@ original engines, writes and ownership, idempotence, and audit == build."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -341,19 +340,20 @@ def test_check_reports_the_first_differing_line(tmp_path: Path) -> None:
     assert converted[0].refused  # so it is not written
 
 
-def test_engines_are_imported_only_by_check(tmp_path: Path) -> None:
+def test_engines_are_imported_only_by_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the engines made unimportable, import and audit work; only --check asks for one."""
+    for name in ("jinja2", "prompty", "dotpromptz"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import name` now raises ImportError
     write(tmp_path, "src/a.prompty", PROMPTY)
     write(tmp_path, "src/b.prompt", DOTPROMPT)
-    code = (
-        "import sys\n"
-        "from promptc.importers import import_tree, audit\n"
-        f"import_tree('prompty', {str(tmp_path / 'src')!r}, {str(tmp_path / 'o1')!r})\n"
-        f"import_tree('dotprompt', {str(tmp_path / 'src')!r}, {str(tmp_path / 'o2')!r})\n"
-        f"audit('prompty', {str(tmp_path / 'src')!r})\n"
-        "print(sorted(m for m in ('jinja2', 'prompty', 'dotpromptz') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    write(tmp_path, "src/c.j2", "Hi {{ name }}.\n")
+    for kind in ("prompty", "dotprompt", "jinja"):
+        assert import_tree(kind, tmp_path / "src", tmp_path / "out", config=APPROX).ok
+        assert audit(kind, tmp_path / "src", APPROX).imported == 1
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    checked = import_tree("jinja", tmp_path / "src", tmp_path / "out2", check=True, config=APPROX)
+    assert [d.code for d in checked.diagnostics] == ["E968"]
+    assert not (tmp_path / "out2").exists()  # --check was asked for: nothing unchecked is written
 
 
 # ---------------------------------------------------------------------------------------------

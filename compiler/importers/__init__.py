@@ -319,7 +319,10 @@ def import_tree(
     if check:
         from .check import run_checks
 
-        diagnostics += run_checks(kind, Path(src), converted, compiled, inputs, checked)
+        found = run_checks(kind, Path(src), converted, compiled, inputs, checked)
+        diagnostics += found
+        if any(d.code == codes.IMPORT_ENGINE_MISSING for d in found):
+            write = False  # --check was asked for and cannot run: nothing unchecked is written
     # a partial whose includer was refused is still written; a prompt refused by check is not
     results: list[ImportedFile] = []
     outputs: dict[str, str] = {}

@@ -159,7 +159,11 @@ def run_checks(
 ) -> list[Diagnostic]:
     from importlib.util import find_spec
 
-    if find_spec(ENGINES[kind]) is None:
+    try:
+        found = find_spec(ENGINES[kind]) is not None
+    except (ImportError, ValueError):  # a module that is there but cannot be imported
+        found = False
+    if not found:
         return [_engine_missing(kind, src)]
     root = src if src.is_dir() else src.parent
     prompts = [c for c in converted if not c.refused and not c.partial and c.target in compiled]
