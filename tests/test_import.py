@@ -462,3 +462,30 @@ def test_cli_import_and_audit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "prefix ends: src/t.j2:1:7: input ${name}" in text.output
     dry = runner.invoke(main, ["import", "jinja", "src", "-o", "other", "--dry-run"])
     assert dry.exit_code == 1 and not (tmp_path / "other").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounded on any input: a diagnostic, never a traceback
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text"),
+    [
+        ("prompty", "p.prompty", "---\na: " + "[" * 5000 + "]" * 5000 + "\n---\nhi\n"),
+        ("prompty", "p.prompty", "---\n" + "".join(f"{' ' * i}k{i}:\n" for i in range(200)) + "---\nhi\n"),
+        ("jinja", "t.j2", "{{ " + "(" * 3000 + "x" + ")" * 3000 + " }}\n"),
+        ("jinja", "t.j2", "{{ " + "not " * 5000 + "x }}{{ " + "-" * 5000 + "1 }}\n"),
+        ("jinja", "t.j2", "{% if a %}" * 3000 + "x" + "{% endif %}" * 3000 + "\n"),
+        ("dotprompt", "p.prompt", "{{#if a}}" * 3000 + "x" + "{{/if}}" * 3000 + "\n"),
+        ("dotprompt", "p.prompt", "{{" * 20000 + "\n"),
+        (
+            "dotprompt",
+            "p.prompt",
+            "---\ninput:\n  schema:\n" + "".join(f"{'  ' * (i + 2)}k{i}(object):\n" for i in range(100)) + "---\nhi\n",
+        ),
+    ],
+)
+def test_pathological_sources_get_a_diagnostic(kind: str, name: str, text: str) -> None:
+    c, _ = one(kind, name, text)
+    assert c.refused or c.text
+    assert all(d.code.startswith(("E9", "W9", "E1")) for d in c.diagnostics)

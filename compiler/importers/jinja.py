@@ -32,7 +32,8 @@ from typing import Any
 from .. import codes
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string
 
-MAX_DEPTH = 64
+#: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)
+MAX_DEPTH = 40
 
 _TOKEN = re.compile(
     r"""
@@ -319,10 +320,12 @@ class _Expr:
         return value
 
     def not_(self) -> str:
-        if self.at("not"):
+        count = 0
+        while self.at("not"):  # a chain of `not` is counted, not recursed into
             self.take()
-            return f"(not {self.not_()})"
-        return self.compare()
+            count += 1
+        value = self.compare()
+        return "(not " * count + value + ")" * count
 
     def compare(self) -> str:
         value = self.math1()
@@ -378,10 +381,13 @@ class _Expr:
         return value
 
     def unary(self) -> str:
-        if self.at("-") or self.at("+"):
-            op = self.take()[1]
-            return f"({op}{self.unary()})"
-        return self.filtered(self.postfix(self.primary()))
+        ops = []
+        while self.at("-") or self.at("+"):  # iterative, like `not`
+            ops.append(self.take()[1])
+        value = self.filtered(self.postfix(self.primary()))
+        for op in reversed(ops):
+            value = f"({op}{value})"
+        return value
 
     def primary(self) -> tuple[str, str | None]:
         """(code, plain path or None): a path is a free name followed by attribute names only."""
@@ -471,6 +477,11 @@ class _Expr:
                 if attr.startswith("_"):
                     self.refuse(f"the attribute `{attr}` is unsafe (Jinja's sandbox refuses it)")
                 if self.at("("):
+                    if attr in ("format", "format_map"):
+                        self.refuse(
+                            f"`.{attr}(…)` is not imported (a format string can read any attribute)",
+                            "use the `format` filter or `~`",
+                        )
                     code, path = f"{code}.{attr}", None  # a method: Jinja calls getattr(x, name)
                     continue
                 if attr in _DICT_ATTRS:

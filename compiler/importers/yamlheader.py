@@ -138,8 +138,15 @@ def _loader() -> Any:
     import yaml
 
     class Loader(yaml.SafeLoader):
+        depth = 0
+
         def compose_node(self, parent: Any, index: Any) -> Any:
             event = self.peek_event()
+            if self.depth >= MAX_DEPTH:  # PyYAML composes recursively: stop long before Python's limit
+                mark = event.start_mark
+                raise YamlError(
+                    f"the header is nested more than {MAX_DEPTH} levels deep", mark.line + 1, mark.column + 1
+                )
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
                 mark = event.start_mark
                 raise YamlError(
@@ -148,7 +155,11 @@ def _loader() -> Any:
                     mark.column + 1,
                     "write the value out where it is used",
                 )
-            return super().compose_node(parent, index)
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
     return Loader
 
