@@ -297,12 +297,55 @@ def test_jinja_partials_become_includes_with_their_inputs() -> None:
 # ---------------------------------------------------------------------------------------------
 # --check against the original engines
 
+#: nested loops with `../` and block parameters, each over an object, else-if chains, ifEquals,
+#: `~` and standalone lines at several indentations: Handlebars' whitespace rules in one file
+NESTED = """---
+input:
+  schema:
+    title: string
+    groups(array):
+      name: string
+      members(array): string
+    counts(object):
+      (*): integer
+    mode: string
+    level?: integer
+---
+{{role "system"}}
+  {{#each groups}}
+  Group {{name}} of {{../title}}:
+    {{#each members as |m i|}}
+    - {{i}} {{m}}{{#unless @last}};{{/unless}}
+    {{/each}}
+  {{else}}
+  No groups.
+  {{/each}}
+{{#each counts}}{{@key}}={{this}} {{/each}}
+{{#if level}}L{{level}}{{else if mode}}M{{mode}}{{else}}none{{/if}}
+{{#ifEquals mode "fast"}}FAST{{else}}slow{{/ifEquals}}
+   {{~title~}}   end
+"""
+NESTED_INPUTS = {
+    "a": [
+        {
+            "title": "T",
+            "groups": [{"name": "g1", "members": ["x", "y"]}, {"name": "g2", "members": []}],
+            "counts": {"a": 1, "b": 2},
+            "mode": "fast",
+            "level": 3,
+        },
+        {"title": "T", "groups": [], "counts": {}, "mode": "", "level": null},
+        {"title": "", "groups": [], "counts": {}, "mode": "m"},
+    ]
+}
+
 
 @pytest.mark.parametrize(
     ("kind", "files", "inputs"),
     [
         ("prompty", {"support.prompty": PROMPTY}, {"support": [{"customer": "Bo", "items": ["a", "b"]}]}),
         ("dotprompt", {"help.prompt": DOTPROMPT}, None),
+        ("dotprompt", {"a.prompt": NESTED}, NESTED_INPUTS),
         (
             "jinja",
             {"t.j2": "{% for x in xs %}{{ loop.index }}. {{ x }}\n{% else %}none\n{% endfor %}{{ a ~ b }}\n"},

@@ -171,34 +171,40 @@ def lex(text: str, base_line: int = 1) -> list[Tag]:
 
 def _standalone(tags: list[Tag]) -> None:
     """Handlebars removes a line that holds only a block tag, `{{else}}`, a comment or a partial
-    (with its whitespace and newline)."""
+    (with its whitespace and newline). Which lines those are is decided on the text as written,
+    before any of them is removed."""
+    original = [t.value for t in tags]
+    cut_start = [0] * len(tags)
+    cut_end = [0] * len(tags)
     for i, tag in enumerate(tags):
         if tag.kind not in ("open", "close", "else", "comment", "partial"):
             continue
-        prev = tags[i - 1] if i > 0 else None
-        nxt = tags[i + 1] if i + 1 < len(tags) else None
-        if prev is not None and prev.kind != "text":
+        prev = i - 1 if i > 0 else None
+        nxt = i + 1 if i + 1 < len(tags) else None
+        if (prev is not None and tags[prev].kind != "text") or (nxt is not None and tags[nxt].kind != "text"):
             continue
-        if nxt is not None and nxt.kind != "text":
-            continue
-        before = prev.value if prev is not None else ""
+        before = original[prev] if prev is not None else ""
         head = before.rsplit("\n", 1)
-        line_start = len(head) == 2 or i == 0 or (prev is not None and i == 1)
-        if not line_start or head[-1].strip(" \t"):
+        at_line_start = len(head) == 2 or prev is None or prev == 0
+        if not at_line_start or head[-1].strip(" \t"):
             continue
-        after = nxt.value if nxt is not None else ""
+        after = original[nxt] if nxt is not None else ""
         m = re.match(r"[ \t]*(\r?\n|\Z)", after)
         if m is None:
             continue
-        if tag.kind == "partial":
-            tag.value = head[-1]  # the indentation Handlebars puts before each line of the partial
+        tag.value = head[-1] if tag.kind == "partial" and head[-1] else "standalone"
         if prev is not None:
-            prev.value = before[: len(before) - len(head[-1])]
+            cut_end[prev] = len(head[-1])
         if nxt is not None:
-            nxt.value = after[m.end() :]
-            nxt.line += 1
-            nxt.column = 1
-        tag.value = tag.value or "standalone"
+            cut_start[nxt] = m.end()
+    for i, tag in enumerate(tags):
+        if tag.kind == "text" and (cut_start[i] or cut_end[i]):
+            value = original[i]
+            gone = value[: cut_start[i]]
+            tag.value = value[cut_start[i] : len(value) - cut_end[i]] if cut_start[i] <= len(value) - cut_end[i] else ""
+            if "\n" in gone:
+                tag.line += gone.count("\n")
+                tag.column = 1
 
 
 def _tildes(tags: list[Tag]) -> None:
@@ -475,8 +481,11 @@ class Translator:
             )
         if value.placeholder and not value.optional and types <= {"string", "integer"}:
             return Out(value.code, value.placeholder, tag.line, tag.column)
-        if types <= {"string"} and not value.optional:
-            return Out(value.code, None, tag.line, tag.column)
+        if types <= {"string", "integer"}:  # Python spells these as JavaScript does (bool is not an int here)
+            code = value.code if not value.optional else f'("" if (_hb := {value.code}) is None else _hb)'
+            return Out(code, None, tag.line, tag.column)
+        if types == {"boolean"} and not value.optional:
+            return Out(f'("true" if {value.code} else "false")', None, tag.line, tag.column)
         code = (
             f'("" if (_hb := {value.code}) is None else ("true" if _hb else "false") if isinstance(_hb, bool) '
             f"else str(int(_hb)) if isinstance(_hb, float) and _hb.is_integer() else _hb)"
@@ -663,7 +672,8 @@ class Translator:
                 node = For(item_name, iterable, [], tag.line, tag.column)
             else:
                 extra = value.schema.get("additionalProperties")
-                item = _Value(item_name, extra if isinstance(extra, dict) else {}, False, True, None)
+                item_schema = extra if isinstance(extra, dict) else {}
+                item = _Value(item_name, item_schema, False, _types(item_schema)[1] and bool(_types(item_schema)[0]), None)
                 key = f"key_{self.counter}"
                 iterable = f"{iterable}.items()" if not value.optional else f"({value.code} or {{}}).items()"
                 scope = _Scope("each", item, None, key, iterable)
