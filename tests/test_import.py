@@ -334,7 +334,7 @@ NESTED_INPUTS = {
             "mode": "fast",
             "level": 3,
         },
-        {"title": "T", "groups": [], "counts": {}, "mode": "", "level": null},
+        {"title": "T", "groups": [], "counts": {}, "mode": "", "level": None},
         {"title": "", "groups": [], "counts": {}, "mode": "m"},
     ]
 }
