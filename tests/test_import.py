@@ -325,6 +325,36 @@ input:
 {{#ifEquals mode "fast"}}FAST{{else}}slow{{/ifEquals}}
    {{~title~}}   end
 """
+#: Prompty's role lines (`# System:`, an indented `User:`), whitespace control, `format` and `join`
+ROLES_AND_FILTERS = """---
+model: gpt-4o
+inputs:
+  - name: items
+    kind: array
+    items:
+      kind: string
+    default: [apples, pears]
+  - name: who
+    kind: string
+    default: Ann
+  - name: n
+    kind: integer
+    default: 2
+---
+# System:
+You are a helper for {{ who }}.
+{% for it in items -%}
+  * {{ it }}
+{%- endfor %}
+
+  User:
+{% if n > 1 %}Many ({{ n }}){% else %}One{% endif %}
+
+assistant:
+Sure, {{who}}.
+user:
+{{ "%s and %s" | format(who, n) }} -- {{ items | join(" / ") | upper }}
+"""
 NESTED_INPUTS = {
     "a": [
         {
@@ -346,6 +376,7 @@ NESTED_INPUTS = {
         ("prompty", {"support.prompty": PROMPTY}, {"support": [{"customer": "Bo", "items": ["a", "b"]}]}),
         ("dotprompt", {"help.prompt": DOTPROMPT}, None),
         ("dotprompt", {"a.prompt": NESTED}, NESTED_INPUTS),
+        ("prompty", {"a.prompty": ROLES_AND_FILTERS}, None),
         (
             "jinja",
             {"t.j2": "{% for x in xs %}{{ loop.index }}. {{ x }}\n{% else %}none\n{% endfor %}{{ a ~ b }}\n"},

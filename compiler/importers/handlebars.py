@@ -673,7 +673,9 @@ class Translator:
             else:
                 extra = value.schema.get("additionalProperties")
                 item_schema = extra if isinstance(extra, dict) else {}
-                item = _Value(item_name, item_schema, False, _types(item_schema)[1] and bool(_types(item_schema)[0]), None)
+                item = _Value(
+                    item_name, item_schema, False, _types(item_schema)[1] and bool(_types(item_schema)[0]), None
+                )
                 key = f"key_{self.counter}"
                 iterable = f"{iterable}.items()" if not value.optional else f"({value.code} or {{}}).items()"
                 scope = _Scope("each", item, None, key, iterable)

@@ -132,11 +132,11 @@ def check_code(code: str, line: int, column: int) -> str:
 
 
 def py_string(value: str) -> str:
-    """A Python string literal for `value` that holds no brace, `%` or `#` (so it can never close a
-    block) and no newline."""
+    """A Python string literal for `value` that holds no brace (so it can never close a block:
+    every closer ends with `}`) and no newline."""
     out = ['"']
     for char in value:
-        if char in '{}%#"\\' or char == "\n" or not char.isprintable():
+        if char in '{}"\\' or char == "\n" or not char.isprintable():
             code = ord(char)
             out.append(f"\\x{code:02x}" if code < 0x100 else (f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"))
         else:

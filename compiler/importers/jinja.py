@@ -60,7 +60,7 @@ _FILTERS: dict[str, tuple[Callable[..., str], tuple[int, int]]] = {
     "trim": (lambda v, chars=None: f"str({v}).strip({chars or ''})", (0, 1)),
     "length": (lambda v: f"len({v})", (0, 0)),
     "count": (lambda v: f"len({v})", (0, 0)),
-    "join": (lambda v, sep='""': f"str({sep}).join(map(str, {v}))", (0, 1)),
+    "join": (lambda v, sep='""': f"{sep if sep.startswith(chr(34)) else f'str({sep})'}.join(map(str, {v}))", (0, 1)),
     "replace": (lambda v, old, new: f"str({v}).replace({old}, {new})", (2, 2)),
     "string": (lambda v: f"str({v})", (0, 0)),
     "list": (lambda v: f"list({v})", (0, 0)),
