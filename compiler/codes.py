@@ -548,7 +548,8 @@ IMPORT_WOULD_OVERWRITE = _code(
     "import: would overwrite a file import did not write",
     "The output folder already holds a file at a path the import would write, and that file was not "
     "written by `promptc import` (its first line is not the import marker) or was edited since. "
-    "promptc never replaces a user's file silently: move it away, or pass `--force`.",
+    "promptc never replaces a user's file silently: move it away, or pass `--force`. Two foreign files "
+    "that would be written to the same path (`a.j2` and `a.jinja`) are reported the same way.",
 )
 IMPORT_WRITE_FAILED = _code(
     "E966",

@@ -470,6 +470,12 @@ def test_import_never_replaces_a_users_file(tmp_path: Path) -> None:
     assert "Good day ${name}." in (out / "t.prompt").read_text()
 
 
+def test_two_sources_for_one_target_are_refused() -> None:
+    converted = convert("jinja", {"a.j2": b"one\n", "a.jinja": b"two\n"})
+    assert [(c.source, c.refused) for c in converted] == [("a.j2", False), ("a.jinja", True)]
+    assert converted[1].diagnostics[0].code == "E965" and "`a.j2` and `a.jinja`" in converted[1].diagnostics[0].message
+
+
 def test_refused_files_are_not_written(tmp_path: Path) -> None:
     write(tmp_path, "src/ok.j2", "Hi {{ a }}.\n")
     write(tmp_path, "src/bad.j2", "Hi {{ a | title }}.\n")

@@ -172,6 +172,20 @@ def convert(kind: str, files: Mapping[str, bytes], *, root_display: str = "", ro
         from . import dotprompt
 
         results += dotprompt.convert_all(sources, lambda rel, partial: _target(kind, rel, partial))
+    seen: dict[str, Converted] = {}
+    for c in sorted(results, key=lambda c: c.source):
+        first = seen.setdefault(c.target, c)
+        if first is not c and not c.refused and c.foreign is not None:
+            c.refused = True
+            c.diagnostics.append(
+                make(
+                    codes.IMPORT_WOULD_OVERWRITE,
+                    f"`{first.source}` and `{c.source}` would both be written to `{c.target}`",
+                    file_span(),
+                    "rename one of them",
+                    source=c.foreign,
+                )
+            )
     return sorted(results, key=lambda c: c.source)
 
 
