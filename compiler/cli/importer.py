@@ -19,7 +19,9 @@ ROLES = ("system", "developer", "user", "assistant")
 @click.command("import")
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("src", type=click.Path(exists=True))
-@click.option("-o", "--out", required=True, help="The folder to write `.prompt` sources into (e.g. prompts_src).")
+@click.option(
+    "-o", "--out", default=None, help="The folder to write `.prompt` sources into (config: src; default prompts_src)."
+)
 @click.option(
     "--check", is_flag=True, help="Render with the original engine and with promptc, and compare the messages."
 )
@@ -49,6 +51,7 @@ def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) 
     from .common import settings
 
     config = settings().config
+    out = out or config.src
     result = import_tree(
         kind, src, out, write=not dry_run, force=force, check=check, inputs=inputs, config=config, role=role
     )
