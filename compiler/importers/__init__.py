@@ -156,6 +156,25 @@ def convert(kind: str, files: Mapping[str, bytes], *, root_display: str = "", ro
     sources = {}
     results: list[Converted] = []
     for rel in sorted(files):
+        if not rel.isprintable() or "///" in rel:
+            # the path goes into the marker line and into `/// include:` lines: it must stay one line
+            results.append(
+                Converted(
+                    rel,
+                    _target(kind, rel, False),
+                    diagnostics=[
+                        make(
+                            codes.IMPORT_WRITE_FAILED,
+                            f"the file name {rel!r} holds a control character or `///`, which a `.prompt` line cannot hold",
+                            None,
+                            "rename the file",
+                            path=display(rel.encode("unicode_escape").decode("ascii")),
+                        )
+                    ],
+                    refused=True,
+                )
+            )
+            continue
         src, diagnostics = decode(display(rel), files[rel])
         if src is None:
             results.append(Converted(rel, _target(kind, rel, False), diagnostics=list(diagnostics), refused=True))

@@ -137,6 +137,12 @@ def type_of(schema: dict[str, Any]) -> str | None:
 
 def input_decl(name: str, schema: dict[str, Any] | None, stem: str, extra: dict[str, str], folder: str) -> str:
     """One entry of `/// input:`; writes an `@schema` file into `extra` when the type needs one."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise Refusal(
+            codes.IMPORT_UNSUPPORTED_FIELD,
+            f"the input name {name!r} is not an identifier; promptc's inputs are `${{name}}` names",
+            hint="rename the input (letters, digits and `_`)",
+        )
     if schema is None or schema == {}:
         return name
     spelled = type_of(schema)
@@ -153,7 +159,7 @@ def metadata_line(key: str, value: Any) -> str | None:
         return None
     text = str(value) if isinstance(value, (str, int, float)) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
-    if not text or "///" in text:
+    if not text or "///" in text or not text.isprintable():
         return None
     return f"/// {key}: {text}"
 

@@ -259,7 +259,7 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
         model, plugin = model_and_provider(data["model"])
         params["model"] = model
         if plugin:
-            lines.append(f"/// dotprompt.model: {data['model']}")
+            lines.append(metadata_line("dotprompt.model", data["model"]) or "")
     config = data.get("config")
     if config is not None:
         if not isinstance(config, dict):
