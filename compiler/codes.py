@@ -302,6 +302,11 @@ PREFIX_CUT_SHORT = _code(
     "cache-stable prefix cut short by an element that could move",
     'The cache-stable prefix ends at a dynamic element — an input\'s placeholder, or a template block — that is the only dynamic thing in its section, and the stable text around and after it (up to the next dynamic section) is at least `stable_run_tokens` tokens (config, default 64). Every request re-sends that text uncached. The hint gives the figure: how many more tokens would be in the prefix if the element rendered as empty text, which is what moving it into a dynamic section after the stable text, or fixing it at build time with `-D name=…`, achieves. Example: `You are the support assistant for ${product}.` at the top of a system prompt; write `You are the support assistant.` and say `The product is ${product}.` in the last user message. Allow it with `/// promptc: allow W710` on the line before, `allow = ["W710"]` in [tool.promptc], or `--allow W710`.',
 )
+REQUEST_NOT_SENDABLE = _code(
+    "E711",
+    "the provider's API refuses this request",
+    "The request for the prompt's own provider cannot be sent as it is: Anthropic's Messages API and Gemini's generate_content need a user turn after the opening system part (`messages` / `contents` must not be empty), and every API needs a message. A prompt file with no separator line is one system message, so `Summarize ${text}` alone is a system prompt with no turn to answer. Add a `----- user -----` message (move the request into it). Without a profile (no `provider`, no model) nothing is required; rendering another provider's shape checks the same at render time and names the shape.",
+)
 STABLE_HAS_CODE = _code(
     "E707",
     "stable section contains template code",
@@ -414,6 +419,16 @@ OUTPUT_IS_SYMLINK = _code(
     "E911",
     "output folder is a symlink",
     "The output folder is a symbolic link. A build swaps the output folder atomically, which would exchange the link itself (and delete files in its target on the next build), so promptc refuses: point `out` at the real folder.",
+)
+OUTPUT_NOT_OURS = _code(
+    "E912",
+    "output folder holds files promptc did not write",
+    "The output folder exists and holds something besides a promptc build: a file that is neither `manifest.json` nor an artifact that manifest lists (`promptc build -o docs` by mistake), or a symlink, pipe or device anywhere inside. A build replaces its output folder as a whole, so promptc builds only into a folder that is missing, empty, or holds a promptc build, and refuses before reading or moving anything; the message names the files. Build into a folder of its own, or move the files out.",
+)
+CACHE_NOT_OURS = _code(
+    "E913",
+    "cache entry promptc did not make",
+    "Something in `.promptc-cache/` that a build needs (the folder itself, the lock, the record of the folders promptc made, the shadow set, the trash) is a symlink, or otherwise not what promptc makes there: a cache folder committed to the repository or copied from elsewhere. promptc never follows a link in its cache or output folder and deletes only what it made, so the build stops with nothing touched. Delete the entry the message names (or the whole `.promptc-cache/`); promptc recreates what it needs.",
 )
 BINDING_COLLISION = _code(
     "E920",

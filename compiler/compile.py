@@ -139,7 +139,7 @@ def analyse_source(
         return SourceAnalysis(failed, src, items, doc)
     from .prefix import lint, locate
 
-    cut = locate(doc, rel, root)
+    cut = locate(doc, rel, root, artifact)  # where the request model's walk stops
     linted = lint(artifact, doc, cut, meter(request.tokenizer), config.stable_run_tokens)
     all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request), *linted), src, doc, ctx)
     if config.allow:  # `allow` in [tool.promptc], `--allow` on the command line

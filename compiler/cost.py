@@ -216,20 +216,17 @@ class PromptFacts:
 
 
 def facts_from_artifact(artifact: Any) -> PromptFacts:
-    """The facts of a `model.Artifact`."""
-    end = artifact.cache.prefix_end
-    after = 0
-    in_prefix = end is not None
-    for mi, message in enumerate(artifact.messages):
-        for bi, block in enumerate(message.blocks):
-            if in_prefix:
-                if end is not None and end.message == mi and end.block == bi:
-                    in_prefix = False
-                continue
-            if block.stable:
-                after += block.tokens
-    if end is not None and end.message is None:  # the prefix is the tools and schema alone
-        after = sum(b.tokens for m in artifact.messages for b in m.blocks if b.stable)
+    """The facts of a `model.Artifact`; what is stable after the prefix is read from its request
+    model (`promptc.requestmodel`): the stable blocks after the part where the walk stops."""
+    from .requestmodel import of_artifact
+
+    request = of_artifact(artifact)
+    stop = request.prefix().stop
+    after, past = 0, False
+    for part in request.content() if stop is not None else ():
+        past = past or part is stop
+        if past and part.kind == "block" and part.stable:
+            after += artifact.messages[part.message].blocks[part.block].tokens
     return PromptFacts(
         artifact.name,
         artifact.model,

@@ -32,6 +32,9 @@ class SourceText:
     path: str
     text: str
     line_starts: tuple[int, ...] = field(default=())
+    #: line number → its text, made once: every diagnostic on a line shares one string (a
+    #: million diagnostics on one 7 MB line must not hold a million copies of it)
+    lines: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(path: str, text: str) -> SourceText:
@@ -52,9 +55,12 @@ class SourceText:
     def line_text(self, line: int) -> str:
         if not 1 <= line <= len(self.line_starts):
             return ""
-        start = self.line_starts[line - 1]
-        end = self.text.find("\n", start)
-        return self.text[start : end if end != -1 else len(self.text)]
+        found = self.lines.get(line)
+        if found is None:
+            start = self.line_starts[line - 1]
+            end = self.text.find("\n", start)
+            found = self.lines[line] = self.text[start : end if end != -1 else len(self.text)]
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +220,12 @@ def render_text(d: Diagnostic, color: bool = False) -> str:
     where = f"{d.path}:{d.line}:{d.col}:"
     lines = [f"{paint('bold', where)} {paint(d.severity, f'{d.severity}[{d.code}]')}: {d.message}" if color else str(d)]
     if d.span is not None and d.source_line is not None:
-        shown, col = _expand_tabs_for_caret(d.source_line, d.col)
-        if len(shown) > 200:  # keep huge single-line files readable
+        shown, col = d.source_line, d.col
+        if len(shown) > 200:  # keep huge single-line files readable (cut first: a tab is one column)
             start = max(0, col - 80)
             shown = ("…" if start else "") + shown[start : start + 160]
             col = col - start + (1 if start else 0)
+        shown, col = _expand_tabs_for_caret(shown, col)
         width = max(1, min(d.span.end - d.span.start, len(shown) - col + 1))
         gutter = str(d.line)
         pad = " " * len(gutter)

@@ -1,12 +1,13 @@
 """Where two builds of one prompt first differ: the first character of the cache-stable prefix that
 is not the same, as a place in each source tree (`promptc diff --old-src`, `--against`).
 
-A prefix is read as one stream in the providers' cache order — the tools and output schema, then
-for each message its role and the stable text of the prefix — built from the compiled document,
-so that every character knows the source item it came from (a partial's, a define's, an escape's).
-The first character where the old and the new stream differ is the cache bust's cause; when one
-stream is a prefix of the other, that side's prefix simply ends there, and its place is the
-artifact's `cache.prefix_end` (with the reason).
+A prefix is read as one stream: the parts the request model hashes (`promptc.requestmodel`), in
+the provider's cache order — the provider and the model, the parameters its cache keys on, the
+tools and output schema, then each block with the role the provider sees — with the source spans
+of the compiled document, so that every character knows where it came from (a `/// param:` line, a
+partial's text, a define's, an escape's). The first character where the old and the new stream
+differ is the cache bust's cause; when one stream is a prefix of the other, that side's prefix
+simply ends there, and its place is the artifact's `cache.prefix_end` (with the reason).
 
 Pure: the trees are in memory (`SourceTree`); nothing here reads files or runs git.
 """
@@ -17,12 +18,14 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
+from . import requestmodel
 from .config import Config
 from .context import Context, SourceTree
 from .diagnostics import Span, has_errors
 from .language import JOINER, SOURCE_SUFFIX
-from .model import Artifact, head_segments
+from .model import Artifact
 from .nodes import Document, Escape, Text
+from .prefix import block_sections
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,49 +107,58 @@ def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | Non
     return Compiled(doc, artifact, root)
 
 
-# (start offset in the stream, the piece's text, the span it came from, or None: a joiner or a role)
-_Piece = tuple[int, str, Span | None]
+# (start offset in the stream, the piece's text, the span it came from (None: a joiner, a label),
+# the request part it belongs to)
+_Piece = tuple[int, str, Span | None, requestmodel.Part]
 
 
-def _stream(compiled: Compiled) -> tuple[str, list[_Piece], list[int], int]:
-    """The prefix as one string, its pieces, their start offsets (for bisect), and where the
-    tools and output schema that lead it end."""
+def _pieces(doc: Document):
+    """Where the characters of each block's prefix text come from: its sections' text items."""
+
+    def pieces(mi: int, bi: int) -> tuple[requestmodel.Piece, ...]:
+        out: list[requestmodel.Piece] = []
+        at = 0
+        for si, section in enumerate(block_sections(doc, mi, bi)):
+            if si:
+                out.append(requestmodel.Piece(at, len(JOINER), None))
+                at += len(JOINER)
+            for item in section.items:
+                if isinstance(item, (Text, Escape)) and item.value:
+                    out.append(requestmodel.Piece(at, len(item.value), item.span))
+                    at += len(item.value)
+        return tuple(out)
+
+    return pieces
+
+
+def _stream(compiled: Compiled) -> tuple[str, list[_Piece], list[int]]:
+    """The prefix as one string, its pieces and their start offsets (for bisect)."""
     doc, artifact = compiled.doc, compiled.artifact
+    request = requestmodel.of_artifact(artifact, param_spans=dict(doc.header.param_spans), pieces=_pieces(doc))
     pieces: list[_Piece] = []
     parts: list[str] = []
     at = 0
 
-    def add(text: str, span: Span | None) -> None:
+    def add(text: str, span: Span | None, part: requestmodel.Part) -> None:
         nonlocal at
         if text:
-            pieces.append((at, text, span))
+            pieces.append((at, text, span, part))
             parts.append(text)
             at += len(text)
 
-    for _, text in head_segments(artifact.tools, artifact.output_schema):
-        add(text, None)
-    head_end = at
-    end = artifact.cache.prefix_end
-    last = (end.message, end.block) if end is not None and end.message is not None else None
-    if last is not None and artifact.cache.prefix_sha256:
-        for mi in range(last[0] + 1):
-            message, node = artifact.messages[mi], doc.messages[mi]
-            add("\x00", node.span)  # the role: a change of role is a difference at the separator
-            add(message.role + "\x00", node.span)
-            position = 0
-            for bi, block in enumerate(message.blocks):
-                if mi == last[0] and bi > last[1]:
-                    break
-                if bi:
-                    add(JOINER, None)
-                for si, section in enumerate(node.sections[position : position + len(block.sections)]):
-                    if si:
-                        add(JOINER, None)
-                    for item in section.items:
-                        if isinstance(item, (Text, Escape)):
-                            add(item.value, item.span)
-                position += len(block.sections)
-    return "".join(parts), pieces, [piece[0] for piece in pieces], head_end
+    for part in request.prefix().parts:
+        node_span = doc.messages[part.message].span if part.message is not None else part.span
+        add("\x00", node_span, part)  # the label: a change of role is a difference at the separator
+        add(part.label + "\x00", node_span, part)
+        text = part.text or ""
+        if part.kind == "block" and part.pieces:
+            for piece in part.pieces:
+                add(text[piece.offset : piece.offset + piece.length], piece.span, part)
+            done = part.pieces[-1].offset + part.pieces[-1].length
+            add(text[done:], None, part)
+        else:
+            add(text, part.span, part)
+    return "".join(parts), pieces, [piece[0] for piece in pieces]
 
 
 def _common_length(a: str, b: str) -> int:
@@ -161,22 +173,37 @@ def _common_length(a: str, b: str) -> int:
     return low
 
 
-def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int], int], offset: int) -> SourcePoint:
-    stream, pieces, starts, head_end = streamed
+def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int]], offset: int) -> SourcePoint:
+    stream, pieces, starts = streamed
     if offset >= len(stream):  # this side's prefix ends here: why it ends
         return _end(compiled)
-    if offset < head_end:
-        files = [compiled.root + path for path in compiled.artifact.resources]
-        where = ", ".join(files) or compiled.doc.source.path
-        return SourcePoint(where, 1, 1, "", "the tools or the output schema differ")
     index = bisect.bisect_right(starts, offset) - 1
-    # a joiner or a role has no place of its own: the next piece that has one
+    part = pieces[index][3]
+    src = compiled.doc.source
+    if part.kind in ("tools", "output_schema"):
+        files = [compiled.root + path for path in compiled.artifact.resources]
+        where = ", ".join(files) or src.path
+        return SourcePoint(where, 1, 1, "", "the tools or the output schema differ")
+    if part.kind in ("provider", "model", "param"):
+        what = part.label.removeprefix("param:")
+        if part.span is None:  # from the configuration, or the provider the model implies
+            return SourcePoint(src.path, 1, 1, src.line_text(1), f"the {what} differs (`{part.text}`)")
+        span = part.span
+        where_src = span.src or src
+        return SourcePoint(
+            where_src.path,
+            span.line,
+            span.col,
+            where_src.line_text(span.line),
+            f"`{what}` differs: the cache keys on it",
+        )
+    # a joiner or a label has no place of its own: the next piece that has one
     while index < len(pieces) and pieces[index][2] is None:
         index += 1
         offset = pieces[index][0] if index < len(pieces) else offset
     if index >= len(pieces):
         return _end(compiled)
-    start, text, span = pieces[index]
+    start, text, span, _ = pieces[index]
     assert span is not None
     src = span.src or compiled.doc.source
     exact = span.end - span.start == len(text)  # text as written (not a define, an escape, a frame)

@@ -68,51 +68,37 @@ class PrefixNode:
         return sum(s.tokens for s in self.segments)
 
 
-def _head_tokens(artifact: Any, segments: list[tuple[str, str]]) -> list[int]:
-    """The head's tokens split between the tools and the output schema (the artifact counts them
-    together): counted with the artifact's tokenizer, scaled to add up to `head_tokens`."""
-    total = artifact.cache.head_tokens
-    if not segments:
-        return []
-    if len(segments) == 1:
-        return [total]
-    try:
-        from .meter import meter
-
-        counter = meter(artifact.tokenizer.name)
-        counts = [counter.tokens(text) for _, text in segments]
-    except Exception:  # noqa: BLE001 - an unavailable tokenizer: split by characters instead
-        counts = [len(text) for _, text in segments]
-    whole = sum(counts) or 1
-    first = total * counts[0] // whole
-    return [first, total - first]
-
-
 def prompt_segments(artifact: Any) -> list[Segment]:
-    """The cache-stable prefix of an artifact as segments, in cache order."""
-    from .model import head_segments
+    """The cache-stable prefix of an artifact as segments: the parts its request model hashes
+    (`promptc.requestmodel`), in the provider's cache order — the identity (provider and model)
+    and the parameters the cache keys on (no tokens of their own: two models never share a
+    branch), the tools and output schema, the blocks."""
+    from .requestmodel import of_artifact
 
     out: list[Segment] = []
-    end = artifact.cache.prefix_end
-    if end is None:
+    if artifact.cache.prefix_end is None:
         return out
-    head = head_segments(artifact.tools, artifact.output_schema)
-    for (tag, text), tokens in zip(head, _head_tokens(artifact, head), strict=True):
-        digest = hashlib.sha256(f"{tag}\0{text}".encode()).hexdigest()
-        label = f"{len(artifact.tools)} tools" if tag == "tools" else "output schema"
-        if tag == "output_schema" and artifact.output_schema is not None:
-            label = f"output schema {artifact.output_schema.name}"
-        out.append(Segment(digest, label, tokens))
-    if end.message is None:
-        return out
-    for mi, message in enumerate(artifact.messages):
-        for bi, block in enumerate(message.blocks):
-            digest = hashlib.sha256(f"{message.role}\0{int(bi == 0)}\0{block.sha256}".encode()).hexdigest()
-            first_line = block.text.strip().split("\n", 1)[0]
-            label = f"{message.role}: {first_line[:48]}" + ("…" if len(first_line) > 48 else "")
-            out.append(Segment(digest, label, block.tokens))
-            if mi == end.message and bi == end.block:
-                return out
+    parts = of_artifact(artifact).prefix().parts
+    identity = [p for p in parts if p.kind in ("provider", "model")]
+    if identity:
+        key = "\0".join(f"{p.label}\0{p.text}" for p in identity)
+        label = " · ".join(p.text or "" for p in identity)
+        out.append(Segment(hashlib.sha256(key.encode()).hexdigest(), label, 0))
+    for part in parts:
+        if part.kind in ("provider", "model"):
+            continue
+        digest = hashlib.sha256(f"{part.label}\0{part.text}".encode()).hexdigest()
+        if part.kind == "param":
+            label = f"{part.label.removeprefix('param:')}={part.text}"
+        elif part.kind == "tools":
+            label = f"{len(artifact.tools)} tools"
+        elif part.kind == "output_schema":
+            name = artifact.output_schema.name if artifact.output_schema is not None else ""
+            label = f"output schema {name}".strip() + ("" if part.content else " (not cached)")
+        else:
+            first_line = (part.text or "").strip().split("\n", 1)[0]
+            label = f"{part.label}: {first_line[:48]}" + ("…" if len(first_line) > 48 else "")
+        out.append(Segment(digest, label, part.tokens if part.content else 0))
     return out
 
 

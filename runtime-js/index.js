@@ -7,15 +7,20 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { RenderError, renderArtifact } from "./src/render.js";
+import { readArtifact, RenderError, renderArtifact } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
 
 export {
+  adoptArtifact,
   ARTIFACT_SCHEMA,
+  dumpsJson,
   InputTypeError,
   JOINER,
+  JsonNumber,
   MissingInputsError,
+  parseJson,
   RenderError,
+  readArtifact,
   Rendered,
   renderArtifact,
   SHAPES,
@@ -92,7 +97,9 @@ export class Runtime {
     }
     let artifact;
     try {
-      artifact = JSON.parse(data.toString("utf8"));
+      const text = data.toString("utf8");
+      JSON.parse(text); // the platform's own message for a file that is not JSON
+      artifact = readArtifact(text); // the tools and params in their written order, numbers as written
     } catch (error) {
       throw new RenderError(`\`${path}\`: ${error.message}`);
     }

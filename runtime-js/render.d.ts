@@ -3,6 +3,19 @@
 /** JSON values, as an artifact holds them. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/** A JSON number as written (`json.js`): Python's reading of it, kept exactly. */
+export declare class JsonNumber {
+  constructor(lexeme: string);
+  readonly lexeme: string;
+  readonly integer: boolean;
+  /** the text CPython's json.dumps writes for it */
+  python(): string;
+  valueOf(): number;
+}
+
+/** Lossless JSON: objects as Maps in the written order, numbers as JsonNumbers. */
+export type JsonTree = null | boolean | string | JsonNumber | JsonTree[] | Map<string, JsonTree>;
+
 export type Shape = "plain" | "anthropic" | "openai" | "openai-responses" | "gemini";
 export declare const SHAPES: readonly Shape[];
 export declare const JOINER: "\n\n";
@@ -28,7 +41,7 @@ export interface RenderedBlock {
   readonly text: string;
   /** a cache breakpoint of the artifact ends with this block */
   readonly breakpoint: boolean;
-  /** that breakpoint is one of those the artifact marks for Anthropic */
+  /** the anthropic shape puts `cache_control` on this block (a marker the artifact records) */
   readonly anthropic: boolean;
 }
 
@@ -40,12 +53,13 @@ export interface Message {
 export interface Tool {
   name: string;
   description: string;
-  input_schema: { [key: string]: Json };
+  /** as written: keys in the file's order, numbers as written */
+  input_schema: Map<string, JsonTree>;
 }
 
 export interface OutputSchema {
   name: string;
-  schema: { [key: string]: Json };
+  schema: Map<string, JsonTree>;
 }
 
 export interface ShapeOptions {
@@ -59,15 +73,22 @@ export declare class Rendered {
   readonly messages: Message[];
   readonly blocks: RenderedBlock[][];
   readonly prefixSha256: string | null;
-  readonly params: { [key: string]: Json };
+  readonly params: Map<string, JsonTree>;
   readonly model: string | null;
   readonly tools: Tool[];
   readonly outputSchema: OutputSchema | null;
   readonly ttl: string | null;
   readonly headBreakpoint: boolean;
-  /** The request in a provider's shape: the keyword arguments of its official SDK call. */
+  /** the provider of the artifact's profile, null without one */
+  readonly provider: string | null;
+  /** the model as the provider resolves it, which the prefix hash covers */
+  readonly cacheModel: string | null;
+  /** The request in a provider's shape: the keyword arguments of its official SDK call, as plain
+   * values. A shape of another provider than the artifact's needs `model`. */
   asShape(shape: "plain", options?: ShapeOptions): Message[];
   asShape(shape?: Shape, options?: ShapeOptions): { [key: string]: unknown } | Message[];
+  /** The exact request body the pinned Python SDK sends for `asShape(shape)`: POST it as it is. */
+  body(shape: Exclude<Shape, "plain">, options?: ShapeOptions): string;
   /** The fields under the Python runtime's names (`prefix_sha256`, `output_schema` …). */
   toJSON(): { [key: string]: unknown };
 }
@@ -82,5 +103,17 @@ export interface Artifact {
   [key: string]: unknown;
 }
 
-/** Render one artifact with `values` (input name → value). */
-export declare function renderArtifact(artifact: Artifact | object, values?: object): Rendered;
+/** An artifact read from its JSON text, remembering its tools and params losslessly. */
+export declare function readArtifact(text: string | Uint8Array): Artifact;
+/** `readArtifact` for a lossless tree already parsed (`parseJson`). */
+export declare function adoptArtifact(tree: JsonTree): Artifact;
+/** Read JSON losslessly. */
+export declare function parseJson(text: string): JsonTree;
+/** Write a tree (or plain values) as CPython's json.dumps writes the same data. */
+export declare function dumpsJson(
+  value: unknown,
+  options?: { ensureAscii?: boolean; separators?: [string, string]; allowNan?: boolean },
+): string;
+
+/** Render one artifact (decoded, or its JSON text) with `values` (input name → value). */
+export declare function renderArtifact(artifact: Artifact | object | string | Uint8Array, values?: object): Rendered;

@@ -5,7 +5,8 @@ fake API key and an `httpx2.Client` whose transport is an `httpx2.MockTransport`
 built on httpx2, the pydantic fork of httpx), calls the SDK's own request method with `req` passed
 unchanged as keyword arguments, and returns what went over the (mock) wire:
 
-    {"method": "POST", "url": "...", "headers": {lowercased name: value}, "json": <decoded body>}
+    {"method": "POST", "url": "...", "headers": {lowercased name: value}, "json": <decoded body>,
+     "body": <the body's bytes>}
 
 The mock answers with a minimal valid success body so the SDK call completes. Retries are off and no
 request reaches the network. Whatever the SDK raises before sending (`TypeError` for an unknown or
@@ -70,6 +71,7 @@ class _Recorder:
             "url": str(request.url),
             "headers": {k.lower(): v for k, v in request.headers.items()},
             "json": json.loads(content) if content else None,
+            "body": content,
         }
 
 

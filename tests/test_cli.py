@@ -126,7 +126,11 @@ def test_cli_runner_wiring(project: Path, monkeypatch) -> None:
 
 
 def test_provider_flag_checks_prefix_minimums(project: Path) -> None:
-    write(project, "prompts_src/short.prompt", "A short stable prompt.\n")
+    write(
+        project,
+        "prompts_src/short.prompt",
+        "----- system -----\nA short stable prompt.\n----- user -----\n${question}\n",
+    )
     assert run_promptc("check", "--strict", cwd=project).returncode == 0
     warned = run_promptc("check", "--provider", "gemini", cwd=project)
     assert warned.returncode == 0

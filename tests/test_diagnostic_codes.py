@@ -57,6 +57,11 @@ def _linked_output(tmp_path: Path) -> None:
     (tmp_path / "build").symlink_to("elsewhere", target_is_directory=True)
 
 
+def _linked_trash(tmp_path: Path) -> None:
+    (tmp_path / ".promptc-cache").mkdir()
+    (tmp_path / ".promptc-cache/trash").symlink_to("../..", target_is_directory=True)
+
+
 def _stale_build(tmp_path: Path) -> None:
     build("prompts_src", "build", APPROX)
     (tmp_path / "prompts_src/a.prompt").write_text("Changed.\n")
@@ -231,6 +236,7 @@ CASES = {
     ),
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
     "E710": _text("/// param: model=42\nHi\n"),
+    "E711": _text("/// param: model=gemini-2.5-flash\nSummarize ${text}\n"),
     "W710": _text(
         "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
         "relevant help-centre article when there is one, and never invent prices or policies.\n"
@@ -295,6 +301,10 @@ CASES = {
         check("prompts_src", "prompts_src/build", APPROX).diagnostics,
     )[1],
     "E911": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_output),
+    "E912": _project(
+        {"prompts_src/a.prompt": "Hi\n", "build/notes.md": "mine\n", "build/img/logo.png": "png"}, action="build"
+    ),
+    "E913": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_trash),
     "E920": lambda tmp_path: (
         write(tmp_path, "prompts_src/a-b.prompt", "Hi.\n"),
         write(tmp_path, "prompts_src/a_b.prompt", "Hi.\n"),

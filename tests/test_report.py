@@ -28,9 +28,11 @@ def test_the_prefix_tree_has_shared_trunks_and_splits() -> None:
     agents = trunks[("agents/fixer", "agents/planner", "agents/reviewer")]
     # the shared identity: one edge of 399 tokens that all three agents end on
     assert agents.tokens == agents.cumulative == 399 and agents.ends == agents.prompts and not agents.children
-    # the helpdesk identity with its tools: the whole prefix of agent and escalate alike
+    # the helpdesk identity with its tools: the whole prefix of agent and escalate alike, after the
+    # cache identity (provider and model, no tokens of its own), which no other model shares
     agent = trunks[("helpdesk/agent", "helpdesk/escalate")]
-    assert agent.cumulative == 1114 and [s.label for s in agent.segments][0] == "4 tools"
+    labels = [s.label for s in agent.segments]
+    assert agent.cumulative == 1114 and labels[:2] == ["anthropic · claude-sonnet-4-5-20250929", "4 tools"]
     assert agent.ends == ["helpdesk/agent", "helpdesk/escalate"]
 
 

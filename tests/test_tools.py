@@ -188,7 +188,11 @@ def test_the_prefix_covers_tools_and_schema_first(tmp_path: Path) -> None:
 
 def test_the_model_picks_the_profile_and_the_tokenizer(tmp_path: Path) -> None:
     write(tmp_path, "prompts_src/gpt.prompt", "/// param: model=gpt-4o\nHello there.\n")
-    write(tmp_path, "prompts_src/claude.prompt", "/// param: model=claude-opus-4-5, max_tokens=9\nHello there.\n")
+    write(
+        tmp_path,
+        "prompts_src/claude.prompt",
+        "/// param: model=claude-opus-4-5, max_tokens=9\n----- system -----\nHello there.\n----- user -----\n${q}\n",
+    )
     write(tmp_path, "prompts_src/none.prompt", "Hello there.\n")
     result = build(tmp_path / "prompts_src", tmp_path / "build")
     assert not [d for d in result.diagnostics if d.severity == "error"]

@@ -132,6 +132,15 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
         name, eq, text = value.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="-D")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # the shell passed bytes that are not UTF-8 (Python keeps them as lone surrogates):
+            # they could reach no artifact, so say so here rather than fail deep in the build
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise click.BadParameter(
+                f"the value of {name} is not valid UTF-8 text ({shown!r}); pass UTF-8", param_hint="-D"
+            ) from None
         defines[name] = text
     return defines
 
@@ -209,3 +218,34 @@ class Reporter:
             line = summary_line(diagnostics, files)
             click.echo(f"{summary}: {line}" if summary else line)
         return status if errors else 0
+
+
+class interrupted:
+    """`with interrupted("build", out):` — Ctrl-C (SIGINT) or SIGTERM during a build ends the
+    command with one line on stderr and exit status 128 + the signal (130, 143), as a shell reports
+    a process the signal ended: no traceback from the command or its process pool, and the output
+    folder holds a complete build (it is only ever swapped whole)."""
+
+    def __init__(self, command: str, out: str | Path) -> None:
+        self.command, self.out = command, out
+
+    def __enter__(self) -> None:
+        from ..driver.pool import stop_on_sigterm
+
+        self._sigterm = stop_on_sigterm()
+        self._sigterm.__enter__()
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        self._sigterm.__exit__(kind, value, traceback)
+        if kind is None or not issubclass(kind, KeyboardInterrupt):
+            return False
+        import signal
+        import sys
+
+        signum = getattr(value, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
+        click.echo(
+            f"promptc {self.command}: interrupted ({name}); `{Path(self.out).as_posix()}` holds the last complete build",
+            err=True,
+        )
+        sys.exit(128 + int(signum))

@@ -136,10 +136,11 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(("request", "json")),
+    type=click.Choice(("request", "json", "body")),
     default="request",
     show_default=True,
-    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope.",
+    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope; body: the exact "
+    "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
 @click.option(
     "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
@@ -175,6 +176,13 @@ def render_cmd(
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
                     inputs = {**collect(), **inputs}
         rendered = runtime.render(name, inputs)
+        if fmt == "body":
+            import sys
+
+            sys.stdout.flush()
+            sys.stdout.buffer.write(rendered.body(shape, model=model))
+            sys.stdout.buffer.flush()
+            return
         payload = rendered.as_shape(shape, model=model)
     if fmt == "json":
         from .common import envelope
@@ -267,6 +275,14 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
         )
     else:
         lines.append("cache prefix: none (the request starts with dynamic content)")
+    key = cache.key
+    if key is not None and key.provider is not None:
+        keyed = " · ".join([key.provider, *([key.model] if key.model else []), *key.params])
+        lines.append(f"cache key: {keyed} ({key.encoding})")
+    for part in cache.head:
+        if not part.cached:
+            what = "output schema" if part.part == "output_schema" else part.part
+            lines.append(f"not cached: the {what} ({part.tokens} tokens): no breakpoint of this provider covers it")
     ends = prefix_end_line(artifact, src)
     if ends is not None:
         lines.append(ends)

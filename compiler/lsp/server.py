@@ -118,7 +118,9 @@ class PromptServer(LanguageServer):
 
 class _LooseProject(Project):
     """A `.prompt` file outside the workspace's source folder: its folder is its source folder,
-    with the workspace's config."""
+    with the workspace's config, read only as far as the compile needs (never walked)."""
+
+    scan = False
 
     def __init__(self, path: Path, workspace: Project) -> None:
         self._folder = path.parent.resolve()

@@ -74,9 +74,16 @@ class Cached:
 class Project:
     """One workspace: its config, its source folder, and the open documents.
 
+    With `scan = False` (a `.prompt` file opened outside the source folder, whose folder may be
+    `~` or `/`), the folder is never walked: a compile reads only the files it needs, each with
+    the source size cap (`driver.sources.LooseFiles`).
+
     `open_files` maps source-relative paths to the editor's text (as UTF-8 bytes). Compiled prompts
     are cached by the hashes of the files they read, so a change re-compiles only what it can
     change; `check` results are never written anywhere."""
+
+    #: walk the source folder (False: read only the files a compile asks for)
+    scan = True
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
@@ -139,7 +146,11 @@ class Project:
             from ..driver.sources import read_tree
 
             started = time.time_ns()
-            if self.src.is_dir():
+            if not self.scan:
+                from ..driver.sources import LooseFiles
+
+                tree = SourceTree(files=LooseFiles(self.src))
+            elif self.src.is_dir():
                 with _cwd(self.root):
                     tree, _ = read_tree(self.src, self.out, self._known, self._known_at if self._disk else 0)
             else:

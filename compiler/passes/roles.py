@@ -53,9 +53,15 @@ def trim(items: list[Item]) -> list[Item]:
         value = first.value
         lead = len(value) - len(value.lstrip(" \t\n"))
         newline = value.rfind("\n", 0, lead)
-        if lead == len(value) and (newline != -1 or len(items) == 1):
-            items.pop(0)
-            continue
+        if lead == len(value):  # only whitespace: blank lines, then maybe the next line's indentation
+            if len(items) == 1 or newline == len(value) - 1:
+                items.pop(0)
+                continue
+            if newline != -1:
+                # the indentation of a first line that starts with `${…}`, a block or `\${`: kept,
+                # as the first line's indentation always is
+                items[0] = _retext(first, newline + 1, 0)
+            break
         if newline != -1:
             items[0] = _retext(first, newline + 1, 0)
         break
