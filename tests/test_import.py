@@ -581,3 +581,14 @@ def test_pathological_sources_get_a_diagnostic(kind: str, name: str, text: str) 
     c, _ = one(kind, name, text)
     assert c.refused or c.text
     assert all(d.code.startswith(("E9", "W9", "E1")) for d in c.diagnostics)
+
+
+def test_import_never_writes_through_a_link(tmp_path: Path) -> None:
+    write(tmp_path, "src/t.j2", "Hello {{ name }}.\n")
+    write(tmp_path, "elsewhere/victim.txt", "keep me\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out/t.prompt").symlink_to(tmp_path / "elsewhere/victim.txt")
+    for force in (False, True):
+        result = import_tree("jinja", tmp_path / "src", tmp_path / "out", force=force, config=APPROX)
+        assert [d.code for d in result.diagnostics] == ["E965"] and "symlink" in result.diagnostics[0].message
+    assert (tmp_path / "elsewhere/victim.txt").read_text() == "keep me\n"

@@ -388,13 +388,21 @@ def _write(converted: list[Converted], out: Path, force: bool, results: list[Imp
             continue
         wanted = {c.target: c.text, **c.extra}
         blocked = None
+        seen: dict[str, bytes | None] = {}
         for rel, text in wanted.items():
             path = out / rel
-            if not path.exists() or force:
+            try:
+                seen[rel] = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+            except OSError:
+                seen[rel] = None
+            if path.is_symlink() or (path.exists() and not path.is_file()):
+                blocked = rel  # a link or a folder where the file goes: never written through
+                break
+            if seen[rel] is None or force:
                 continue
             try:
-                current = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                current = seen[rel].decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeDecodeError:
                 current = None
             if current == text:
                 continue
@@ -409,7 +417,9 @@ def _write(converted: list[Converted], out: Path, force: bool, results: list[Imp
             diagnostics.append(
                 make(
                     codes.IMPORT_WOULD_OVERWRITE,
-                    f"`{(out / blocked).as_posix()}` exists and was not written by promptc import (or was edited since)",
+                    f"`{(out / blocked).as_posix()}` exists and was not written by promptc import (or was edited since)"
+                    if not (out / blocked).is_symlink()
+                    else f"`{(out / blocked).as_posix()}` is a symlink; promptc import never writes through one",
                     None,
                     "move it away, or pass --force to replace it",
                     path=(out / blocked).as_posix(),
@@ -420,7 +430,7 @@ def _write(converted: list[Converted], out: Path, force: bool, results: list[Imp
         changed = False
         try:
             for rel, text in wanted.items():
-                changed |= write_atomic(out / rel, text)
+                changed |= write_atomic(out / rel, text, seen.get(rel))
         except OSError as exc:
             c.refused = True
             diagnostics.append(

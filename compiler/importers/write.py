@@ -1,43 +1,21 @@
-"""Atomic writes for `promptc import`: a temporary file beside the target, then a rename, so a
-reader (or a crash) sees the old bytes or the new ones, never part of either."""
+"""`promptc import`'s writes, through promptc's one atomic writer (`promptc.atomic`): a temporary
+file beside the target, then a rename, so a reader or a crash sees the old bytes or the new ones.
+Compare-and-swap: the file is replaced only if it still holds what the import read when it decided
+the file was its own (an edit that lands in between is kept), and a link is never written through."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from ..atomic import ABSENT, write_file
 
-def write_atomic(path: Path, text: str) -> bool:
-    """Write `text` to `path` unless it already holds exactly that; True when it wrote."""
+
+def write_atomic(path: Path, text: str, read: bytes | None = None) -> bool:
+    """Write `text` to `path` unless it already holds exactly that; True when it wrote. `read`: the
+    bytes the caller saw at `path` (None: it saw no file there)."""
     data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
+    if read == data:
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.chmod(tmp, 0o644 & ~_umask())
-        except OSError:  # pragma: no cover - a file system without modes
-            pass
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_file(path, data, expect=ABSENT if read is None else read, symlinks="refuse")
     return True
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
