@@ -1,10 +1,14 @@
-"""The state a compilation carries through the passes: config, the source tree, diagnostics."""
+"""What a pass sees of its compilation: the config, the source tree, the partials, diagnostics.
+
+The partial loader is handed in by whoever starts the compile (`promptc.pipeline`): the context
+never makes one, so nothing here imports the front end or a pass.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .codes import Code
 from .config import Config
@@ -12,7 +16,7 @@ from .diagnostics import Diagnostic, SourceText, Span, make
 from .language import SOURCE_SUFFIX
 
 if TYPE_CHECKING:
-    from .frontend import PartialLoader
+    from .nodes import Header, Item
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,35 @@ class SourceTree:
         return f"{name}{SOURCE_SUFFIX}"
 
 
+class LoadedPartial(Protocol):
+    """A partial as the partial's stages leave it (`promptc.pipeline.Partial`)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def source(self) -> SourceText | None: ...
+    @property
+    def items(self) -> tuple[Item, ...]: ...
+    @property
+    def header(self) -> Header: ...
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]: ...
+
+
+class Partials(Protocol):
+    """What the include and resources passes ask of the build's partial loader
+    (`promptc.pipeline.PartialLoader`, injected by whoever starts the compile)."""
+
+    #: the include pass keeps each partial's expansion here (includes spliced in), by key
+    expanded: dict[str, object]
+    #: the resources pass keeps each checked tool or schema file here, by kind and path
+    resources: dict[object, object]
+
+    def exists(self, key: str) -> bool: ...
+    def load(self, key: str) -> LoadedPartial: ...
+    def read_json(self, key: str) -> tuple[SourceText | None, object, tuple[Diagnostic, ...]]: ...
+
+
 class Context:
     """Per-file compilation context. Passes read config and append diagnostics; nothing else."""
 
@@ -47,24 +80,22 @@ class Context:
         self,
         config: Config,
         source: SourceText,
-        tree: SourceTree | None = None,
-        partials: PartialLoader | None = None,
+        tree: SourceTree,
+        partials: Partials,
+        diagnostics: list[Diagnostic] | None = None,
     ) -> None:
         self.config = config
-        self.tree = tree or SourceTree()
+        self.tree = tree
         self.source = source
-        self.diagnostics: list[Diagnostic] = []
-        if partials is None:
-            from .frontend import PartialLoader
-
-            partials = PartialLoader(config, self.tree)
+        #: what the passes report; the compilation's own list when it hands one in
+        self.diagnostics: list[Diagnostic] = [] if diagnostics is None else diagnostics
         #: loads partials once per build; the include pass splices what it returns
         self.partials = partials
 
     def report(self, code: Code, message: str, span: Span | None = None, hint: str | None = None) -> None:
         self.diagnostics.append(make(code, message, span, hint, source=self.source))
 
-    def extend(self, diagnostics) -> None:
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(diagnostics)
 
     @property

@@ -335,7 +335,7 @@ def locate_busts(diff: ManifestDiff, old_tree, new_tree, config) -> ManifestDiff
     memory, with `config`."""
     from dataclasses import replace
 
-    from .divergence import compile_prompt, first_difference
+    from .divergence import first_difference, prompt_in
 
     if old_tree is None or new_tree is None or not diff.busts:
         return diff
@@ -343,7 +343,7 @@ def locate_busts(diff: ManifestDiff, old_tree, new_tree, config) -> ManifestDiff
     for bust in diff.busts:
         rel = diff.sources.get(bust.name) or f"{bust.name}.prompt"
         old_rel = diff.old_sources.get(bust.name, rel)
-        difference = first_difference(compile_prompt(old_tree, old_rel, config), compile_prompt(new_tree, rel, config))
+        difference = first_difference(prompt_in(old_tree, old_rel, config), prompt_in(new_tree, rel, config))
         located.append(replace(bust, first_difference=difference))
     return replace(diff, busts=tuple(located))
 

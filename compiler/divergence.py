@@ -20,11 +20,12 @@ from typing import Any
 
 from . import requestmodel
 from .config import Config
-from .context import Context, SourceTree
-from .diagnostics import Span, has_errors
-from .language import JOINER, SOURCE_SUFFIX
+from .context import SourceTree
+from .diagnostics import Span
+from .language import JOINER
 from .model import Artifact
 from .nodes import Document, Escape, Text
+from .pipeline import Compilation, compile_prompt
 from .prefix import block_sections
 
 
@@ -72,41 +73,23 @@ class FirstDifference:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Compiled:
-    doc: Document
-    artifact: Artifact
-    root: str  # how the tree's folder is shown (`prompts_src/`), which prefix_end paths omit
-    #: the tree it was compiled from (the tool and schema files are read from it)
-    tree: SourceTree | None = None
+def prompt_in(tree: SourceTree, rel: str, config: Config) -> Compilation | None:
+    """The compile of `rel` in `tree` (the build's own, `pipeline.compile_prompt`), or None when
+    it does not compile there: a build of that tree would fail it."""
+    if rel not in tree.files:
+        return None
+    compiled = compile_prompt(rel, config, tree)
+    return compiled if compiled.encoded is not None else None
 
 
-def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | None:
-    """The document and artifact of `rel` in `tree`, or None when it does not compile there."""
-    from .emit import build_artifact
-    from .frontend import read_source
-    from .meter import TokenizerError, meter
-    from .pipeline import run
-    from .request import settle
+def _doc(compiled: Compilation) -> Document:
+    assert compiled.document is not None
+    return compiled.document
 
-    data = tree.files.get(rel)
-    if data is None:
-        return None
-    display = tree.display(rel)
-    src, items, diagnostics = read_source(display, data)
-    if src is None or has_errors(diagnostics):
-        return None
-    ctx = Context(config, src, tree, None)
-    doc = run(Document(src, rel.removesuffix(SOURCE_SUFFIX), items), ctx)
-    request, request_diagnostics = settle(doc, config)
-    if has_errors([*ctx.diagnostics, *request_diagnostics]):
-        return None
-    root = display[: len(display) - len(rel)]
-    try:
-        artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request, root)
-    except TokenizerError:
-        return None
-    return Compiled(doc, artifact, root, tree)
+
+def _artifact(compiled: Compilation) -> Artifact:
+    assert compiled.artifact is not None
+    return compiled.artifact
 
 
 # (start offset in the stream, the piece's text, the span it came from (None: a joiner, a label),
@@ -133,9 +116,9 @@ def _pieces(doc: Document):
     return pieces
 
 
-def _stream(compiled: Compiled) -> tuple[str, list[_Piece], list[int]]:
+def _stream(compiled: Compilation) -> tuple[str, list[_Piece], list[int]]:
     """The prefix as one string, its pieces and their start offsets (for bisect)."""
-    doc, artifact = compiled.doc, compiled.artifact
+    doc, artifact = _doc(compiled), _artifact(compiled)
     request = requestmodel.of_artifact(artifact, param_spans=dict(doc.header.param_spans), pieces=_pieces(doc))
     pieces: list[_Piece] = []
     parts: list[str] = []
@@ -175,15 +158,15 @@ def _common_length(a: str, b: str) -> int:
     return low
 
 
-def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int]], offset: int) -> SourcePoint:
+def _point(compiled: Compilation, streamed: tuple[str, list[_Piece], list[int]], offset: int) -> SourcePoint:
     stream, pieces, starts = streamed
     if offset >= len(stream):  # this side's prefix ends here: why it ends
         return _end(compiled)
     index = bisect.bisect_right(starts, offset) - 1
     part = pieces[index][3]
-    src = compiled.doc.source
+    src = _doc(compiled).source
     if part.kind in ("tools", "output_schema"):
-        files = [compiled.root + path for path in compiled.artifact.resources]
+        files = [compiled.root + path for path in _artifact(compiled).resources]
         where = ", ".join(files) or src.path
         return SourcePoint(where, 1, 1, "", _HEAD_REASON)
     if part.kind in ("provider", "model", "param"):
@@ -207,21 +190,21 @@ def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int]], of
         return _end(compiled)
     start, text, span, _ = pieces[index]
     assert span is not None
-    src = span.src or compiled.doc.source
+    src = span.src or _doc(compiled).source
     exact = span.end - span.start == len(text)  # text as written (not a define, an escape, a frame)
     place = src.span(span.start + (offset - start if exact else 0))
     return SourcePoint(src.path, place.line, place.col, src.line_text(place.line))
 
 
-def _end(compiled: Compiled) -> SourcePoint:
-    end = compiled.artifact.cache.prefix_end
+def _end(compiled: Compilation) -> SourcePoint:
+    end = _artifact(compiled).cache.prefix_end
     if end is None or end.source is None or end.line is None:
-        return SourcePoint(compiled.doc.source.path, 1, 1, compiled.doc.source.line_text(1), "end of prefix")
+        return SourcePoint(_doc(compiled).source.path, 1, 1, _doc(compiled).source.line_text(1), "end of prefix")
     path = end.source if end.source.startswith("<") else compiled.root + end.source
     text = ""
-    src = compiled.doc.source if compiled.doc.source.path == path else None
+    src = _doc(compiled).source if _doc(compiled).source.path == path else None
     if src is None:
-        src = _find_source(compiled.doc, path)
+        src = _find_source(_doc(compiled), path)
     if src is not None:
         text = src.line_text(end.line)
     return SourcePoint(path, end.line, end.column or 1, text, end.reason)
@@ -273,7 +256,7 @@ def _json_difference(a: Any, b: Any) -> tuple[tuple[str | int, ...], bool]:
         return path, True
 
 
-def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
+def _head_point(compiled: Compilation, other: Compilation) -> SourcePoint | None:
     """Where the tools or the output schema of `compiled` first differ from `other`'s, in the JSON
     file that defines them: the line of the tool's edited description, not line 1 of the file."""
     import json as _json
@@ -281,11 +264,9 @@ def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
     from .jsonfile import locate
 
     tree = compiled.tree
-    if tree is None:
-        return None
-    mine = [t.to_json() for t in compiled.artifact.tools]
-    theirs = [t.to_json() for t in other.artifact.tools]
-    schema = compiled.artifact.output_schema
+    mine = [t.to_json() for t in _artifact(compiled).tools]
+    theirs = [t.to_json() for t in _artifact(other).tools]
+    schema = _artifact(compiled).output_schema
     if mine != theirs:
         (index, *inner), _ = _json_difference(mine, theirs)
         if not isinstance(index, int) or index >= len(mine):
@@ -295,7 +276,7 @@ def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
         what = f"tool `{name}` differs" + (f" at `{inner[0]}`" if inner else "")
     elif schema is not None:
         body = schema.to_json() if hasattr(schema, "to_json") else schema
-        other_schema = other.artifact.output_schema
+        other_schema = _artifact(other).output_schema
         other_body = other_schema.to_json() if hasattr(other_schema, "to_json") else other_schema
         inner, _ = _json_difference(body.get("schema", body), (other_body or {}).get("schema", other_body))
         inner = list(inner)
@@ -304,7 +285,7 @@ def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
         what = "the output schema differs"
     else:
         return None
-    for rel in compiled.artifact.resources:
+    for rel in _artifact(compiled).resources:
         try:
             text = tree.files[rel].decode("utf-8")
             value = _json.loads(text)
@@ -324,7 +305,7 @@ def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
     return None
 
 
-def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDifference | None:
+def first_difference(old: Compilation | None, new: Compilation | None) -> FirstDifference | None:
     """Where the prefixes of `old` and `new` first differ; None when either side did not compile,
     or when their prefix streams are the same (nothing to point at)."""
     if old is None or new is None:
@@ -341,4 +322,4 @@ def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDiffere
     return FirstDifference(offset, new_point, old_point)
 
 
-__all__ = ["Compiled", "FirstDifference", "SourcePoint", "compile_prompt", "first_difference"]
+__all__ = ["FirstDifference", "SourcePoint", "first_difference", "prompt_in"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import requestmodel
-from .language import JOINER, escape_literal
+from .language import JOINER
 from .meter import Meter
 from .model import (
     ARTIFACT_SCHEMA,
@@ -32,36 +32,12 @@ from .model import (
     Totals,
 )
 from .nodes import Block as BlockNode
-from .nodes import Document, Escape, Placeholder, Text
+from .nodes import Document, Placeholder, section_text
 from .nodes import Section as SectionNode
 from .prefix import locate, relative
 
 if TYPE_CHECKING:
     from .profiles import Profile
-
-
-def section_text(section: SectionNode) -> tuple[str, str | None]:
-    """(template text, rendered text if the section is literal-only else None)."""
-    template: list[str] = []
-    literal: list[str] = []
-    run: list[str] = []
-    has_code = False
-    for item in section.items:
-        if isinstance(item, (Text, Escape)):
-            run.append(item.value)
-            literal.append(item.value)
-            continue
-        if run:
-            template.append(escape_literal("".join(run)))
-            run = []
-        has_code = True
-        if isinstance(item, Placeholder):
-            template.append(f"${{{item.path}}}")
-        elif isinstance(item, BlockNode):
-            template.append(item.raw)
-    if run:
-        template.append(escape_literal("".join(run)))
-    return "".join(template), (None if has_code else "".join(literal))
 
 
 def _sha256(text: str) -> str:

@@ -485,7 +485,7 @@ def format_tree(
     text; `write_results` writes the changed ones. `tree` (a `SourceTree`) is used instead of
     reading `root` when given; `formatter` is the transform under test (the default is `layout`)."""
     from .driver.sources import is_prompt, read_tree
-    from .frontend import read_source
+    from .pipeline import read_source
 
     # Every text of the artifact (messages, sections, tools, schema) is compared byte for byte, so
     # when the texts agree the counts of any tokenizer agree: the check meters with the byte

@@ -60,6 +60,7 @@ __all__ = [
     "SYSTEM_ROLES",
     "SEPARATOR",
     "SECTION_DIRECTIVE",
+    "ALLOW_COMMENT",
     "DIRECTIVE",
     "PLACEHOLDER_PATH",
     "OPENERS",
@@ -141,6 +142,8 @@ INLINE_COMMENT = re.compile(r"[ \t]+///.*\Z", re.S)
 SECTION_DIRECTIVE = re.compile(r"^[ \t]*///[ \t]*section[ \t]*:", re.M)
 #: A directive comment: group 1 the key, group 2 the raw value.
 DIRECTIVE = re.compile(r"[ \t]*///[ \t]*([a-z][a-z0-9_.\-]*)[ \t]*:(.*)", re.S)
+#: `/// promptc: allow W706[, W710]` at the end of a line or on the line before: group 1 the codes.
+ALLOW_COMMENT = re.compile(r"(?:^|[ \t])///[ \t]*promptc[ \t]*:[ \t]*allow[ \t]+([A-Za-z0-9, \t]+?)[ \t]*$")
 #: What a placeholder holds: a name or a dotted path (`${user.name}`). Use with `.match`.
 PLACEHOLDER_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config
-from .context import Context
+from .context import Context, SourceTree
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText
 from .nodes import (
     Block,
@@ -25,9 +25,9 @@ from .nodes import (
     Separator,
     Text,
 )
-from .passes.comments import strip_comments as _strip_comments_pass
-from .passes.directives import collect_directives
+from .parse import parse
 from .passes.roles import trim
+from .pipeline import HEADER_PASSES, PartialLoader, run
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,12 @@ def _raw(item, src: SourceText) -> str:
 
 def process(text: str) -> ProcessedPrompt:
     """Remove `///` comments and collect params, metadata, flow, node and tags (llmutils `Process`)."""
-    from .parse import parse
-
     src = SourceText.of("<text>", _normalise(text))
     sink = DiagnosticSink(src)
-    ctx = Context(Config(), src)
-    doc = collect_directives(_strip_comments_pass(Document(src, "<text>", parse(src, sink)), ctx), ctx)
+    config, tree = Config(), SourceTree()
+    ctx = Context(config, src, tree, PartialLoader(config, tree))
+    # the compile's own parser and header passes (comments, then directives)
+    doc = run(Document(src, "<text>", parse(src, sink)), ctx, HEADER_PASSES)
     kept = [i for i in doc.items if not isinstance(i, (Comment, Directive, SectionMarker, Include))]
     body = trim([Text(_raw(i, src), i.span) if not isinstance(i, Text) else i for i in kept])
     header = doc.header

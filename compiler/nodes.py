@@ -197,6 +197,32 @@ class Section:
     boundary: str = "stable"
 
 
+def section_text(section: Section) -> tuple[str, str | None]:
+    """A section as artifact template text, and the text it renders to when it holds only literal
+    text (None when it holds a placeholder or a block): what emit writes and what the inference
+    pass hands CPython to compile, from one definition."""
+    template: list[str] = []
+    literal: list[str] = []
+    run: list[str] = []
+    has_code = False
+    for item in section.items:
+        if isinstance(item, (Text, Escape)):
+            run.append(item.value)
+            literal.append(item.value)
+            continue
+        if run:
+            template.append(_language.escape_literal("".join(run)))
+            run = []
+        has_code = True
+        if isinstance(item, Placeholder):
+            template.append(f"${{{item.path}}}")
+        elif isinstance(item, Block):
+            template.append(item.raw)
+    if run:
+        template.append(_language.escape_literal("".join(run)))
+    return "".join(template), (None if has_code else "".join(literal))
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     role: str

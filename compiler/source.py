@@ -119,3 +119,14 @@ def decode(path: str, data: bytes) -> tuple[SourceText | None, list[Diagnostic]]
             )
         )
     return SourceText.of(path, text), warnings
+
+
+def vanished(display: str, exc: OSError) -> Diagnostic:
+    """E106 for a source that was listed but could not be read when a compile needed it."""
+    return make(
+        codes.UNREADABLE,
+        f"cannot read file: {exc.strerror or exc} (it vanished or changed while the build ran)",
+        file_span(),
+        "restore the file, or build again",
+        path=display,
+    )

@@ -73,7 +73,7 @@ def _compiled_manifest(tree, config) -> dict[str, Any]:
     from ..compile import compile_source
     from ..driver.manifest import manifest_for
     from ..driver.sources import is_prompt
-    from ..frontend import PartialLoader
+    from ..pipeline import PartialLoader
 
     partials = PartialLoader(config, tree)
     prompts = []

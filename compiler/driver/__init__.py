@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import codes
-from ..compile import CompiledPrompt
 from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
 from ..emit import dumps
 from ..language import SOURCE_SUFFIX
 from ..model import Manifest
+from ..pipeline import CompiledPrompt
 from .manifest import MANIFEST, collisions, manifest_for, read_manifest
 from .output import (
     CACHE_DIR,

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import codes
-from ..compile import CompiledPrompt
 from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, file_span, make
 from ..language import MANIFEST
 from ..model import Manifest, ManifestEntry
+from ..pipeline import CompiledPrompt
 
 
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:

@@ -19,11 +19,11 @@ from typing import Any
 
 from .. import __version__
 from ..atomic import read_file, write_file
-from ..compile import CompiledPrompt, name_of
 from ..config import Config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, Span, has_errors
 from ..model import Artifact, ArtifactError, ManifestEntry
+from ..pipeline import CompiledPrompt, name_of
 from .output import CACHE_DIR
 
 

@@ -11,10 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..compile import CompiledPrompt, compile_source, name_of
 from ..config import Config
 from ..context import SourceTree
-from ..frontend import PartialLoader, vanished
+from ..pipeline import CompiledPrompt, PartialLoader, compile_prompt
 from .output import _write_file
 
 
@@ -26,11 +25,8 @@ def _compile_one(rel: str) -> CompiledPrompt:
 
 
 def _compile(rel: str, tree: SourceTree, config: Config, partials: PartialLoader) -> CompiledPrompt:
-    try:
-        data = tree.files[rel]
-    except OSError as exc:  # listed, then gone: E106 in whichever process found it, nothing cached
-        return CompiledPrompt(name_of(rel), rel, (vanished(tree.display(rel), exc),))
-    return compile_source(rel, data, config, tree, partials)
+    # a source listed, then gone: E106 in whichever process found it, nothing cached
+    return compile_prompt(rel, config, tree, partials=partials).compiled
 
 
 def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:

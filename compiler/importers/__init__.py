@@ -289,7 +289,7 @@ def compile_converted(converted: list[Converted], config: Config | None = None, 
     refused (E971, at the foreign file; the compiler's own diagnostic is quoted)."""
     from ..compile import compile_source
     from ..context import SourceTree
-    from ..frontend import PartialLoader
+    from ..pipeline import PartialLoader
 
     config = config or Config()
     files: dict[str, bytes] = {}

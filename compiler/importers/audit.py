@@ -122,7 +122,7 @@ def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]
     this config (Anthropic requires `max_tokens`, E709)."""
     from ..compile import compile_source
     from ..context import SourceTree
-    from ..frontend import PartialLoader
+    from ..pipeline import PartialLoader
 
     files: dict[str, bytes] = {}
     for c in converted:

@@ -18,10 +18,8 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from .. import codes
-from ..compile import SourceAnalysis
 from ..context import Context, SourceTree
 from ..diagnostics import Diagnostic, SourceText, Span
-from ..frontend import STD_DISPLAY, read_source, std_partials
 from ..language import (
     BOUNDARIES,
     PARTIAL_PREFIX,
@@ -32,6 +30,8 @@ from ..language import (
     TARGETS,
 )
 from ..nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
+from ..pipeline import HEADER_PASSES, Compilation, PartialLoader, run
+from ..std import STD_DISPLAY, std_partials
 from .workspace import Project
 
 SOURCE_NAME = "promptc"
@@ -47,8 +47,10 @@ class FileView:
     display: str
     src: SourceText
     codec: PositionCodec
+    #: the partials the view's compile read (and its code actions resolve through)
+    loader: PartialLoader
     #: the prompt's compile (None for a partial)
-    analysis: SourceAnalysis | None = None
+    analysis: Compilation | None = None
     header: Header = field(default_factory=Header)
     directives: tuple[Directive, ...] = ()
     includes: tuple[Include, ...] = ()
@@ -86,32 +88,37 @@ class FileView:
         return span is not None and span.src is not None and span.src.path == self.display
 
     def context(self) -> Context:
-        return Context(self.project.config, self.src, self.tree)
+        return Context(self.project.config, self.src, self.tree, self.loader)
 
 
 def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree | None = None) -> FileView | None:
-    """The compiler's view of the source-relative file `rel` (a prompt or a partial)."""
+    """The compiler's view of the source-relative file `rel` (a prompt or a partial): a prompt's
+    own compile, with its first two passes over what it wrote (its includes, sections and
+    resource references, before the includes are spliced); a partial's stages, as the build's
+    partial loader runs them."""
     from ..driver.sources import is_prompt
-    from ..passes.comments import strip_comments
-    from ..passes.directives import collect
 
     tree = tree or project.tree()
     display = project.display(rel)
-    analysis = project.analyse(rel, tree) if is_prompt(rel) else None
-    if analysis is not None:
+    loader = PartialLoader(project.config, tree)
+    if is_prompt(rel):
+        analysis: Compilation | None = project.analyse(rel, tree)
+        assert analysis is not None
         src, items = analysis.source, analysis.items
-    else:
-        try:
-            src, items, _ = read_source(display, tree.files[rel])
-        except (KeyError, OSError):
+        if src is None:
             return None
-    if src is None:
-        return None
-    ctx = Context(project.config, src, tree)
-    doc = strip_comments(Document(src, rel, items), ctx)
-    kept, header = collect(doc.items, ctx, partial=analysis is None)
-    if analysis is not None and analysis.document is not None:
-        header = analysis.document.header
+        doc = run(Document(src, rel, items), Context(project.config, src, tree, loader), HEADER_PASSES)
+        kept = doc.items
+        header = analysis.document.header if analysis.document is not None else doc.header
+    else:
+        if rel not in tree.files:
+            return None
+        analysis = None
+        partial = loader.compilation(rel)
+        src, items = partial.source, partial.items
+        if src is None or partial.document is None:
+            return None
+        kept, header = partial.document.items, partial.document.header
     return FileView(
         project,
         tree,
@@ -119,6 +126,7 @@ def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree |
         display,
         src,
         codec,
+        loader,
         analysis,
         header,
         tuple(item for item in items if isinstance(item, Directive)),
@@ -610,10 +618,9 @@ def _key_of(view: FileView, path: str) -> str:
 
 def _include_line(view: FileView, key: str) -> tuple[int, int] | None:
     """The line of this file's `/// include:` that brings in `key` (directly or through partials)."""
-    from ..frontend import PartialLoader
     from ..passes.includes import resolve
 
-    loader = PartialLoader(view.project.config, view.tree)
+    loader = view.loader
     ctx = view.context()
     for inc in view.includes:
         start, _, _ = resolve(ctx, view.rel, inc.path)

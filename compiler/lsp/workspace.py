@@ -1,5 +1,5 @@
 """The language server's view of a workspace: the source folder on disk, overlaid with the
-documents open in the editor, compiled by the compiler's own entry (`compile.analyse_source`).
+documents open in the editor, compiled by the compiler's own entry (`pipeline.compile_prompt`).
 
 No LSP types here, and no writes: the project is read (the source folder, `[tool.promptc]`),
 never the output folder, and nothing is ever written. Every compile goes through the same code as
@@ -18,12 +18,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..compile import SourceAnalysis, analyse_source
 from ..config import Config, find_pyproject, load_config
 from ..context import SourceTree
 from ..diagnostics import Diagnostic, SourceText, deduplicated
-from ..frontend import PartialLoader
 from ..language import SOURCE_SUFFIX
+from ..pipeline import Compilation, PartialLoader, compile_prompt
 
 #: the first line of a YAML front matter: a Dotprompt or Humanloop `.prompt` file, not promptc's (a
 #: promptc separator has five dashes and a role; `---` alone is text to promptc)
@@ -91,7 +90,7 @@ class Overlay(Mapping[str, bytes]):
 class Cached:
     """A compiled prompt and the content hashes of every file it read (itself first)."""
 
-    analysis: SourceAnalysis
+    analysis: Compilation
     fingerprint: tuple[tuple[str, str], ...]
 
 
@@ -225,7 +224,7 @@ class Project:
                 return "-"
         return sha
 
-    def analyse(self, rel: str, tree: SourceTree | None = None, loader: PartialLoader | None = None) -> SourceAnalysis:
+    def analyse(self, rel: str, tree: SourceTree | None = None, loader: PartialLoader | None = None) -> Compilation:
         """Compile one prompt of the tree (from the cache when none of the files it read changed)."""
         tree = tree or self.tree()
         cached = self._cache.get(rel)
@@ -236,13 +235,13 @@ class Project:
         except (KeyError, OSError):
             data = b""
         loader = loader or PartialLoader(self.config, tree)
-        analysis = analyse_source(rel, data, self.config, tree, loader)
+        analysis = compile_prompt(rel, self.config, tree, data=data, partials=loader)
         compiled = analysis.compiled
         fingerprint = tuple((path, self._sha(tree, path)) for path in (rel, *compiled.deps))
         self._cache[rel] = Cached(analysis, fingerprint)
         return analysis
 
-    def analyse_all(self, tree: SourceTree | None = None) -> dict[str, SourceAnalysis]:
+    def analyse_all(self, tree: SourceTree | None = None) -> dict[str, Compilation]:
         """Every prompt of the workspace (what `promptc check` compiles), one shared partial loader."""
         tree = tree or self.tree()
         loader = PartialLoader(self.config, tree)

@@ -13,13 +13,13 @@ import re
 from dataclasses import replace
 
 from .. import codes
+from ..codes import CODES
 from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
 from ..language import BOUNDARIES, CACHE_TTLS, TARGETS
 from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from ..suggest import did_you_mean
-from ..suppress import parse_allow
 
 #: Keys with a meaning of their own; anything else is generic metadata.
 RESERVED_KEYS = (
@@ -330,7 +330,7 @@ class _HeaderBuilder:
                 )
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
-        elif key == "promptc":  # `/// promptc: allow W706`: read by promptc.suppress, never metadata
+        elif key == "promptc":  # `/// promptc: allow W706`: applied by promptc.suppress, never metadata
             _, problem = parse_allow(d.value)
             if problem:
                 ctx.report(codes.MALFORMED_DIRECTIVE, problem, d.value_span if d.value else d.span, None)
@@ -393,6 +393,20 @@ class _HeaderBuilder:
             cache_ttl=self.cache_ttl[0] if self.cache_ttl else None,
             cache_ttl_span=self.cache_ttl[1] if self.cache_ttl else None,
         )
+
+
+def parse_allow(value: str) -> tuple[list[str], str | None]:
+    """The codes of a `promptc: allow …` directive value, or the problem with it."""
+    words = value.split(None, 1)
+    if not words or words[0] != "allow" or len(words) < 2:
+        return [], "write `/// promptc: allow CODE[, CODE]` (the only `promptc:` directive)"
+    names = [name.strip().upper() for name in words[1].split(",") if name.strip()]
+    for name in names:
+        if name not in CODES:
+            return names, f"`{name}` is not a diagnostic code (`promptc explain CODE` lists what one means)"
+        if CODES[name].severity == "error":
+            return names, f"`{name}` is an error: errors cannot be allowed, only warnings"
+    return names, None
 
 
 def _not_in_partial(ctx: Context, d: Directive) -> None:

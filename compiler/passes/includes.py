@@ -15,8 +15,7 @@ from dataclasses import replace
 
 from .. import codes
 from ..context import Context
-from ..frontend import STD_PREFIX, std_partials
-from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX
+from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX, STD_PREFIX
 from ..nodes import (
     IMPLICIT_SECTION,
     Block,
@@ -30,6 +29,7 @@ from ..nodes import (
     Separator,
     Text,
 )
+from ..std import std_partials
 from ..suggest import did_you_mean
 
 

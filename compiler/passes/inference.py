@@ -14,7 +14,7 @@ from ..analysis.inference import ShapeUse, analyse
 from ..codes import CODES
 from ..context import Context
 from ..diagnostics import Span
-from ..nodes import Block, Document, Message, Placeholder, Section
+from ..nodes import Block, Document, Message, Placeholder, Section, section_text
 from ..suggest import did_you_mean
 from . import jinja_habits
 
@@ -55,8 +55,6 @@ def _check_compiles(section: Section, ctx: Context) -> None:
     own checks (`def f(a, a)`, a walrus in a comprehension's iterable, `await`, `nonlocal` with
     nothing to bind) and the template's (`return` with a value, `yield`). The error is located in
     the `.prompt` file through the block it came from. Nothing is executed."""
-    from ..emit import section_text
-
     text, _ = section_text(section)
     try:
         template.compile_section(text)
