@@ -94,7 +94,9 @@ class WatchBuild:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        return [*self.config_diagnostics, *(self.result.diagnostics if self.result else ())]
+        """The build's (which reports the configuration's with its own), or the configuration's
+        alone when the build raised."""
+        return list(self.result.diagnostics) if self.result is not None else list(self.config_diagnostics)
 
     @property
     def compiled(self) -> int:
@@ -158,6 +160,7 @@ class Watcher:
         config_diagnostics: Sequence[Diagnostic] = (),
         config_dirs: Sequence[Path | str] | None = None,
         builder: Builder | None = None,
+        strict: bool = False,
     ) -> None:
         from .config import Config, find_pyproject
 
@@ -176,6 +179,8 @@ class Watcher:
             config_dirs = [Path.cwd(), *([found.parent] if found else [])]
         self._config_dirs = {os.path.abspath(d) for d in (config_dirs or ())}
         self._builder = builder
+        #: warnings fail a prompt as errors do (it keeps its last good artifact)
+        self.strict = strict
 
         self._cond = threading.Condition()
         self._changes: set[str] = set()
@@ -405,7 +410,15 @@ class Watcher:
                 from .driver import build as builder
             # A config change rebuilds everything: the cache would notice a changed config on its
             # own, but a full build is the answer that does not depend on it.
-            result = builder(self.src, self.out, self.config, keep_last_good=True, incremental=not config_changed)
+            result = builder(
+                self.src,
+                self.out,
+                self.config,
+                keep_last_good=True,
+                incremental=not config_changed,
+                strict=self.strict,
+                config_diagnostics=self.config_diagnostics,
+            )
         except Exception as exc:  # noqa: BLE001 - the loop must survive anything a build throws
             exception = exc
         duration = time.perf_counter() - started
@@ -573,6 +586,7 @@ def watch(
     config_loader: ConfigLoader | None = None,
     config_diagnostics: Sequence[Diagnostic] = (),
     handle_signals: bool = True,
+    strict: bool = False,
 ) -> None:
     """Watch and rebuild until Ctrl-C (SIGINT) or SIGTERM, then return normally.
 
@@ -588,6 +602,7 @@ def watch(
         debounce=debounce,
         config_loader=config_loader,
         config_diagnostics=config_diagnostics,
+        strict=strict,
     )
     owner = os.getpid()
 

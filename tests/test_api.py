@@ -154,6 +154,7 @@ def test_the_library_never_prints_and_reports_progress_to_a_callback(project: Pa
         "written",
         "unchanged",
         "stale",
+        "stale_bindings",
         "source_count",
     }
     assert "manifest.json" in result.outputs and all(isinstance(p, str) for p in result.outputs)

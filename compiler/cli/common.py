@@ -182,19 +182,17 @@ def common_options(fn: Any) -> Any:
 
 
 class Reporter:
-    """Prints diagnostics in the chosen format and decides the exit code."""
+    """Prints diagnostics in the chosen format and decides the exit code. It filters nothing: the
+    project's `allow` is applied where diagnostics are made (the compile, the driver)."""
 
-    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False, allow=()) -> None:
+    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False) -> None:
         self.fmt = fmt
         self.strict = strict
         self.quiet = quiet
-        #: warning codes not to report (`allow` in config, `--allow`): the prompts' own are already
-        #: dropped by the compiler; this catches the build's (W909) and the config's (W903)
-        self.allow = frozenset(allow)
 
     def promote(self, diagnostics):
-        if self.allow:
-            diagnostics = [d for d in diagnostics if not (d.severity == "warning" and d.code in self.allow)]
+        """With `--strict`, warnings shown as the errors they are to the build (the driver already
+        made them errors; a command that does not build still fails on them)."""
         if not self.strict:
             return list(diagnostics)
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]

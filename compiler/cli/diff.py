@@ -67,25 +67,6 @@ def _fail_with(diagnostic, fmt: str) -> NoReturn:
     sys.exit(USAGE_ERROR)
 
 
-def _compiled_manifest(tree, config) -> dict[str, Any]:
-    """The manifest a build of `tree` would write, compiled in memory (a revision whose build is
-    not committed). Prompts that do not compile there are left out, as a build would fail them."""
-    from ..compile import compile_source
-    from ..driver.manifest import manifest_for
-    from ..driver.sources import is_prompt
-    from ..pipeline import PartialLoader
-
-    partials = PartialLoader(config, tree)
-    prompts = []
-    for rel in sorted(tree.files):
-        if not is_prompt(rel):
-            continue
-        compiled = compile_source(rel, tree.files[rel], config, tree, partials)
-        if compiled.ok and compiled.summary is not None:
-            prompts.append(compiled)
-    return manifest_for(prompts, config).to_json()
-
-
 @click.command("diff")
 @click.argument("old_manifest", required=False)
 @click.argument("new_manifest", required=False)
@@ -181,7 +162,9 @@ def diff_cmd(
             except orjson.JSONDecodeError as exc:
                 _usage_error(f"{against}:{config.out}/manifest.json is not valid JSON: {exc}")
         else:
-            old = _compiled_manifest(old_tree.sources, config)
+            from ..driver import compile_tree
+
+            old = compile_tree(old_tree.sources, config)[1].to_json()
     else:
         assert old_manifest is not None
         old = _read_manifest(old_manifest)

@@ -158,8 +158,9 @@ def _report_build_json(record: Any, reporter: Any) -> None:
 def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
     """Build SRC into OUT, then rebuild on every change until Ctrl-C.
 
-    A prompt with errors keeps its last good artifact; the other prompts are still written. Changes
-    to pyproject.toml reload the configuration and rebuild everything.
+    A prompt with errors (with --strict: or warnings) keeps its last good artifact; the other
+    prompts are still written, and the configured bindings follow each build. Changes to
+    pyproject.toml reload the configuration and rebuild everything.
     """
     from dataclasses import replace
 
@@ -177,7 +178,7 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
     explicit = {k: v for k, v in given.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
     config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
     current = settings()  # the loop runs in another thread, where there is no click context
-    reporter = Reporter(fmt, strict, quiet, config.allow)
+    reporter = Reporter(fmt, strict, quiet)
     text = _TextReport(reporter)
 
     def on_result(record: Any) -> None:
@@ -190,7 +191,6 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
         fresh, diagnostics = current.reload()
         # `--allow` keeps adding to the file's `allow` (a reloaded file's own list included)
         fresh = with_allowed(replace(fresh, **explicit), allow)
-        reporter.allow = frozenset(fresh.allow)
         return fresh.with_defines(parse_defines(defines)), diagnostics
 
     click.echo(f"watching {config.src} → {config.out} (Ctrl-C to stop)", err=True)
@@ -203,6 +203,7 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
             debounce=debounce / 1000,
             config_loader=reload,
             config_diagnostics=config_diags,
+            strict=strict,
         )
     except KeyboardInterrupt:
         pass  # a Ctrl-C that arrived before the signal handlers were installed
