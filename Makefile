@@ -23,8 +23,12 @@ $(TESTSTAMP): $(STAMP)
 	@$(PIP) -e '.[test]'
 	@touch $(TESTSTAMP)
 
+# The committed build, and the files generated from the compiler's own definitions: the JavaScript
+# runtime's constants and the editor grammar (tests fail when either is stale).
 build: $(STAMP)
 	$(BIN)/promptc build prompts_src -o build
+	$(BIN)/python runtime-js/gen_constants.py
+	$(BIN)/python editors/vscode/gen_grammar.py
 
 # Two workers: the suite stays under a minute on a two-core machine. `.ci/run` adds the fuller
 # randomised profile (PROMPTC_TEST_PROFILE=ci).

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import codes
 from .diagnostics import Diagnostic, make
+from .language import MANIFEST
 from .model import Artifact
 
 __all__ = ["python_module", "python_module_of", "function_name", "python_type"]
@@ -284,7 +285,7 @@ def python_module_of(
     """`python_module` for artifacts already in hand (a build that has not been written yet)."""
     from . import __version__
 
-    manifest_path = os.path.join(str(build_dir), "manifest.json")
+    manifest_path = os.path.join(str(build_dir), MANIFEST)
     seen: dict[str, str] = {}
     diagnostics: list[Diagnostic] = []
     functions: list[str] = []

@@ -30,6 +30,7 @@ from pathlib import Path
 from . import codes
 from .bindings import TypeNode, _doc, records, type_model, type_name
 from .diagnostics import Diagnostic, make
+from .language import MANIFEST
 from .model import Artifact
 
 __all__ = ["typescript_module", "typescript_module_of", "ts_function_name", "ts_type"]
@@ -114,7 +115,7 @@ def typescript_module_of(
     """`typescript_module` for artifacts already in hand (a build that has not been written yet)."""
     from . import __version__
 
-    manifest_path = os.path.join(str(build_dir), "manifest.json")
+    manifest_path = os.path.join(str(build_dir), MANIFEST)
     diagnostics: list[Diagnostic] = []
     owners: dict[str, tuple[str, object]] = {}  # every name the module defines → (what, identity)
     definitions: list[str] = []

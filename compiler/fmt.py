@@ -409,7 +409,7 @@ def _first_difference(before: Any, after: Any, at: str = "") -> str | None:
 
 #: warnings about the bytes of a file that fmt writes anew (UTF-8 without a BOM, LF line ends):
 #: formatting makes them go away, which is the point
-FIXED_BY_FORMATTING = frozenset(("W103", "W104"))
+FIXED_BY_FORMATTING = frozenset((codes.BOM_DROPPED, codes.CRLF_NORMALISED))
 
 
 def _warnings(diagnostics: Iterable[Diagnostic]) -> Counter:

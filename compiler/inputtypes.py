@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .language import IDENTIFIER_PATTERN
+
 __all__ = [
     "TypeSyntaxError",
     "accepts",
@@ -46,7 +48,7 @@ ANNOTATIONS = frozenset(
 
 MAX_DEPTH = 16
 _SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "None": "null"}
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\[|\]|,|\|))")
+_TOKEN = re.compile(rf"\s*(?:({IDENTIFIER_PATTERN})|(\[|\]|,|\|))")
 
 
 class TypeSyntaxError(ValueError):

@@ -36,6 +36,7 @@ Trim dashes (whitespace control), on the three block kinds only, never on `${…
 from __future__ import annotations
 
 import re
+from typing import Literal, get_args
 
 __all__ = [
     "ARTIFACT_SCHEMA",
@@ -57,11 +58,18 @@ __all__ = [
     "unescape",
     "JOINER",
     "ROLES",
+    "Role",
+    "Boundary",
+    "Target",
+    "Shape",
+    "Ttl",
     "SYSTEM_ROLES",
     "SEPARATOR",
     "SECTION_DIRECTIVE",
     "ALLOW_COMMENT",
     "DIRECTIVE",
+    "IDENTIFIER_PATTERN",
+    "IDENTIFIER",
     "PLACEHOLDER_PATH",
     "OPENERS",
     "CONTINUERS",
@@ -130,9 +138,10 @@ def unescape(text: str) -> str:
 
 #: Between the sections of a block and between the blocks of a message.
 JOINER = "\n\n"
-ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant")
+Role = Literal["system", "developer", "user", "assistant"]
+ROLES: tuple[Role, ...] = get_args(Role)
 #: Roles whose messages go to Anthropic's `system` field.
-SYSTEM_ROLES: tuple[str, ...] = ("system", "developer")
+SYSTEM_ROLES: tuple[Role, ...] = ("system", "developer")
 #: A role separator line: `----- user -----`. Group 1 is the word as written; it is checked against
 #: ROLES case-insensitively (another word is an error that lists the roles).
 SEPARATOR = re.compile(r"^-{5,}[ \t]+([A-Za-z][A-Za-z0-9_]*)[ \t]+-{5,}(?:[ \t]+///.*|[ \t]*)$", re.M)
@@ -144,8 +153,12 @@ SECTION_DIRECTIVE = re.compile(r"^[ \t]*///[ \t]*section[ \t]*:", re.M)
 DIRECTIVE = re.compile(r"[ \t]*///[ \t]*([a-z][a-z0-9_.\-]*)[ \t]*:(.*)", re.S)
 #: `/// promptc: allow W706[, W710]` at the end of a line or on the line before: group 1 the codes.
 ALLOW_COMMENT = re.compile(r"(?:^|[ \t])///[ \t]*promptc[ \t]*:[ \t]*allow[ \t]+([A-Za-z0-9, \t]+?)[ \t]*$")
+#: A name: an input, a define, a helper, a key of a dotted path. ASCII, as Python's own identifiers
+#: would be wider than what every runtime, provider and bindings language accepts.
+IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
+IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 #: What a placeholder holds: a name or a dotted path (`${user.name}`). Use with `.match`.
-PLACEHOLDER_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+PLACEHOLDER_PATH = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*\Z")
 
 # ---------------------------------------------------------------------------------------------
 # `{% %}` tags
@@ -166,13 +179,15 @@ MAX_NESTING = 90
 # Builds and artifacts
 
 #: Request shapes `Rendered.as_shape` produces.
-SHAPES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "gemini")
+Shape = Literal["plain", "anthropic", "openai", "openai-responses", "gemini"]
+SHAPES: tuple[Shape, ...] = get_args(Shape)
 #: Tool definitions and output schemas (`/// tools:`, `/// output:`) are files with this suffix.
 RESOURCE_SUFFIX = ".json"
 #: The shape of a tool's name that every provider accepts.
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 #: `cache_ttl` values (Anthropic's two breakpoint lifetimes).
-CACHE_TTLS: tuple[str, ...] = ("5m", "1h")
+Ttl = Literal["5m", "1h"]
+CACHE_TTLS: tuple[Ttl, ...] = get_args(Ttl)
 MANIFEST = "manifest.json"
 SOURCE_SUFFIX = ".prompt"
 #: A source file whose name starts with this is a partial: it emits no artifact.
@@ -183,8 +198,12 @@ CACHE_DIR = ".promptc-cache"
 STD_PREFIX = "std/"
 #: The section that holds a message's text before any `/// section:` directive.
 IMPLICIT_SECTION = "body"
-BOUNDARIES: tuple[str, ...] = ("stable", "dynamic")
-TARGETS: tuple[str, ...] = ("system", "user_context")
+#: Whether a section belongs to the cache-stable prefix (`stable`) or not.
+Boundary = Literal["stable", "dynamic"]
+BOUNDARIES: tuple[Boundary, ...] = get_args(Boundary)
+#: Where a section's text goes: the system prompt, or the first user turn as context.
+Target = Literal["system", "user_context"]
+TARGETS: tuple[Target, ...] = get_args(Target)
 
 #: Jinja statement tags and the promptc way to write each
 JINJA_TAGS = {

@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, Self, cast, get_args
 
 __all__ = [
     "ARTIFACT_SCHEMA",
@@ -57,19 +57,23 @@ __all__ = [
     "Totals",
 ]
 
-from .language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA  # noqa: F401  (re-exported: promptc.model names them)
+from .language import (
+    ARTIFACT_SCHEMA,
+    BOUNDARIES,
+    CACHE_TTLS,
+    IDENTIFIER,
+    MANIFEST_SCHEMA,
+    ROLES,
+    SHAPES,
+    TARGETS,
+    Boundary,
+    Role,
+    Target,
+)
 
-Role = Literal["system", "developer", "user", "assistant"]
-Boundary = Literal["stable", "dynamic"]
-Target = Literal["system", "user_context"]
+#: How an artifact's text renders: placeholders only, or the compiled Python of its blocks.
 Renderer = Literal["placeholder", "python"]
-
-ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant")
-BOUNDARIES: tuple[Boundary, ...] = ("stable", "dynamic")
-TARGETS: tuple[Target, ...] = ("system", "user_context")
-RENDERERS: tuple[Renderer, ...] = ("placeholder", "python")
-TTLS: tuple[str, ...] = ("5m", "1h")
-SHAPE_NAMES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "gemini")
+RENDERERS: tuple[Renderer, ...] = get_args(Renderer)
 
 
 class ArtifactError(ValueError):
@@ -99,7 +103,6 @@ class _Invalid(Exception):
 
 _MISSING: Any = object()
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _describe(value: Any) -> str:
@@ -275,7 +278,7 @@ def _names(data: Mapping[str, Any], key: str, at: str) -> tuple[str, ...]:
     if not items:
         return ()
     for index, item in enumerate(items):
-        if not (isinstance(item, str) and _NAME.fullmatch(item)):
+        if not (isinstance(item, str) and IDENTIFIER.fullmatch(item)):
             raise _expected(f"{at}{key}[{index}]", "an identifier", item)
     names = tuple(items)
     if len(set(names)) != len(names):
@@ -759,7 +762,7 @@ class Cache:
             _optional_count(data, "cacheable_tokens", at),
             _count(data, "head_chars", at),
             _count(data, "head_tokens", at),
-            cast("str | None", _optional_choice(data, "ttl", at, TTLS)),
+            cast("str | None", _optional_choice(data, "ttl", at, CACHE_TTLS)),
             _prefix_end(_get(data, "prefix_end", at), at + "prefix_end"),
             tuple(
                 parse(_object(item, f"{at}breakpoints[{i}]"), f"{at}breakpoints[{i}].")
@@ -860,7 +863,7 @@ class Provider:
     def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
         return cls(
             _str(data, "name", at),
-            _choice(data, "shape", at, SHAPE_NAMES),
+            _choice(data, "shape", at, SHAPES),
             _optional_str(data, "family", at),
             _count(data, "min_cacheable_tokens", at),
             _optional_count(data, "cache_step_tokens", at),

@@ -25,17 +25,13 @@ from dataclasses import dataclass
 
 from . import codes, requestmodel
 from .diagnostics import Diagnostic, Span, make
-from .language import JOINER, unescape
+from .language import CLOSERS, JOINER, OPENERS, unescape
 from .meter import Meter
 from .model import Artifact
 from .nodes import Block, Document, Escape, Item, Placeholder, Section, Text
 
-#: W710's default threshold: fewer tokens than this at stake is not worth a warning.
-DEFAULT_STABLE_RUN_TOKENS = 64
 #: the sections the compiler writes itself (the user_context frame): no source position of their own
 _FRAME_SECTIONS = ("user_context.intro", "user_context.disclaimer")
-_OPENERS = ("if", "for", "while")
-_CLOSERS = ("endif", "endfor", "endwhile")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +142,13 @@ def _movable(section: Section, index: int) -> tuple[int, int] | None:
         return index, index + 1  # every other placeholder of the section names the same input
     assert isinstance(element, Block)
     stop = index + 1
-    if element.kind == "stmt" and element.keyword in _OPENERS:
+    if element.kind == "stmt" and element.keyword in OPENERS:
         depth = 0
         for stop in range(index, len(items)):
             item = items[stop]
             if isinstance(item, Block) and item.kind == "stmt":
-                depth += item.keyword in _OPENERS
-                depth -= item.keyword in _CLOSERS
+                depth += item.keyword in OPENERS
+                depth -= item.keyword in CLOSERS
                 if depth == 0:
                     break
         stop += 1
@@ -281,4 +277,4 @@ def lint(artifact: Artifact, doc: Document, cut: Cut, meter: Meter, threshold: i
     ]
 
 
-__all__ = ["Cut", "DEFAULT_STABLE_RUN_TOKENS", "describe", "gain", "lint", "locate"]
+__all__ = ["Cut", "describe", "gain", "lint", "locate"]

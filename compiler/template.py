@@ -80,6 +80,8 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
+from . import codes
+from .codes import Code
 from .language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, JINJA_TAGS, MAX_NESTING, OPENERS
 
 __all__ = [
@@ -157,8 +159,9 @@ class TemplateSyntaxError(Exception):
     section text: `token` (index into the tokens), `offset`/`end_offset` (into the section text) and
     `line` (1-based line of the section text); their `lineno`/`col` are then within the token's code.
 
-    `code` is the diagnostic code ("E601" Python syntax, "E602" `{{ }}` rules, "E210" too deep,
-    or a structure code from `Structure`); `too_deep` marks E210 ("nested too deeply for Python").
+    `code` is the diagnostic code (`codes.PYTHON_SYNTAX`, `codes.EXPR_BLOCK_NOT_EXPRESSION` for the
+    `{{ }}` rules, `codes.TOO_DEEP`, or a structure code from `Structure`); `too_deep` marks
+    `TOO_DEEP` ("nested too deeply for Python").
     """
 
     def __init__(
@@ -169,7 +172,7 @@ class TemplateSyntaxError(Exception):
         end_lineno: int | None = None,
         end_col: int | None = None,
         *,
-        code: str = "E601",
+        code: Code = codes.PYTHON_SYNTAX,
         hint: str | None = None,
         too_deep: bool = False,
     ) -> None:
@@ -392,7 +395,7 @@ class Problem(Generic[W]):
     its Block node, `generate` a token index); `related` the one for the tag it relates to (the
     opener a closer does not match, or that already has its `else`)."""
 
-    code: str
+    code: Code
     message: str
     where: W
     hint: str | None = None
@@ -460,7 +463,7 @@ class Structure(Generic[W]):
                 self._stopped = True
                 return [
                     Problem(
-                        "E210",
+                        codes.TOO_DEEP,
                         f"`{{% %}}` blocks nested more than {self.max_nesting} deep",
                         where,
                         "flatten the template; Python cannot compile deeper nesting",
@@ -474,7 +477,7 @@ class Structure(Generic[W]):
             if top is None or top.construct not in allowed:
                 return [
                     Problem(
-                        "E209",
+                        codes.MISPLACED_CONTINUATION,
                         f"`{{% {keyword} %}}` outside {' / '.join(f'`{{% {a} %}}`' for a in allowed)}",
                         where,
                         "move it inside the block it belongs to",
@@ -487,7 +490,7 @@ class Structure(Generic[W]):
                 else:
                     message = f"a second `{{% else %}}` in `{{% {top.construct} %}}`{self._opened_at(top.where)}"
                     hint = "a block takes at most one `{% else %}`"
-                return [Problem("E209", message, where, hint, top.where)]
+                return [Problem(codes.MISPLACED_CONTINUATION, message, where, hint, top.where)]
             if keyword == "else":
                 top.in_else = True
             return []
@@ -495,7 +498,12 @@ class Structure(Generic[W]):
             construct = CLOSERS[keyword]
             if not stack:
                 return [
-                    Problem("E205", f"`{{% {keyword} %}}` closes nothing", where, "remove it, or open the block first")
+                    Problem(
+                        codes.CLOSES_NOTHING,
+                        f"`{{% {keyword} %}}` closes nothing",
+                        where,
+                        "remove it, or open the block first",
+                    )
                 ]
             top = stack.pop()
             if top.construct != construct:
@@ -503,7 +511,7 @@ class Structure(Generic[W]):
                 closed_at = f" at {self._position(where)}" if self._position is not None else ""
                 return [
                     Problem(
-                        "E206",
+                        codes.MISMATCHED_CLOSE,
                         f"`{{% {top.construct} %}}` opened here is closed by `{{% {keyword} %}}`{closed_at}",
                         top.where,
                         f"close `{{% {top.construct} %}}` with `{{% end{top.construct} %}}` first",
@@ -515,7 +523,7 @@ class Structure(Generic[W]):
         word = shown.split(maxsplit=1)[0] if shown.split() else ""
         return [
             Problem(
-                "E208",
+                codes.UNKNOWN_TAG,
                 f"unknown statement tag `{{% {shown} %}}`" if shown else "empty `{% %}` tag",
                 where,
                 JINJA_TAGS.get(word)
@@ -531,7 +539,7 @@ class Structure(Generic[W]):
             return []
         problems = [
             Problem(
-                "E204",
+                codes.BLOCK_NEVER_CLOSED,
                 f"`{{% {frame.construct} %}}` opened here is never closed {reason}",
                 frame.where,
                 f"add `{{% end{frame.construct} %}}`",
@@ -672,14 +680,14 @@ def _parse(source: str, text: str, prefix_lines: int) -> ast.Module:
                 col,
                 end_lineno,
                 end_col,
-                code="E210",
+                code=codes.TOO_DEEP,
                 too_deep=True,
             )
         else:
             failure = TemplateSyntaxError(f"Python syntax error: {message}", lineno, col, end_lineno, end_col)
         raise failure from None
     except (RecursionError, MemoryError):
-        raise TemplateSyntaxError("block nested too deeply to parse", code="E210", too_deep=True) from None
+        raise TemplateSyntaxError("block nested too deeply to parse", code=codes.TOO_DEEP, too_deep=True) from None
     except ValueError as error:  # e.g. NUL bytes
         raise TemplateSyntaxError(f"Python syntax error: {error}") from None
 
@@ -743,7 +751,7 @@ def parse_header(keyword: str, text: str) -> ast.If | ast.For | ast.While | None
     if expected is None:
         shown = keyword or text
         raise TemplateSyntaxError(
-            f"unknown statement tag `{{% {shown} %}}`" if shown else "empty `{% %}` tag", code="E208"
+            f"unknown statement tag `{{% {shown} %}}`" if shown else "empty `{% %}` tag", code=codes.UNKNOWN_TAG
         )
     continuation = keyword in CONTINUERS
     prefix = "if 1: pass\n" if continuation else ""
@@ -792,16 +800,19 @@ def parse_code(kind: str, text: str) -> ParsedCode:
     if kind == "expr":
         hint = "end it with the value to output, or use `{# #}` for statements"
         if not body:
-            problem = TemplateSyntaxError("empty `{{ }}` block", code="E602", hint=hint)
+            problem = TemplateSyntaxError("empty `{{ }}` block", code=codes.EXPR_BLOCK_NOT_EXPRESSION, hint=hint)
         elif not isinstance(body[-1], ast.Expr):
             problem = TemplateSyntaxError(
-                "`{{ }}` block does not end in an expression", *_node_position(body[-1], text), code="E602", hint=hint
+                "`{{ }}` block does not end in an expression",
+                *_node_position(body[-1], text),
+                code=codes.EXPR_BLOCK_NOT_EXPRESSION,
+                hint=hint,
             )
         elif "\n" not in text and len(body) > 1:
             problem = TemplateSyntaxError(
                 "a one-line `{{ }}` block must be a single expression",
                 *_node_position(body[1], text),
-                code="E602",
+                code=codes.EXPR_BLOCK_NOT_EXPRESSION,
                 hint="put the statements on their own lines, or use `{# #}` for them",
             )
     return ParsedCode(body, problem)
@@ -1172,7 +1183,7 @@ def compile_program(program: Program, filename: str = "<promptc-template>") -> C
         deep = any(marker in message for marker in _TOO_DEEP)
         error = TemplateSyntaxError(
             f"block nested too deeply for Python: {message}" if deep else f"Python syntax error: {message}",
-            code="E210" if deep else "E601",
+            code=codes.TOO_DEEP if deep else codes.PYTHON_SYNTAX,
             too_deep=deep,
         )
         if exc.lineno is not None and program.origins:
@@ -1187,7 +1198,7 @@ def compile_program(program: Program, filename: str = "<promptc-template>") -> C
             error.line = origin.line + origin.raw.count("\n", 0, max(0, offset - origin.pos))
         raise error from None
     except (RecursionError, MemoryError):
-        raise TemplateSyntaxError("template nested too deeply to compile", code="E210", too_deep=True) from None
+        raise TemplateSyntaxError("template nested too deeply to compile", code=codes.TOO_DEEP, too_deep=True) from None
     except ValueError as exc:
         raise TemplateSyntaxError(f"Python syntax error: {exc}") from None
 

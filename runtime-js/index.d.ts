@@ -3,8 +3,7 @@
 export * from "./render.js";
 import type { Rendered } from "./render.js";
 
-export declare const MANIFEST: "manifest.json";
-export declare const MANIFEST_SCHEMA: "promptc.manifest/2";
+export { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
 
 /** A schema written back in promptc's type language (`list[str]`, `int | None`). */
 export declare function describe(schema: object): string;

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
 import { readArtifact, RenderError, renderArtifact } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
 
@@ -27,8 +28,7 @@ export {
 } from "./src/render.js";
 export { checkValue, describe } from "./src/inputtypes.js";
 
-export const MANIFEST = "manifest.json";
-export const MANIFEST_SCHEMA = "promptc.manifest/2";
+export { MANIFEST, MANIFEST_SCHEMA };
 
 /** A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily. */
 export class Runtime {

@@ -8,12 +8,14 @@ Commands import this module; this module imports no command, so there is no impo
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from .. import codes
+from ..language import IDENTIFIER
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -33,7 +35,7 @@ def envelope(command: str, **fields: Any) -> dict[str, Any]:
 #: exit code for usage errors, as click uses for bad options
 USAGE_ERROR = 2
 #: codes whose errors are usage errors (exit 2): the configuration and the tokenizer
-_USAGE_CODES = ("E901", "E902")
+_USAGE_CODES = (codes.TOKENIZER_UNAVAILABLE, codes.INVALID_CONFIG)
 #: command name → the config fields its options take defaults from
 _OPTION_FIELDS = {
     "build": ("src", "out", "tokenizer", "provider"),
@@ -138,7 +140,7 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
     defines = {}
     for value in values:
         name, eq, text = value.partition("=")
-        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not eq or not IDENTIFIER.fullmatch(name):
             raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="-D")
         try:
             text.encode("utf-8")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from ..language import MANIFEST
 from .common import USAGE_ERROR, settings
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str
     from ..model import ArtifactError, Manifest
 
     path = Path(folder)
-    manifest_path = path / "manifest.json" if path.is_dir() else path
+    manifest_path = path / MANIFEST if path.is_dir() else path
     try:
         document = orjson.loads(manifest_path.read_bytes())
         manifest = Manifest.from_json(document)

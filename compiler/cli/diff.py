@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..language import FAIL_KINDS
+from ..language import FAIL_KINDS, MANIFEST
 from .common import USAGE_ERROR, settings
 from .cost import FailOnType
 
@@ -30,7 +30,7 @@ def _read_manifest(arg: str) -> dict[str, Any]:
         else:
             path = Path(arg)
             if path.is_dir():
-                path = path / "manifest.json"
+                path = path / MANIFEST
                 label = str(path)
             data = path.read_bytes()
     except OSError as exc:
@@ -143,7 +143,7 @@ def diff_cmd(
     if against is None and old_manifest is None:
         _usage_error("give OLD_MANIFEST (a manifest or a build folder), or --against REV")
     if new_manifest is None:
-        new_manifest = str(Path(config.out) / "manifest.json")
+        new_manifest = str(Path(config.out) / MANIFEST)
     old_tree = None
     try:
         if against is not None:

@@ -16,6 +16,7 @@ import click
 if TYPE_CHECKING:
     from ..model import Artifact
 
+from ..language import PLACEHOLDER_PATH
 from ..language import SHAPES as SHAPE_CHOICES
 
 
@@ -50,10 +51,8 @@ def _build_dir(out: str | None) -> str:
 
 def _parse_var(raw: str, into: dict[str, Any]) -> None:
     """`k=v` sets a string input; `a.b=v` sets key `b` of the mapping input `a` (for `${a.b}`)."""
-    import re
-
     key, eq, value = raw.partition("=")
-    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", key):
+    if not eq or not PLACEHOLDER_PATH.match(key):
         raise click.BadParameter(f"expected NAME=VALUE, got {raw!r}", param_hint="--var")
     *parents, leaf = key.split(".")
     target = into

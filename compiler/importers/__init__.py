@@ -41,7 +41,7 @@ SUFFIXES = {
     "jinja": (".j2", ".jinja", ".jinja2"),
 }
 #: warnings of the compile that are about caching, which `audit` reports (not `import`)
-CACHE_CODES = frozenset({"W705", "W710"})
+CACHE_CODES = frozenset({codes.PREFIX_BELOW_MINIMUM, codes.PREFIX_CUT_SHORT})
 #: at most this many files are imported from one folder (each is also bounded by the source limit)
 MAX_FILES = 20_000
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import codes
 from ..diagnostics import Diagnostic, file_span, make
+from ..language import IDENTIFIER_PATTERN
 from .common import Converted
 
 ENGINES = {"dotprompt": "dotpromptz", "prompty": "prompty", "jinja": "jinja2"}
@@ -289,7 +290,7 @@ def _prompty_engine(root: Path):
         assert c.foreign is not None
         # `${env:NAME}` without a default fails Prompty's load; those values only say how it
         # connects, so a placeholder stands in while the file is loaded
-        names = set(re.findall(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}", c.foreign.text))
+        names = set(re.findall(rf"\$\{{env:({IDENTIFIER_PATTERN})\}}", c.foreign.text))
         missing = [n for n in names if n not in os.environ]
         for n in missing:
             os.environ[n] = "https://promptc-check.invalid"

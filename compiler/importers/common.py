@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import codes
 from ..diagnostics import Diagnostic, SourceText, make
+from ..language import IDENTIFIER
 from .ir import Refusal
 
 #: the first line of every `.prompt` file promptc import writes: `promptc import` rewrites a file
@@ -137,7 +138,7 @@ def type_of(schema: dict[str, Any]) -> str | None:
 
 def input_decl(name: str, schema: dict[str, Any] | None, stem: str, extra: dict[str, str], folder: str) -> str:
     """One entry of `/// input:`; writes an `@schema` file into `extra` when the type needs one."""
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+    if not IDENTIFIER.fullmatch(name):
         raise Refusal(
             codes.IMPORT_UNSUPPORTED_FIELD,
             f"the input name {name!r} is not an identifier; promptc's inputs are `${{name}}` names",

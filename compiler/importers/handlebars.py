@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import codes
+from ..language import IDENTIFIER
 from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string
 
 MAX_DEPTH = 64
@@ -385,7 +386,7 @@ class Translator:
         return scope.item
 
     def prop(self, tag: Tag, value: _Value, name: str) -> _Value:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not IDENTIFIER.fullmatch(name):
             self.fail(tag, f"the name `{name}` is not imported", hint="promptc input names are identifiers")
         if value.code == "":  # a root input
             import builtins

@@ -30,15 +30,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import codes
+from ..language import IDENTIFIER_PATTERN
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string
 
 #: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)
 MAX_DEPTH = 40
+#: a loop over a plain input, or a subscript of one (`items["a"][0]`): what `loop.last` can see the end of
+_PURE_SEQUENCE = re.compile(rf"{IDENTIFIER_PATTERN}(\[\"[^\"]*\"\]|\[\d+\])*")
 
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<name>"""
+    + IDENTIFIER_PATTERN
+    + r""")
   | (?P<number>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
   | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<op>\*\*|//|==|!=|<=|>=|[-+*/%~|.,:()\[\]{}<>=])
@@ -446,7 +451,7 @@ class _Expr:
         self.take(".")
         attr = self.take()[1]
         counter, iterable = self.scope.loops[-1]
-        pure = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\[\"[^\"]*\"\]|\[\d+\])*", iterable) is not None
+        pure = _PURE_SEQUENCE.fullmatch(iterable) is not None
         if attr in ("last", "length", "revindex", "revindex0") and not pure:
             self.refuse(f"`loop.{attr}` over a computed sequence", "loop over an input (a plain name) instead")
         table = {
@@ -750,7 +755,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
                     if node.iterable.startswith("enumerate(")
                     else node.iterable
                 )
-                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\[\"[^\"]*\"\]|\[\d+\])*", iterable):
+                if not _PURE_SEQUENCE.fullmatch(iterable):
                     fail(
                         frame.tok,
                         "a loop `{% else %}` over a computed sequence",

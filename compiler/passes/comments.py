@@ -18,14 +18,14 @@ from dataclasses import replace
 
 from .. import codes
 from ..context import Context
-from ..language import BOUNDARIES, TARGETS
+from ..language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
 from ..nodes import Comment, Document
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
 #: `/// key value` — a directive but for its colon
 _NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S.*?)[ \t]*\n?\Z", re.S)
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_IDENT = IDENTIFIER_PATTERN
 #: what the value of each directive looks like, for `/// key value` without the colon
 _VALUE_SHAPES = {
     "section": re.compile(rf"[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t]+(?:{'|'.join((*BOUNDARIES, *TARGETS))}))+", re.I),

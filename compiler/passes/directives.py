@@ -14,10 +14,9 @@ from dataclasses import replace
 
 from .. import codes
 from ..codes import CODES
-from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
-from ..language import BOUNDARIES, CACHE_TTLS, TARGETS
+from ..language import BOUNDARIES, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
 from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from ..suggest import did_you_mean
 
@@ -39,7 +38,7 @@ RESERVED_KEYS = (
 #: (`tools` is allowed: a shared identity often comes with its tools.)
 PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl")
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_NAME = re.compile(rf"{IDENTIFIER_PATTERN}\Z")
 #: keys people write for a reserved one that a typo distance does not catch
 _ALIASES = {
     "params": "param",

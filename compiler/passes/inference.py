@@ -14,6 +14,7 @@ from ..analysis.inference import ShapeUse, analyse
 from ..codes import CODES
 from ..context import Context
 from ..diagnostics import Span
+from ..language import IDENTIFIER
 from ..nodes import Block, Document, Message, Placeholder, Section, section_text
 from ..suggest import did_you_mean
 from . import jinja_habits
@@ -22,7 +23,7 @@ from . import jinja_habits
 _COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION})
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = IDENTIFIER
 
 
 def _code_names(section: Section) -> set[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from .. import codes
 from ..context import Context
 from ..diagnostics import Span
+from ..language import IDENTIFIER_PATTERN
 from ..nodes import Block, Section
 
 JINJA_FILTERS = frozenset(
@@ -35,10 +36,10 @@ JINJA_FILTERS = frozenset(
     "reverse round safe select selectattr slice sort string striptags sum title tojson trim truncate unique upper "
     "urlencode urlize wordcount wordwrap xmlattr".split()
 )
-_FILTER = re.compile(r"(?<!\|)\|(?![|=])\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
+_FILTER = re.compile(rf"(?<!\|)\|(?![|=])\s*({IDENTIFIER_PATTERN})(\s*\()?")
 _LOOP = re.compile(r"(?<![\w.])loop\.(index0?|revindex0?|first|last|length|cycle|previtem|nextitem|depth)\b")
 _ELSE_IF = re.compile(r"\s*else\s+if\b")
-_BARE_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
+_BARE_NAME = re.compile(rf"\s*({IDENTIFIER_PATTERN})\s*")
 #: block code that reads as words, not Python (`{{ and }}` in prose, `{# TODO: fix the tone #}`)
 _PROSE = re.compile(r"\s*[A-Za-z][\w\s,.;:!?'\"-]*")
 #: longest block code the hint rewrites (longer ones get the short hint)

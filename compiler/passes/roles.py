@@ -12,10 +12,9 @@ import re
 from dataclasses import replace
 
 from .. import codes
-from ..config import ROLES
 from ..context import Context
 from ..diagnostics import Span
-from ..language import SYSTEM_ROLES
+from ..language import ROLES, SYSTEM_ROLES
 from ..nodes import (
     IMPLICIT_SECTION,
     Block,

@@ -42,7 +42,7 @@ SCOPE = "source.prompt"
 
 E = re.escape
 COMMENT = E(lang.COMMENT)
-IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+IDENT = lang.IDENTIFIER_PATTERN
 #: a directive key (grammar/prompt.lark DIRECTIVE)
 KEY = r"[a-z][a-z0-9_.\-]*"
 #: the role word of a separator line (grammar/prompt.lark SEPARATOR)

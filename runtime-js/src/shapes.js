@@ -8,9 +8,8 @@
 // for the JavaScript SDKs (which write them with JSON.stringify: integer-like keys first).
 
 import { dumps, plain } from "./json.js";
+import { SYSTEM_ROLES } from "./language.js";
 import { MODEL_PREFIXES, SHAPE_INFO, SHAPE_PARAMS } from "./shape-params.js";
-
-const SYSTEM_ROLES = ["system", "developer"];
 
 export class ShapeError extends Error {}
 

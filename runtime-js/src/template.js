@@ -5,7 +5,11 @@
 // `%}` on the same line (blocks: only the Python runtime runs them). An opener with no closer is
 // literal text. Linear time, like the original.
 
-const CANDIDATE = /\\(?=\$\{|\{\{|\{#|\{%)|\$\{|\{[{#%]/g;
+import { TEMPLATE_ESCAPES } from "./language.js";
+
+// a backslash before an opener, or an opener: the openers as `promptc.language` has them
+const OPENER = TEMPLATE_ESCAPES.map((opener) => opener.replace(/[$\\{}#%]/g, "\\$&")).join("|");
+const CANDIDATE = new RegExp(`\\\\(?=${OPENER})|${OPENER}`, "g");
 
 /** The first occurrence of `needle` at or after `start`, for non-decreasing starts. */
 function next(text, needle) {
