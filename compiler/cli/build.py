@@ -7,19 +7,18 @@ from pathlib import Path
 
 import click
 
-from .common import Reporter, common_options, interrupted, project_config
+from .common import Reporter, common_options, config_options, interrupted, project_config
 
 
 @click.command("build")
-@click.argument("src", required=False)
-@click.option("-o", "--out", default=None, help="Output folder (config: out; default build).")
+@config_options("build")
 @common_options
-def build_cmd(src, out, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
+def build_cmd(fmt, strict, allow, quiet, defines, **options) -> None:
     """Compile SRC (config: src; default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
     from ..driver import build
     from ..progress import progress_callback
 
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
+    config, config_diags = project_config(options, defines, allow=allow)
     reporter = Reporter(fmt, strict, quiet)
     with interrupted("build", config.out), progress_callback() as on_progress:
         result = build(
@@ -34,15 +33,14 @@ def build_cmd(src, out, fmt, strict, allow, quiet, defines, tokenizer, provider)
 
 
 @click.command("check")
-@click.argument("src", required=False)
-@click.option("-o", "--out", default=None, help="Output folder to compare with --locked.")
+@config_options("check")
 @click.option("--locked", is_flag=True, help="Also fail when OUT differs from what build would write.")
 @common_options
-def check_cmd(src, out, locked, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
+def check_cmd(locked, fmt, strict, allow, quiet, defines, **options) -> None:
     """Compile SRC without writing anything; with --locked, fail when OUT is stale."""
     from ..driver import check
 
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
+    config, config_diags = project_config(options, defines, allow=allow)
     with interrupted("check", config.out):
         result = check(config.src, config.out, config, locked=locked, strict=strict, config_diagnostics=config_diags)
     reporter = Reporter(fmt, strict, quiet)

@@ -8,14 +8,19 @@ Commands import this module; this module imports no command, so there is no impo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .. import codes
+from ..config import Invalid, options, validate
 from ..language import IDENTIFIER
+from ..meter import TokenizerError, meter
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -36,15 +41,6 @@ def envelope(command: str, **fields: Any) -> dict[str, Any]:
 USAGE_ERROR = 2
 #: codes whose errors are usage errors (exit 2): the configuration and the tokenizer
 _USAGE_CODES = (codes.TOKENIZER_UNAVAILABLE, codes.INVALID_CONFIG)
-#: command name → the config fields its options take defaults from
-_OPTION_FIELDS = {
-    "build": ("src", "out", "tokenizer", "provider"),
-    "check": ("src", "out", "tokenizer", "provider"),
-    "watch": ("src", "out", "tokenizer", "provider"),
-    "render": ("out", "model"),
-    "inspect": ("out",),
-    "list": ("out",),
-}
 
 
 class Settings:
@@ -59,14 +55,13 @@ class Settings:
         self.color = "auto"
 
     def default_map(self) -> dict[str, dict[str, Any]]:
-        values = {
-            "src": self.config.src,
-            "out": self.config.out,
-            "tokenizer": self.config.tokenizer,
-            "provider": self.config.provider or None,
-            "model": self.config.model or None,
-        }
-        return {command: {key: values[key] for key in keys} for command, keys in _OPTION_FIELDS.items()}
+        """command → {option: the file's value} for every option a command takes (`Option.commands`);
+        an empty value is "not given", so the option's own default (None) applies."""
+        found: dict[str, dict[str, Any]] = {}
+        for o in options():
+            for command in o.commands:
+                found.setdefault(command, {})[o.name] = getattr(self.config, o.name) or None
+        return found
 
     def reload(self) -> tuple[Config, list[Diagnostic]]:
         fresh = Settings()
@@ -83,39 +78,52 @@ def settings() -> Settings:
     return root.obj
 
 
+def config_options(command: str) -> Callable[[F], F]:
+    """The flags (and the SRC argument) of `command`: one for each option of the table that
+    names the command (`Option.commands`), with the option's help. Each defaults to None ("not
+    given"); click's `default_map` fills in the file's value, and `project_config` applies them."""
+
+    def decorate(fn: F) -> F:
+        for o in reversed(options()):  # decorators apply bottom-up: the table's order in --help
+            if command not in o.commands:
+                continue
+            if o.argument:
+                fn = click.argument(o.name, required=False)(fn)
+            else:
+                fn = click.option(*o.flag, o.name, default=None, help=o.help)(fn)
+        return fn
+
+    return decorate
+
+
 def project_config(
-    src: str | None,
-    out: str | None,
+    given: Mapping[str, Any],
     defines: tuple[str, ...] = (),
     *,
-    tokenizer: str | None = None,
-    provider: str | None = None,
     allow: tuple[str, ...] = (),
 ) -> tuple[Config, list[Diagnostic]]:
-    """The file's config with this command's values (flags or defaults from the file) applied,
-    and the file's own diagnostics. Raises a usage error for a value that cannot work. `--allow`
-    adds to the file's `allow`."""
-    from ..config import validate
-
+    """The file's config with this command's option values (`given`: flags, or the file's
+    defaults) applied, and the file's own diagnostics. A value is coerced as the file's would be,
+    and one that cannot work is a usage error. `-D` and `--allow` add to the file's."""
     current = settings()
     values: dict[str, Any] = {}
-    for key, value in (("src", src), ("out", out), ("tokenizer", tokenizer), ("provider", provider)):
-        if value is not None:
-            values[key] = value
+    declared = {o.name: o for o in options()}
+    for key, value in given.items():
+        if value is None:
+            continue
+        try:
+            values[key] = declared[key].coerce(key, value)
+        except Invalid as problem:
+            # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one
+            # from [tool.promptc] is already an E902 at its line there (and left out of the config)
+            message = f"{problem.message}; {problem.hint}" if problem.hint else problem.message
+            raise click.BadParameter(
+                message, param_hint=declared[key].flag[-1] if declared[key].flag else key
+            ) from None
     config = with_allowed(replace(current.config, **values), allow)
     problem = validate(config)
     if problem:
         raise click.BadParameter(problem, param_hint="--provider")
-    from ..meter import TokenizerError, meter
-
-    # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one from
-    # [tool.promptc] is already an E902 at its line there (and left out of the config)
-    if tokenizer is not None and tokenizer:
-        from ..config import tokenizer_problem
-
-        unknown = tokenizer_problem(tokenizer)
-        if unknown is not None:
-            raise click.BadParameter(f"{unknown[0]}; {unknown[1]}", param_hint="--tokenizer")
     try:
         if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
             meter(config.tokenizer)
@@ -156,7 +164,8 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def common_options(fn: Any) -> Any:
-    """The options of the commands that compile: format, strictness, defines, tokenizer, provider."""
+    """The options of the commands that compile besides the configuration's (`config_options`):
+    format, strictness, the additive `--allow` and `-D`, quiet."""
     fn = click.option(
         "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
     )(fn)
@@ -170,16 +179,6 @@ def common_options(fn: Any) -> Any:
     fn = click.option("--strict", is_flag=True, help="Treat warnings as errors.")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="Print errors only.")(fn)
     fn = click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Build-time constant for ${NAME}.")(fn)
-    fn = click.option(
-        "--tokenizer",
-        default=None,
-        help="Tokenizer for metering (config: tokenizer; default: the provider profile's, else cl100k_base).",
-    )(fn)
-    fn = click.option(
-        "--provider",
-        default=None,
-        help="Provider profile for every prompt: anthropic, openai or gemini (default: from each prompt's model).",
-    )(fn)
     return fn
 
 

@@ -71,7 +71,7 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     from ..driver.sources import loose_tree, read_tree
     from ..fmt import format_tree, unified_diff, write_results
 
-    config, config_diags = project_config(None, None)
+    config, config_diags = project_config({})
     targets, diagnostics = _targets(paths, Path(config.src))
     diagnostics = [*config_diags, *diagnostics]
     results = []

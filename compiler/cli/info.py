@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .common import settings
+from .common import config_options, settings
 
 
 @click.command("explain")
@@ -49,7 +49,7 @@ def _inputs(names: list[str], shown: int = 3) -> str:
 
 
 @click.command("list")
-@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@config_options("list")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def list_cmd(out: str | None, fmt: str) -> None:
     """List the prompts of the build folder: inputs, model, prefix tokens, and whether the provider caches it."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 from ..language import PLACEHOLDER_PATH
 from ..language import SHAPES as SHAPE_CHOICES
+from .common import config_options
 
 
 def _fail(message: str) -> None:
@@ -141,10 +142,7 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
     help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope; body: the exact "
     "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
-@click.option(
-    "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
-)
-@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@config_options("render")
 def render_cmd(
     name: str,
     variables: tuple[str, ...],
@@ -326,7 +324,7 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
 
 @click.command("inspect")
 @click.argument("name", shell_complete=complete_prompt_names)
-@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@config_options("inspect")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def inspect_cmd(name: str, out: str | None, fmt: str) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""

@@ -9,7 +9,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from .common import Reporter, common_options, parse_defines, project_config, settings, with_allowed
+from ..config import coerce
+from .common import Reporter, common_options, config_options, parse_defines, project_config, settings, with_allowed
 
 
 def _stamp(when: float) -> str:
@@ -144,8 +145,7 @@ def _report_build_json(record: Any, reporter: Any) -> None:
 
 
 @click.command("watch")
-@click.argument("src", required=False)
-@click.option("-o", "--out", default=None, help="Output folder (config: out; default build).")
+@config_options("watch")
 @click.option(
     "--debounce",
     type=click.IntRange(0, 10_000),
@@ -155,7 +155,7 @@ def _report_build_json(record: Any, reporter: Any) -> None:
     help="Quiet window after a change before rebuilding, in milliseconds.",
 )
 @common_options
-def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
+def watch_cmd(debounce, fmt, strict, allow, quiet, defines, **options) -> None:
     """Build SRC into OUT, then rebuild on every change until Ctrl-C.
 
     A prompt with errors (with --strict: or warnings) keeps its last good artifact; the other
@@ -173,10 +173,9 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
             param_hint="--format",
         )
     ctx = click.get_current_context()
-    given = {"src": src, "out": out, "tokenizer": tokenizer, "provider": provider}
     # flags typed on the command line keep winning after pyproject.toml changes
-    explicit = {k: v for k, v in given.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
+    explicit = {k: v for k, v in options.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+    config, config_diags = project_config(options, defines, allow=allow)
     current = settings()  # the loop runs in another thread, where there is no click context
     reporter = Reporter(fmt, strict, quiet)
     text = _TextReport(reporter)
@@ -190,7 +189,7 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
     def reload() -> tuple[Any, list]:
         fresh, diagnostics = current.reload()
         # `--allow` keeps adding to the file's `allow` (a reloaded file's own list included)
-        fresh = with_allowed(replace(fresh, **explicit), allow)
+        fresh = with_allowed(replace(fresh, **{k: coerce(k, v) for k, v in explicit.items()}), allow)
         return fresh.with_defines(parse_defines(defines)), diagnostics
 
     click.echo(f"watching {config.src} → {config.out} (Ctrl-C to stop)", err=True)
