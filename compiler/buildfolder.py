@@ -1,29 +1,203 @@
-"""Stage 5 — write: replace the output folder atomically, under a lock, or leave it as it was."""
+"""The build folder: what is in it, how it is read, and how it is replaced.
+
+A build folder (`build/`) holds `manifest.json` and one JSON artifact per prompt, and nothing
+else; promptc's state about it lives beside it, in `.promptc-cache/` (the lock, the incremental
+cache, the shadow set, the trash, the record of the folders promptc made). This module is the one
+place that knows those names and reads or changes those files:
+
+- reading (`BuildFolder`): the manifest and the artifacts, typed (`promptc.model`), each
+  artifact checked against the manifest's sha256 and kept inside the folder; the runtime, `diff`,
+  `cost`, `report`, the bindings and the driver read a build through it;
+- writing (`write_output`): the new set assembled beside the folder and swapped in with one
+  atomic exchange, under a lock, the exchanged-out set kept as the shadow for the next build;
+  only folders promptc made are ever moved or deleted (`claim_output`, `recover`, `_Owned`), and a
+  failure leaves the previous build exactly as it was. Single files go through `promptc.atomic`.
+
+Standard library only: the runtime that applications ship reads build folders with it.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import errno
 import hashlib
+import json
 import os
 import secrets
 import shutil
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from .. import codes
-from ..atomic import ABSENT, read_file, write_file
-from ..diagnostics import Diagnostic, make
-from ..language import CACHE_DIR, MANIFEST
+from . import codes
+from .atomic import ABSENT, read_file, write_file
+from .diagnostics import Diagnostic, make
+from .language import CACHE_DIR, MANIFEST
+from .model import Artifact, ArtifactError, Manifest, ManifestEntry
+
+__all__ = [
+    "CACHE_DIR",
+    "MANIFEST",
+    "STAGING_MARK",
+    "BuildFolder",
+    "BuildFolderError",
+    "Refused",
+    "artifact_path",
+    "manifest_path",
+    "read_document",
+    "state_path",
+    "write_output",
+]
 
 #: Beside the output folder: the lock, the incremental cache, the shadow set, the trash.
 #: Staging folders sit beside the output folder as `<out>.promptc-tmp-*`.
 STAGING_MARK = ".promptc-tmp-"
+
+
+def artifact_path(name: str) -> str:
+    """Where prompt `name`'s artifact is, relative to the build folder."""
+    return f"{name}.json"
+
+
+def state_path(out: Path) -> Path:
+    """The incremental cache of the build folder `out`."""
+    return out.parent / CACHE_DIR / f"{out.name}.state.json"
+
+
+def manifest_path(path: Path | str) -> Path:
+    """A build folder's manifest, or `path` itself when it names a file (a manifest elsewhere)."""
+    path = Path(path)
+    return path / MANIFEST if path.is_dir() else path
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a build
+
+
+class BuildFolderError(ValueError):
+    """A build folder, manifest or artifact that cannot be read; the message says which and why.
+    `unreadable` when the file could not be read at all (none there yet, no permission), as
+    opposed to one that was read and is not what promptc writes."""
+
+    def __init__(self, message: str, *, unreadable: bool = False) -> None:
+        super().__init__(message)
+        self.unreadable = unreadable
+
+
+def read_document(path: Path | str, label: str | None = None) -> dict[str, Any]:
+    """The JSON object of a manifest file (decoded, not yet typed); `label` names it in errors."""
+    shown = label or str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BuildFolderError(f"cannot read {shown}: {exc.strerror or exc}", unreadable=True) from None
+    return parse_document(data, shown)
+
+
+def parse_document(data: bytes, label: str) -> dict[str, Any]:
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise BuildFolderError(f"{label} is not valid JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise BuildFolderError(f"{label} is not a promptc manifest (expected a JSON object)")
+    return document
+
+
+class BuildFolder:
+    """A build folder as the runtime and the tools read it: the manifest, read once, and each
+    artifact when it is asked for, checked against the manifest's sha256 (a hand-edited or
+    half-copied build would render something nobody compiled) and never outside the folder."""
+
+    def __init__(self, path: Path | str, manifest: Manifest | None = None) -> None:
+        self.path = Path(path)
+        self._manifest = manifest
+
+    def __repr__(self) -> str:
+        return f"BuildFolder({str(self.path)!r})"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def manifest(self) -> Manifest:
+        """The typed manifest; `BuildFolderError` when there is none or it is not one."""
+        if self._manifest is None:
+            path = self.manifest_path
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise BuildFolderError(
+                    f"no {MANIFEST} in `{self.path}`: run `promptc build` first", unreadable=True
+                ) from None
+            except OSError as exc:
+                raise BuildFolderError(f"cannot read `{path}`: {exc}", unreadable=True) from None
+            try:
+                self._manifest = Manifest.from_json(json.loads(data))
+            except ArtifactError as exc:
+                raise BuildFolderError(f"`{path}`: {exc}") from None
+            except (ValueError, RecursionError) as exc:
+                raise BuildFolderError(f"cannot read `{path}`: {exc}") from None
+        return self._manifest
+
+    def manifest_or_none(self) -> Manifest | None:
+        """The manifest, or None when there is no readable one (a first build, a foreign folder)."""
+        try:
+            return self.manifest
+        except BuildFolderError:
+            return None
+
+    def entry(self, name: str) -> ManifestEntry | None:
+        return self.manifest.artifacts.get(name)
+
+    def artifact(self, name: str) -> Artifact:
+        """The artifact of prompt `name`, as the manifest lists it; `BuildFolderError` otherwise
+        (no such prompt, a file outside the folder, bytes that are not the ones built)."""
+        entry = self.entry(name)
+        if entry is None:
+            raise BuildFolderError(f"no prompt `{name}` in `{self.path}`")
+        root = self.path.resolve()
+        path = (self.path / entry.path).resolve()
+        if root != path and root not in path.parents:
+            raise BuildFolderError(f"manifest entry `{name}` points outside `{self.path}`")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BuildFolderError(f"cannot read the artifact of `{name}`: {exc}") from None
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise BuildFolderError(
+                f"`{path.name}` does not match {MANIFEST} (changed after the build); run `promptc build`"
+            )
+        try:
+            return Artifact.from_json(json.loads(data))
+        except (ValueError, RecursionError) as exc:  # ArtifactError is a ValueError too: both name the file
+            raise BuildFolderError(f"`{path}`: {exc}") from None
+
+    def artifact_or_none(self, name: str) -> Artifact | None:
+        """The artifact when the folder holds the one the manifest lists, else None."""
+        try:
+            return self.artifact(name)
+        except BuildFolderError:
+            return None
+
+    def artifact_file(self, name: str) -> Artifact | None:
+        """The artifact file of prompt `name` as it is, without the manifest (what an earlier build
+        left: the incremental build reads its token counts), or None."""
+        try:
+            return Artifact.from_json(json.loads((self.path / artifact_path(name)).read_bytes()))
+        except (OSError, ValueError, RecursionError):
+            return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Replacing a build
 
 
 @cache
@@ -294,8 +468,6 @@ def _listed(folder: Path) -> set[str] | None:
     """The artifact paths a promptc manifest lists, or None when `manifest.json` is not one. The
     answer for the manifest a build just wrote is kept (by its file's identity), so a watch loop's
     next build does not parse it again."""
-    import orjson
-
     path = folder / MANIFEST
     try:
         info = os.lstat(path)
@@ -306,8 +478,8 @@ def _listed(folder: Path) -> set[str] | None:
     if known is not None and known[0] == key:
         return known[1]
     try:
-        data = orjson.loads(read_file(path, limit=1 << 28, follow=False))
-    except (OSError, ValueError):
+        data = json.loads(read_file(path, limit=1 << 28, follow=False))
+    except (OSError, ValueError, RecursionError):
         return None
     artifacts = data.get("artifacts") if isinstance(data, dict) else None
     if not isinstance(artifacts, dict) or not str(data.get("schema", "")).startswith("promptc"):
@@ -483,8 +655,6 @@ _EMPTYING: set[str] = set()
 def _empty_trash(trash: Path) -> None:
     """Delete the trash in a daemon thread. A process that exits first leaves the rest for the next
     build; entries are unique names, so two processes emptying one trash do not collide."""
-    import threading
-
     key = str(trash)
     if key in _EMPTYING:
         return
@@ -641,7 +811,7 @@ def _same_output(out: Path, files: dict[str, bytes | Path], keep: list[str]) -> 
     return True
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def write_new_file(path: Path, data: bytes) -> None:
     """A new file in a staging folder promptc just made (it swaps in whole, so no temporary file)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     with os.fdopen(fd, "wb") as handle:
@@ -758,7 +928,7 @@ def _fill_staging(staging: Path, out: Path, files: dict[str, bytes | Path], keep
         if isinstance(data, Path):
             os.rename(data, ensure_folder(rel))  # already written to the spool
         else:
-            _write_file(Path(ensure_folder(rel)), data)
+            write_new_file(Path(ensure_folder(rel)), data)
 
 
 def _file_sha(path: str) -> str | None:
@@ -815,7 +985,7 @@ def _update_shadow(
         if isinstance(data, Path):
             replace_with(rel, lambda temporary, data=data: os.rename(data, temporary))
         else:
-            replace_with(rel, lambda temporary, data=data: _write_file(Path(temporary), data))
+            replace_with(rel, lambda temporary, data=data: write_new_file(Path(temporary), data))
     for folder in sorted(emptied - {""}, key=len, reverse=True):  # a deleted source's folders go too
         path = os.path.join(base, folder)
         while path != base:

@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from . import codes
+from .buildfolder import BuildFolder
 from .diagnostics import Diagnostic, make
+from .model import Artifact, Manifest
 
 __all__ = [
     "COST_SCHEMA",
@@ -307,24 +309,15 @@ def _facts_from_entry(name: str, entry: Any) -> PromptFacts:
     )
 
 
-def facts_of_build(manifest: Any, folder: Path | None) -> tuple[dict[str, PromptFacts], dict[str, Any]]:
-    """Facts for every prompt of a manifest (a `model.Manifest`), from the artifacts in `folder`
-    when they are there and are the ones the manifest lists (same sha256), else from the manifest
-    entry alone (no request size, no TTL). Also returns the artifacts that were read, by name."""
-    from .model import Artifact, ArtifactError
-
+def facts_of_build(manifest: Manifest, folder: Path | None) -> tuple[dict[str, PromptFacts], dict[str, Artifact]]:
+    """Facts for every prompt of a manifest, from the artifacts in `folder` when they are there
+    and are the ones the manifest lists (same sha256), else from the manifest entry alone (no
+    request size, no TTL). Also returns the artifacts that were read, by name."""
     facts: dict[str, PromptFacts] = {}
-    artifacts: dict[str, Any] = {}
+    artifacts: dict[str, Artifact] = {}
+    build = None if folder is None else BuildFolder(folder, manifest)
     for name, entry in sorted(manifest.artifacts.items()):
-        artifact = None
-        if folder is not None:
-            path = folder / entry.path
-            try:
-                data = path.read_bytes()
-                if hashlib.sha256(data).hexdigest() == entry.sha256:
-                    artifact = Artifact.from_json(json.loads(data))
-            except (OSError, ValueError, ArtifactError):
-                artifact = None
+        artifact = None if build is None else build.artifact_or_none(name)
         if artifact is not None:
             artifacts[name] = artifact
             facts[name] = facts_from_artifact(artifact)

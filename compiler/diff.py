@@ -183,7 +183,9 @@ class ManifestDiff:
 # Comparing
 
 
-def _read(manifest: Manifest | Any, which: str) -> Manifest:
+def manifest_of(manifest: Manifest | Any, which: str) -> Manifest:
+    """`manifest` typed (a decoded `manifest.json` document, or already a `Manifest`);
+    `ManifestError` naming `which` ("old", "new") when it is not a manifest this version reads."""
     if isinstance(manifest, Manifest):
         return manifest
     try:
@@ -215,7 +217,7 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
 
     Raises `ManifestError` when either document is not a promptc manifest this version reads.
     """
-    before_manifest, after_manifest = _read(old, "old"), _read(new, "new")
+    before_manifest, after_manifest = manifest_of(old, "old"), manifest_of(new, "new")
     old_artifacts, new_artifacts = before_manifest.artifacts, after_manifest.artifacts
     busts: list[CacheBust] = []
     contracts: list[ContractChange] = []

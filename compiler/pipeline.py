@@ -26,18 +26,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import orjson
 
 from . import codes, emit, suppress
+from .buildfolder import artifact_path
 from .config import Config
 from .context import Context, SourceTree
 from .diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
 from .jsonfile import read_json
 from .language import SOURCE_SUFFIX, STD_PREFIX
 from .meter import Meter, TokenizerError, meter
-from .model import Artifact
+from .model import Artifact, ManifestEntry
 from .nodes import Document, Header, Item
 from .parse import parse as parse_text
 from .passes.comments import strip_comments
@@ -100,10 +100,9 @@ class CompiledPrompt:
     artifact: Artifact | None = None
     data: bytes | None = None  # the artifact's JSON bytes, exactly as written
     includes: tuple[str, ...] = field(default=())
-    #: what the manifest records about this artifact (`Artifact.summary()`)
-    summary: dict[str, Any] | None = None
-    #: sha256 of `data`; also set when an incremental build reused the file already in the output
-    artifact_sha256: str | None = None
+    #: what the manifest records about this artifact: its path, the sha256 of its bytes (also when
+    #: an incremental build reused the file already in the output), and the summary
+    entry: ManifestEntry | None = None
     #: True when the artifact was not compiled in this build but taken from the output folder
     reused: bool = False
     #: where the build's spool holds the artifact's bytes, when it does not keep them in memory
@@ -112,13 +111,17 @@ class CompiledPrompt:
     resources: tuple[str, ...] = field(default=())
 
     @property
+    def artifact_sha256(self) -> str | None:
+        return None if self.entry is None else self.entry.sha256
+
+    @property
     def deps(self) -> tuple[str, ...]:
         """Every file besides its own source that the artifact depends on."""
         return (*self.includes, *self.resources)
 
     @property
     def ok(self) -> bool:
-        return self.artifact_sha256 is not None and not has_errors(self.diagnostics)
+        return self.entry is not None and not has_errors(self.diagnostics)
 
     def load_artifact(self) -> Artifact | None:
         """The artifact, decoding `data` when the build kept only the bytes."""
@@ -194,8 +197,7 @@ class Compilation:
             self.artifact,
             self.encoded,
             doc.includes,
-            self.artifact.summary(),
-            hashlib.sha256(self.encoded).hexdigest(),
+            ManifestEntry.of(self.artifact, artifact_path(self.name), hashlib.sha256(self.encoded).hexdigest()),
             resources=doc.resources,
         )
 

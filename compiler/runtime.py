@@ -39,15 +39,14 @@ variables, matching the compiler, for which every placeholder root is an input.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import template
-from .language import JOINER, MANIFEST, PLACEHOLDER_PATH, SHAPES
+from .buildfolder import BuildFolder, BuildFolderError
+from .language import JOINER, PLACEHOLDER_PATH, SHAPES
 from .model import Artifact, ArtifactError, Manifest, OutputSchema, Tool
 from .suggest import suggestions
 
@@ -616,11 +615,12 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
 
 
 class Runtime:
-    """A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily."""
+    """A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily (through
+    `promptc.buildfolder`, which checks each artifact against the manifest's sha256)."""
 
     def __init__(self, build_dir: str | Path) -> None:
         self.build_dir = Path(build_dir)
-        self._manifest: Manifest | None = None
+        self._folder = BuildFolder(self.build_dir)
         self._artifacts: dict[str, Artifact] = {}
         self._plans: dict[str, RenderPlan] = {}
 
@@ -629,19 +629,10 @@ class Runtime:
 
     @property
     def manifest(self) -> Manifest:
-        if self._manifest is None:
-            path = self.build_dir / MANIFEST
-            try:
-                data = json.loads(path.read_bytes())
-            except FileNotFoundError:
-                raise RenderError(f"no {MANIFEST} in `{self.build_dir}`: run `promptc build` first") from None
-            except (OSError, ValueError) as exc:
-                raise RenderError(f"cannot read `{path}`: {exc}") from None
-            try:
-                self._manifest = Manifest.from_json(data)
-            except ArtifactError as exc:
-                raise RenderError(f"`{path}`: {exc}") from None
-        return self._manifest
+        try:
+            return self._folder.manifest
+        except BuildFolderError as exc:
+            raise RenderError(str(exc)) from None
 
     def names(self) -> list[str]:
         return sorted(self.manifest.artifacts)
@@ -657,27 +648,15 @@ class Runtime:
         cached = self._artifacts.get(name)
         if cached is not None:
             return cached
-        entry = self.manifest.artifacts.get(name)
-        if entry is None:
+        if name not in self.manifest.artifacts:
             close = suggestions(name, self.names(), limit=max(2, len(name) // 3))
             hint = f"; did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else ""
             known = "" if close else f"; prompts: {', '.join(self.names()) or '(none)'}"
             raise RenderError(f"no prompt `{name}` in `{self.build_dir}`{hint}{known}")
-        root = self.build_dir.resolve()
-        path = (self.build_dir / entry.path).resolve()
-        if root != path and root not in path.parents:
-            raise RenderError(f"manifest entry `{name}` points outside `{self.build_dir}`")
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise RenderError(f"cannot read the artifact of `{name}`: {exc}") from None
-        if hashlib.sha256(data).hexdigest() != entry.sha256:
-            # A hand-edited or half-copied build would render something nobody compiled or checked.
-            raise RenderError(f"`{path.name}` does not match {MANIFEST} (changed after the build); run `promptc build`")
-        try:
-            artifact = Artifact.from_json(json.loads(data))
-        except ValueError as exc:  # ArtifactError is a ValueError too: both name the file
-            raise RenderError(f"`{path}`: {exc}") from None
+            artifact = self._folder.artifact(name)
+        except BuildFolderError as exc:
+            raise RenderError(str(exc)) from None
         self._artifacts[name] = artifact
         return artifact
 

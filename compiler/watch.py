@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .buildfolder import CACHE_DIR, STAGING_MARK
 from .language import RESOURCE_SUFFIX, SOURCE_SUFFIX
 
 if TYPE_CHECKING:
@@ -217,8 +218,6 @@ class Watcher:
         name = os.path.basename(path)
         if name == CONFIG_NAME and os.path.dirname(path) in self._config_dirs:
             return "config"
-        from .driver import CACHE_DIR, STAGING_MARK
-
         if _under(path, out) or _in_staging(path, out, STAGING_MARK):
             return None
         if path == src:
@@ -270,8 +269,6 @@ class Watcher:
         and their other subfolders recursively. Watching the output folder would not only be noise:
         the build swaps it with its staging folder (renameat2 RENAME_EXCHANGE), which watchdog's
         recursive inotify bookkeeping does not survive (its reader thread dies on a KeyError)."""
-        from .driver import STAGING_MARK
-
         if not _under(out, folder) or out == folder:
             return [(folder, True)]
         watches = [(folder, False)]

@@ -429,8 +429,8 @@ def test_exact_text(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "prompts_src").mkdir(exist_ok=True)
     if code == "E907":
+        import promptc.buildfolder as output_module
         import promptc.driver as build_module
-        import promptc.driver.output as output_module
 
         original = output_module.output_lock
         monkeypatch.setattr(build_module, "output_lock", lambda out, timeout=0.2: original(out, timeout))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import promptc.driver.output as output_module
+import promptc.buildfolder as output_module
 import promptc.driver.sources as sources_module
 from promptc.config import Config
 from promptc.driver import build
@@ -98,7 +98,7 @@ def test_disk_full_is_a_diagnostic_and_keeps_the_previous_build(project: Path, m
         written.append(path)
         path.write_bytes(data)
 
-    monkeypatch.setattr(output_module, "_write_file", full_disk)
+    monkeypatch.setattr(output_module, "write_new_file", full_disk)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"]
     assert "No space left on device" in result.diagnostics[0].message
@@ -114,7 +114,7 @@ def test_permission_denied_is_a_diagnostic(project: Path, monkeypatch) -> None:
     def denied(path: Path, data: bytes) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
 
-    monkeypatch.setattr(output_module, "_write_file", denied)
+    monkeypatch.setattr(output_module, "write_new_file", denied)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"]
     assert "Permission denied" in result.diagnostics[0].message

@@ -253,7 +253,7 @@ def _cache_leftovers(project: Path) -> list[str]:
 def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: int) -> None:
     import errno
 
-    import promptc.driver.output as output_module
+    import promptc.buildfolder as output_module
     import promptc.driver.pool as pool_module
 
     monkeypatch.chdir(project)
@@ -265,7 +265,7 @@ def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: in
     before = snapshot(project / "build")
     for i in range(count):
         write(project, f"prompts_src/p{i:02d}.prompt", f"Prompt {i}, version three, which is longer\n")
-    real = output_module._write_file
+    real = output_module.write_new_file
     written: list[Path] = []
 
     def full_disk(path: Path, data: bytes) -> None:
@@ -274,16 +274,16 @@ def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: in
         written.append(path)
         real(path, data)
 
-    monkeypatch.setattr(output_module, "_write_file", full_disk)
-    monkeypatch.setattr(pool_module, "_write_file", full_disk)
+    monkeypatch.setattr(output_module, "write_new_file", full_disk)
+    monkeypatch.setattr(pool_module, "write_new_file", full_disk)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"] and "No space left" in result.diagnostics[0].message
     assert snapshot(project / "build") == before
     # neither the half-updated shadow, nor a `.promptc-new` file, nor a spool, nor trash
     assert _cache_leftovers(project) == []
     assert sorted(p.name for p in project.iterdir()) == [".promptc-cache", "build", "prompts_src"]
-    monkeypatch.setattr(output_module, "_write_file", real)
-    monkeypatch.setattr(pool_module, "_write_file", real)
+    monkeypatch.setattr(output_module, "write_new_file", real)
+    monkeypatch.setattr(pool_module, "write_new_file", real)
     assert build("prompts_src", "build", APPROX).written  # and the next build, with room, succeeds
     assert "version three" in (project / "build/p00.json").read_text()
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ..language import MANIFEST
 from .common import USAGE_ERROR, settings
 
 if TYPE_CHECKING:
     from ..cost import DiffCost, TreeCost
+    from ..model import Manifest
 
 
 def _fail(command: str, message: str) -> NoReturn:
@@ -83,23 +83,18 @@ def load_traffic(command: str, path: str, names: list[str], other_names: list[st
 def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(manifest, facts by name, artifacts by name) of a build folder or a manifest file; exit 2
     when there is no readable manifest."""
-    import orjson
-
+    from ..buildfolder import BuildFolderError, manifest_path, read_document
     from ..cost import facts_of_build
     from ..model import ArtifactError, Manifest
 
-    path = Path(folder)
-    manifest_path = path / MANIFEST if path.is_dir() else path
+    path = manifest_path(folder)
     try:
-        document = orjson.loads(manifest_path.read_bytes())
-        manifest = Manifest.from_json(document)
-    except OSError as exc:
-        _fail(command, f"cannot read {manifest_path}: {exc.strerror or exc} (run `promptc build` first)")
-    except orjson.JSONDecodeError as exc:
-        _fail(command, f"{manifest_path} is not valid JSON: {exc}")
+        manifest = Manifest.from_json(read_document(path))
+    except BuildFolderError as exc:
+        _fail(command, f"{exc} (run `promptc build` first)" if exc.unreadable else str(exc))
     except ArtifactError as exc:
-        _fail(command, f"{manifest_path}: {exc}")
-    facts, artifacts = facts_of_build(manifest, manifest_path.parent)
+        _fail(command, f"{path}: {exc}")
+    facts, artifacts = facts_of_build(manifest, path.parent)
     return manifest, facts, artifacts
 
 
@@ -266,14 +261,14 @@ def _folder_of(arg: str) -> Path | None:
 
 
 def diff_money(
-    old_document: dict[str, Any],
+    old_manifest: Manifest,
     old_arg: str,
-    new_document: dict[str, Any],
+    new_manifest: Manifest,
     new_arg: str,
     traffic_path: str | None,
     fail_on: tuple[str, ...],
 ) -> DiffMoney | None:
-    """The cost of a diff between two decoded manifests, read with the artifacts beside them
+    """The cost of a diff between two manifests, read with the artifacts beside them
     (none for `-`, stdin: the old sizes are then estimated). None without --traffic; a `cost>`
     limit without --traffic is a usage error."""
     limits = cost_limits(fail_on)
@@ -282,12 +277,8 @@ def diff_money(
             _fail("diff", "--fail-on cost>AMOUNT needs --traffic FILE (requests per day of each prompt)")
         return None
     from ..cost import diff_cost, facts_of_build
-    from ..model import ArtifactError, Manifest
 
-    try:
-        old_facts = facts_of_build(Manifest.from_json(old_document), _folder_of(old_arg))[0]
-        new_facts = facts_of_build(Manifest.from_json(new_document), _folder_of(new_arg))[0]
-    except ArtifactError as exc:  # diff reports a malformed manifest itself; this is a safety net
-        _fail("diff", str(exc))
+    old_facts = facts_of_build(old_manifest, _folder_of(old_arg))[0]
+    new_facts = facts_of_build(new_manifest, _folder_of(new_arg))[0]
     traffic = load_traffic("diff", traffic_path, list(new_facts), list(old_facts))
     return DiffMoney(diff_cost(old_facts, new_facts, traffic), traffic_path, limits)

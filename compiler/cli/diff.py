@@ -21,27 +21,15 @@ def _usage_error(message: str) -> NoReturn:
 
 def _read_manifest(arg: str) -> dict[str, Any]:
     """A manifest from a file, a build folder (its manifest.json), or `-` for stdin."""
-    import orjson
+    from ..buildfolder import BuildFolderError, manifest_path, parse_document, read_document
 
-    label = "stdin" if arg == "-" else arg
     try:
         if arg == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            path = Path(arg)
-            if path.is_dir():
-                path = path / MANIFEST
-                label = str(path)
-            data = path.read_bytes()
-    except OSError as exc:
-        _usage_error(f"cannot read {label}: {exc.strerror or exc}")
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        _usage_error(f"{label} is not valid JSON: {exc}")
-    if not isinstance(document, dict):
-        _usage_error(f"{label} is not a promptc manifest (expected a JSON object)")
-    return document
+            return parse_document(sys.stdin.buffer.read(), "stdin")
+        path = manifest_path(arg)
+        return read_document(path, arg if path == Path(arg) else str(path))
+    except BuildFolderError as exc:
+        _usage_error(str(exc))
 
 
 def _fail_with(diagnostic, fmt: str) -> NoReturn:
@@ -132,7 +120,8 @@ def diff_cmd(
     Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest or the old
     tree cannot be read.
     """
-    from ..diff import ManifestError, diff_manifests, locate_busts, render_github, render_text
+    from ..diff import ManifestError, diff_manifests, locate_busts, manifest_of, render_github, render_text
+    from ..model import Manifest
     from .oldtree import OldTreeError, from_folder, from_revision
 
     config = settings().config
@@ -153,24 +142,26 @@ def diff_cmd(
             old_tree = folder if old_tree is None else replace(old_tree, sources=folder.sources)
     except OldTreeError as exc:
         _fail_with(exc.diagnostic, fmt)
+    old: Manifest | dict[str, Any]
     if old_tree is not None and old_manifest is None:
-        import orjson
-
         if old_tree.manifest is not None:
+            from ..buildfolder import BuildFolderError, parse_document
+
             try:
-                old = orjson.loads(old_tree.manifest)
-            except orjson.JSONDecodeError as exc:
-                _usage_error(f"{against}:{config.out}/manifest.json is not valid JSON: {exc}")
+                old = parse_document(old_tree.manifest, f"{against}:{config.out}/{MANIFEST}")
+            except BuildFolderError as exc:
+                _usage_error(str(exc))
         else:
             from ..driver import compile_tree
 
-            old = compile_tree(old_tree.sources, config)[1].to_json()
+            old = compile_tree(old_tree.sources, config)[1]
     else:
         assert old_manifest is not None
         old = _read_manifest(old_manifest)
-    new = _read_manifest(new_manifest)
     try:
-        diff = diff_manifests(old, new)
+        # typed once, here; the diff and its cost read the same two manifests
+        old_typed, new_typed = manifest_of(old, "old"), manifest_of(_read_manifest(new_manifest), "new")
+        diff = diff_manifests(old_typed, new_typed)
     except ManifestError as exc:
         _usage_error(str(exc))
     if old_tree is not None and diff.busts:
@@ -184,7 +175,7 @@ def diff_cmd(
     from .cost import diff_money
 
     # with --against the old artifacts stay in git: the old sizes are estimated (the output says so)
-    money = diff_money(old, old_manifest or "-", new, new_manifest, traffic_path, fail_on)
+    money = diff_money(old_typed, old_manifest or "-", new_typed, new_manifest, traffic_path, fail_on)
     if money is not None:
         failing += money.failing
     if fmt == "json":

@@ -30,21 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import codes
-from ..config import Config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
-from ..emit import dumps
-from ..language import SOURCE_SUFFIX
-from ..model import Artifact, Manifest
-from ..pipeline import CompiledPrompt
-from ..runtime import RenderError, Runtime
-from ..suppress import allowed
-from . import bindings
-from .manifest import MANIFEST, collisions, manifest_for, read_manifest
-from .output import (
+from ..buildfolder import (
     CACHE_DIR,
+    MANIFEST,
     STAGING_MARK,
+    BuildFolder,
     Refused,
+    artifact_path,
     claim_output,
     discard,
     give_back,
@@ -57,6 +49,16 @@ from .output import (
     write_error,
     write_output,
 )
+from ..config import Config
+from ..context import SourceTree
+from ..diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
+from ..emit import dumps
+from ..language import SOURCE_SUFFIX
+from ..model import Artifact, Manifest
+from ..pipeline import CompiledPrompt
+from ..suppress import allowed
+from . import bindings
+from .manifest import collisions, manifest_for
 from .plan import Plan, compiler_fingerprint, last_good, load_plan, save_state
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import is_prompt, read_tree
@@ -300,18 +302,14 @@ def _artifacts(project: _Compiled, out: Path) -> dict[str, Artifact]:
     manifest's hashes. A prompt whose artifact cannot be had is left out (the build reported why)."""
     if project.manifest is None:
         return {}
-    folder = Runtime(out)
+    folder = BuildFolder(out, project.manifest)  # the manifest in hand, not the one on disk
     artifacts: dict[str, Artifact] = {}
     for prompt in project.prompts:
         if prompt.name not in project.manifest.artifacts:
             continue
-        artifact = prompt.load_artifact()
-        if artifact is None:
-            try:
-                artifact = folder.artifact(prompt.name)
-            except RenderError:
-                continue
-        artifacts[prompt.name] = artifact
+        artifact = prompt.load_artifact() or folder.artifact_or_none(prompt.name)
+        if artifact is not None:
+            artifacts[prompt.name] = artifact
     return artifacts
 
 
@@ -337,17 +335,12 @@ def _why_stale(path: str, out: Path, project: _Compiled) -> tuple[str, str]:
         return f"`{shown}` is missing: `promptc build` would write it", rebuild
     if path == MANIFEST:
         return f"`{shown}` is stale: it lists artifacts or hashes that are not the current ones", rebuild
-    prompt = next((p for p in project.prompts if f"{p.name}.json" == path), None)
+    prompt = next((p for p in project.prompts if artifact_path(p.name) == path), None)
     if prompt is None or project.tree is None:
         return f"`{shown}` is stale: it differs from what `promptc build` would write", rebuild
-    import orjson
-
     source = project.tree.display(prompt.source)
-    try:
-        recorded = orjson.loads((out / path).read_bytes()).get("source_sha256")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    if recorded != project.tree.shas.get(prompt.source):
+    recorded = BuildFolder(out).artifact_file(prompt.name)
+    if recorded is None or recorded.source_sha256 != project.tree.shas.get(prompt.source):
         return f"`{shown}` is stale: its source `{source}` changed since it was built", rebuild
     deps = ", ".join(f"`{project.tree.display(d)}`" for d in prompt.deps) if prompt.deps else ""
     what = f"one of {deps}, the config or promptc itself" if deps else "the config or promptc itself"
@@ -368,8 +361,7 @@ def _failed_by_strict(prompt: CompiledPrompt) -> CompiledPrompt:
         diagnostics=tuple(_strict(prompt.diagnostics, True)),
         artifact=None,
         data=None,
-        summary=None,
-        artifact_sha256=None,
+        entry=None,
         spooled=None,
         reused=False,
     )
@@ -430,7 +422,7 @@ def _compile(
     if strict:
         prompts = [_failed_by_strict(p) for p in prompts]
     if keep_last_good:
-        previous = read_manifest(out).get("artifacts", {})
+        previous = BuildFolder(out).manifest_or_none()
         prompts = [(last_good(p, previous, out) or p) if has_errors(p.diagnostics) else p for p in prompts]
     project.prompts = prompts
     for prompt in prompts:
@@ -443,15 +435,15 @@ def _compile(
 
     # 4. the manifest, and the set of files to write
     if project.ok or keep_last_good:
-        writable = [p for p in prompts if p.artifact_sha256 is not None]
+        writable = [p for p in prompts if p.entry is not None]
         project.manifest = manifest_for(writable, config)
         files: dict[str, bytes | Path] = {}
         for p in writable:
             if not p.reused and (p.data or p.spooled):
-                files[f"{p.name}.json"] = p.data or Path(p.spooled or "")
+                files[artifact_path(p.name)] = p.data or Path(p.spooled or "")
         files[MANIFEST] = dumps(project.manifest)
         project.files = dict(sorted(files.items()))
-        project.keep = sorted(f"{p.name}.json" for p in writable if p.reused)
+        project.keep = sorted(artifact_path(p.name) for p in writable if p.reused)
     return project
 
 

@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..buildfolder import artifact_path, write_new_file
 from ..config import Config
 from ..context import SourceTree
 from ..pipeline import CompiledPrompt, PartialLoader, compile_prompt
-from .output import _write_file
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -34,9 +34,9 @@ def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
     build would otherwise hold every artifact until the end."""
     if spool is None or prompt.data is None:
         return prompt
-    path = os.path.join(spool, f"{prompt.name}.json")
+    path = os.path.join(spool, artifact_path(prompt.name))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _write_file(Path(path), prompt.data)
+    write_new_file(Path(path), prompt.data)
     return replace(prompt, data=None, spooled=path)
 
 
