@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .codes import Code
 from .config import Config
-from .diagnostics import Diagnostic, SourceText, Span, make
+from .diagnostics import Diagnostic, Fix, SourceText, Span, make
 from .language import SOURCE_SUFFIX
 
 if TYPE_CHECKING:
@@ -92,8 +92,20 @@ class Context:
         #: loads partials once per build; the include pass splices what it returns
         self.partials = partials
 
-    def report(self, code: Code, message: str, span: Span | None = None, hint: str | None = None) -> None:
-        self.diagnostics.append(make(code, message, span, hint, source=self.source))
+    def report(
+        self,
+        code: Code,
+        message: str,
+        span: Span | None = None,
+        hint: str | None = None,
+        fixes: Iterable[Fix | None] = (),
+    ) -> None:
+        """Report a diagnostic of this file; `fixes` are its suggestions as edits (`diagnostics.Fix`)."""
+        self.diagnostics.append(make(code, message, span, hint, source=self.source, fixes=fixes))
+
+    def source_of(self, span: Span | None) -> SourceText:
+        """The file a span of this compilation points into (a partial's, for spliced text)."""
+        return span.src if span is not None and span.src is not None else self.source
 
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics.extend(diagnostics)

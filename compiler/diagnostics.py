@@ -10,6 +10,7 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .codes import CODES, Code, Severity
 
@@ -65,6 +66,66 @@ class SourceText:
 
 
 @dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace the text between two places of the diagnostic's own file with `text` (an insertion
+    when they are the same place): offsets into the normalised text, and the same places as
+    1-based lines and code-point columns, as diagnostics count them."""
+
+    start: int
+    end: int
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    text: str
+
+    @staticmethod
+    def of(source: SourceText, start: int, end: int, text: str) -> Edit:
+        first, last = source.span(start), source.span(end)
+        return Edit(first.start, last.start, first.line, first.col, last.line, last.col, text)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.end_line,
+            "end_col": self.end_col,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A suggestion as data, as ruff's `Fix`: what it does (`title`, an editor's quick fix) and the
+    edits that do it. The hint says the same in words; the CLI prints the hint, `--format json`
+    and SARIF carry the fix, and the language server offers it as a code action."""
+
+    title: str
+    edits: tuple[Edit, ...]
+    #: the one fix the hint proposes, as opposed to one of several ways out
+    preferred: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "edits": [e.to_json() for e in self.edits], "preferred": self.preferred}
+
+
+def replace_word(source: SourceText, span: Span, old: str, new: str) -> Fix | None:
+    """The fix replacing the word `old` where it is written inside `span` (the first whole-word
+    occurrence) with `new`; None when `old` is not written there."""
+    written = source.text[span.start : span.end]
+    match = re.search(rf"(?<![\w]){re.escape(old)}(?![\w])", written)
+    if match is None:
+        return None
+    at = span.start + match.start()
+    return Fix(f"Replace `{old}` with `{new}`", (Edit.of(source, at, at + len(old), new),))
+
+
+def insert(source: SourceText, offset: int, text: str, title: str, *, preferred: bool = False) -> Fix:
+    """The fix inserting `text` at `offset` of `source`."""
+    return Fix(title, (Edit.of(source, offset, offset, text),), preferred)
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     code: str
     severity: Severity
@@ -76,6 +137,8 @@ class Diagnostic:
     source_line: str | None = None
     #: For a diagnostic in a partial (or a tool file): the prompts whose build reported it
     included_by: tuple[str, ...] = ()
+    #: what would fix it, as edits of its own file (the first is the one the hint proposes)
+    fixes: tuple[Fix, ...] = ()
 
     def __post_init__(self) -> None:
         if self.code not in CODES:  # a programming error, not a user one
@@ -122,6 +185,7 @@ class Diagnostic:
             "message": self.message,
             "hint": self.hint,
             "included_by": list(self.included_by),
+            "fixes": [fix.to_json() for fix in self.fixes],
         }
 
 
@@ -139,10 +203,12 @@ def make(
     source: SourceText | None = None,
     path: str | None = None,
     source_line: str | None = None,
+    fixes: Iterable[Fix | None] = (),
 ) -> Diagnostic:
     """The one way to make a diagnostic. The severity is the code's own. The file is the span's
     own when it has one, else `source`, else `path` (for diagnostics about a file that could not be
-    read, a folder or the configuration); the source line under the caret comes from the file."""
+    read, a folder or the configuration); the source line under the caret comes from the file.
+    `fixes` are edits of that file (a None, a suggestion that found nothing to edit, is dropped)."""
     src = (span.src if span is not None and span.src is not None else None) or source
     line = source_line
     if line is None and span is not None and src is not None:
@@ -150,7 +216,8 @@ def make(
     if span is not None and span.src is not None:
         span = replace(span, src=None)  # diagnostics travel between processes; keep them small
     where = src.path if src is not None else (path if path is not None else "<unknown>")
-    return Diagnostic(str(code), code.severity, message, where, span, hint, line)
+    kept = tuple(fix for fix in fixes if fix is not None)
+    return Diagnostic(str(code), code.severity, message, where, span, hint, line, fixes=kept)
 
 
 class DiagnosticSink:
@@ -162,8 +229,15 @@ class DiagnosticSink:
         self.source = source
         self.items: list[Diagnostic] = []
 
-    def report(self, code: Code, message: str, span: Span | None = None, hint: str | None = None) -> None:
-        self.items.append(make(code, message, span, hint, source=self.source))
+    def report(
+        self,
+        code: Code,
+        message: str,
+        span: Span | None = None,
+        hint: str | None = None,
+        fixes: Iterable[Fix | None] = (),
+    ) -> None:
+        self.items.append(make(code, message, span, hint, source=self.source, fixes=fixes))
 
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.items.extend(diagnostics)
@@ -420,6 +494,30 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
                 }
             ],
         }
+        if d.fixes:
+            result["fixes"] = [
+                {
+                    "description": {"text": fix.title},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": where,
+                            "replacements": [
+                                {
+                                    "deletedRegion": {
+                                        "startLine": e.line,
+                                        "startColumn": e.col,
+                                        "endLine": e.end_line,
+                                        "endColumn": e.end_col,
+                                    },
+                                    "insertedContent": {"text": e.text},
+                                }
+                                for e in fix.edits
+                            ],
+                        }
+                    ],
+                }
+                for fix in d.fixes
+            ]
         properties: dict = {}
         if d.hint:
             properties["hint"] = d.hint

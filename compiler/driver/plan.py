@@ -22,7 +22,7 @@ from ..atomic import read_file, write_file
 from ..buildfolder import BuildFolder, artifact_path, state_path
 from ..config import Config
 from ..context import SourceTree
-from ..diagnostics import Diagnostic, Span, has_errors
+from ..diagnostics import Diagnostic, Edit, Fix, Span, has_errors
 from ..model import Manifest, ManifestEntry
 from ..pipeline import CompiledPrompt, name_of
 
@@ -179,14 +179,19 @@ def _warnings_to_state(diagnostics: tuple[Diagnostic, ...]) -> dict[str, Any]:
     for d in diagnostics:
         span = [d.span.start, d.span.end, d.span.line, d.span.col] if d.span else None
         line = None if d.source_line is None else lines.setdefault(d.source_line, len(lines))
-        rows.append([d.code, d.severity, d.message, d.path, span, d.hint, line])
+        fixes = [
+            [f.title, f.preferred, [[e.start, e.end, e.line, e.col, e.end_line, e.end_col, e.text] for e in f.edits]]
+            for f in d.fixes
+        ]
+        rows.append([d.code, d.severity, d.message, d.path, span, d.hint, line, fixes])
     return {"warnings": rows, "lines": list(lines)}
 
 
 def _diag_from_state(row: list[Any], lines: list[str]) -> Diagnostic:
-    code, severity, message, path, span, hint, line = row
+    code, severity, message, path, span, hint, line, fixes = row
     text = None if line is None else lines[line]
-    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, text)
+    kept = tuple(Fix(title, tuple(Edit(*edit) for edit in edits), preferred) for title, preferred, edits in fixes)
+    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, text, fixes=kept)
 
 
 def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from .. import codes
 from ..context import Context, SourceTree
 from ..diagnostics import Diagnostic, SourceText, Span
 from ..language import (
@@ -143,8 +142,8 @@ def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree |
 def lsp_diagnostic(uri: str, d: Diagnostic, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
     """A compiler diagnostic as the LSP's: the same code, message and range as `promptc check`
     prints (`path:line:col` to `end_line:end_col`). The hint, and the prompts that reported a
-    partial's diagnostic, are related information at the same place (and the hint is in `data`,
-    where the code actions read it)."""
+    partial's diagnostic, are related information at the same place; its fixes are in `data`,
+    where the code actions read them."""
     end_line, end_col = d.end
     start = codec.position_to_client_units(lines, types.Position(line=d.line - 1, character=d.col - 1))
     end = codec.position_to_client_units(lines, types.Position(line=end_line - 1, character=end_col - 1))
@@ -162,7 +161,7 @@ def lsp_diagnostic(uri: str, d: Diagnostic, lines: list[str], codec: PositionCod
         code=d.code,
         source=SOURCE_NAME,
         related_information=related or None,
-        data={"hint": d.hint, "included_by": list(d.included_by)},
+        data={"hint": d.hint, "included_by": list(d.included_by), "fixes": [fix.to_json() for fix in d.fixes]},
     )
 
 
@@ -475,54 +474,28 @@ def completion(view: FileView, position: types.Position) -> list[types.Completio
 # ---------------------------------------------------------------------------------------------
 # Code actions
 
-_SUGGESTED = re.compile(r"did you mean `([^`]+)`\?|declares `([^`]+)` \(line")
-_QUOTED = re.compile(r"`([^`]+)`")
-
 
 def code_actions(view: FileView, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    """The quick fixes of the diagnostics in range: each one's structured fixes (`Diagnostic.fixes`,
+    carried in the LSP diagnostic's `data`), their edits in the client's units. Nothing is read
+    from the text of a hint."""
     actions: list[types.CodeAction] = []
     for diagnostic in diagnostics:
-        if diagnostic.source != SOURCE_NAME:
+        if diagnostic.source != SOURCE_NAME or not isinstance(diagnostic.data, dict):
             continue
-        data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
-        hint = data.get("hint") or ""
-        message = diagnostic.message
-        start = view.offset(diagnostic.range.start)
-        end = view.offset(diagnostic.range.end)
-        written = view.src.text[start:end]
-        wrong = _QUOTED.search(message)
-        suggestion = _SUGGESTED.search(hint)
-        if suggestion and wrong:
-            better = suggestion.group(1) or suggestion.group(2)
-            edit = _replacement(view, start, written, wrong.group(1), better)
-            if edit is not None:
-                actions.append(_action(f"Replace `{wrong.group(1)}` with `{better}`", uri, [edit], diagnostic, True))
-        if diagnostic.code == str(codes.UNDECLARED_INPUT) and wrong:
-            edit = _declare(view, wrong.group(1))
-            if edit is not None:
-                actions.append(_action(f"Add `{wrong.group(1)}` to `/// input:`", uri, [edit], diagnostic, False))
+        for fix in diagnostic.data.get("fixes") or ():
+            edits = [
+                types.TextEdit(
+                    range=types.Range(
+                        start=view.position(edit["line"], edit["col"]),
+                        end=view.position(edit["end_line"], edit["end_col"]),
+                    ),
+                    new_text=edit["text"],
+                )
+                for edit in fix["edits"]
+            ]
+            actions.append(_action(fix["title"], uri, edits, diagnostic, bool(fix["preferred"])))
     return actions
-
-
-def _replacement(view: FileView, start: int, written: str, wrong: str, better: str) -> types.TextEdit | None:
-    """Replace the misspelt word inside the diagnostic's range (a whole suggested line such as
-    `/// param: model=x` replaces the whole range)."""
-    if better.startswith("///"):
-        return types.TextEdit(range=view.range_of(view.src.span(start, start + len(written))), new_text=better)
-    match = re.search(rf"(?<![\w]){re.escape(wrong)}(?![\w])", written)
-    if match is None:
-        return None
-    at = start + match.start()
-    return types.TextEdit(range=view.range_of(view.src.span(at, at + len(wrong))), new_text=better)
-
-
-def _declare(view: FileView, name: str) -> types.TextEdit | None:
-    directive = next((d for d in view.directives if d.key == "input"), None)
-    if directive is None:
-        return None
-    end = directive.value_span.end
-    text = f", {name}" if directive.value.strip() else f" {name}"
-    return types.TextEdit(range=view.range_of(view.src.span(end, end)), new_text=text)
 
 
 def _action(title: str, uri: str, edits, diagnostic, preferred: bool) -> types.CodeAction:

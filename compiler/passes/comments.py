@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from .. import codes
 from ..context import Context
+from ..diagnostics import Edit, Fix
 from ..language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
 from ..nodes import Comment, Document
 
@@ -38,8 +39,9 @@ _VALUE_SHAPES = {
 }
 
 
-def _near_miss(line: str) -> tuple[str, str] | None:
-    """(message, hint) when the comment line looks like a directive with a slip."""
+def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
+    """(message, hint, fix) when the comment line looks like a directive with a slip; the fix is
+    (start, end, text) within the line."""
     from .directives import RESERVED_KEYS
 
     cased = _CASED.match(line)
@@ -48,6 +50,7 @@ def _near_miss(line: str) -> tuple[str, str] | None:
         return (
             f"`/// {key}:` is a comment, not a directive: directive keys are lowercase",
             f"did you mean `/// {key.lower()}:`?",
+            (cased.start(1), cased.end(1), key.lower()),
         )
     bare = _NO_COLON.match(line)
     if bare and bare.group(1) in _VALUE_SHAPES and _VALUE_SHAPES[bare.group(1)].fullmatch(bare.group(2)):
@@ -55,6 +58,7 @@ def _near_miss(line: str) -> tuple[str, str] | None:
         return (
             f"`/// {key} {value}` is a comment, not a directive: it has no colon",
             f"did you mean `/// {key}: {value}`?",
+            (bare.end(1), bare.start(2), ": "),
         )
     return None
 
@@ -69,11 +73,16 @@ def strip_comments(doc: Document, ctx: Context) -> Document:
         if item.full_line and item.span.src in (None, ctx.source):
             slip = _near_miss(text[item.span.start : item.span.end])
             if slip is not None:
-                end = text.find("\n", item.span.start, item.span.end)
+                message, hint, (start, end, new) = slip
+                line_end = text.find("\n", item.span.start, item.span.end)
+                at = item.span.start
+                what = hint.removeprefix("did you mean ").removesuffix("?")
+                fix = Fix(f"Write {what}", (Edit.of(ctx.source, at + start, at + end, new),))
                 ctx.report(
                     codes.DIRECTIVE_TYPO,
-                    slip[0],
-                    ctx.source.span(item.span.start, end if end != -1 else item.span.end),
-                    slip[1],
+                    message,
+                    ctx.source.span(item.span.start, line_end if line_end != -1 else item.span.end),
+                    hint,
+                    [fix],
                 )
     return replace(doc, items=tuple(kept))

@@ -15,7 +15,7 @@ from dataclasses import replace
 from .. import codes
 from ..codes import CODES
 from ..context import Context
-from ..diagnostics import Span
+from ..diagnostics import Edit, Fix, Span, replace_word
 from ..language import BOUNDARIES, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
 from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from ..suggest import did_you_mean
@@ -342,6 +342,7 @@ class _HeaderBuilder:
                     f"unknown role `{d.value}`",
                     d.value_span,
                     (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
+                    [replace_word(ctx.source_of(d.value_span), d.value_span, d.value, close)] if close else (),
                 )
             elif self.role is not None:
                 self.once(self.role, d)
@@ -355,6 +356,7 @@ class _HeaderBuilder:
                     f"unknown directive `{key}`, kept as metadata",
                     d.span,
                     f"model parameters are params: did you mean `/// param: {key}={d.value}`?",
+                    [_as_param(ctx, d)],
                 )
             elif close:
                 ctx.report(
@@ -362,6 +364,7 @@ class _HeaderBuilder:
                     f"unknown directive `{key}`, kept as metadata",
                     d.span,
                     f"did you mean `{close}`?",
+                    [replace_word(ctx.source_of(d.span), d.span, key, close)],
                 )
             if self.partial:
                 ctx.report(
@@ -406,6 +409,20 @@ def parse_allow(value: str) -> tuple[list[str], str | None]:
         if CODES[name].severity == "error":
             return names, f"`{name}` is an error: errors cannot be allowed, only warnings"
     return names, None
+
+
+def _as_param(ctx: Context, d: Directive) -> Fix | None:
+    """`/// max_tokens: 100` written as the param it is: `/// param: max_tokens=100`."""
+    src = ctx.source_of(d.span)
+    written = src.text[d.span.start : d.span.end]
+    at = written.find(d.key)
+    if at == -1:
+        return None
+    start = d.span.start + at
+    return Fix(
+        f"Write `/// param: {d.key}={d.value}`",
+        (Edit.of(src, start, d.value_span.end, f"param: {d.key}={d.value}"),),
+    )
 
 
 def _not_in_partial(ctx: Context, d: Directive) -> None:

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from .. import codes
 from ..context import Context
+from ..diagnostics import Fix, replace_word
 from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX, STD_PREFIX
 from ..nodes import (
     IMPLICIT_SECTION,
@@ -141,15 +142,18 @@ def _expand(
         key, code, message = resolve(ctx, rel, item.path)
         if key is None:
             hint = None
+            fixes: list[Fix | None] = []
             if code == codes.INCLUDE_NOT_FOUND:
                 partials = [p for p in ctx.tree.files if posixpath.basename(p).startswith(PARTIAL_PREFIX)]
                 close = did_you_mean(item.path, partials, limit=3)
                 hint = f"did you mean `{close}`?" if close else "partials are files named `_name.prompt`"
+                if close and resolve(ctx, rel, close)[0] == close:  # as written here, it names that partial
+                    fixes.append(replace_word(ctx.source_of(item.span), item.span, item.path, close))
             elif code == codes.INCLUDE_OUTSIDE:
                 hint = "partials must live inside the source folder"
             elif code == codes.INCLUDE_NOT_PARTIAL:
                 hint = "rename it to start with `_` to make it a partial"
-            ctx.report(code or codes.INCLUDE_NOT_FOUND, message or "", item.span, hint)
+            ctx.report(code or codes.INCLUDE_NOT_FOUND, message or "", item.span, hint, fixes)
             continue
         if key in chain or key == rel:
             cycle = " → ".join((*chain, key)) if key in chain else f"{rel} → {key}"

@@ -6,6 +6,7 @@ section is not visible in another). The analysis itself lives in `promptc.analys
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import replace
 
@@ -13,7 +14,7 @@ from .. import codes, template
 from ..analysis.inference import ShapeUse, analyse
 from ..codes import CODES
 from ..context import Context
-from ..diagnostics import Span
+from ..diagnostics import Fix, SourceText, Span, insert, replace_word
 from ..language import IDENTIFIER
 from ..nodes import Block, Document, Message, Placeholder, Section, section_text
 from ..suggest import did_you_mean
@@ -277,12 +278,23 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f"did you mean `{close}`?"
                 if close
                 else f"change the declared type of `{use.name}`, or the placeholder",
+                [replace_word(ctx.source_of(use.span), use.span, attr, close)] if close else (),
             )
             return
         node = member
         walked += "." + attr
         if not node:
             return
+
+
+def _declare(doc: Document, src: SourceText, name: str) -> Fix | None:
+    """The fix adding `name` to the prompt's `/// input:` (in the file that uses it, when that
+    file declares the inputs)."""
+    where = doc.header.declared_inputs_span
+    if where is None or (where.src is not None and where.src is not src):
+        return None
+    written = src.text[where.start : where.end].strip()
+    return insert(src, where.end, f", {name}" if written else f" {name}", f"Add `{name}` to `/// input:`")
 
 
 #: a directive line whose key is close to `input` (`/// inputs: a`, `/// Input: a`)
@@ -349,6 +361,7 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
             ctx.report(codes.UNDECLARED_INPUT, f"{habit.message}, and it is not declared", habit.span, habit.hint)
             said.add(name)
             continue
+        fixes: list[Fix | None] = []
         if close in unused:
             # either the use or the declaration holds the typo: the hint must not pick one
             line = spans[close].line if close in spans else "?"
@@ -357,12 +370,17 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
             hint = f"did you mean `{close}`?"
         else:
             hint = f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})"
+        if close and span is not None:
+            fix = replace_word(src, span, name, close)
+            # when the declaration may hold the typo instead, renaming the use is one way, not the way
+            fixes.append(dataclasses.replace(fix, preferred=False) if fix and close in unused else fix)
+        fixes.append(_declare(doc, src, name))
         message = (
             f"unbound placeholder ${{{name}}}: `{name}` is not a declared input"
             if placeholder
             else f"name `{name}` is neither a declared input nor defined by the template"
         )
-        ctx.report(codes.UNDECLARED_INPUT, message, span, hint)
+        ctx.report(codes.UNDECLARED_INPUT, message, span, hint, fixes)
         said.add(name)
     defines = ctx.config.defines_map
     for name in unused:

@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import codes
 from ..context import Context
-from ..diagnostics import Diagnostic, SourceText, Span, make
+from ..diagnostics import Diagnostic, Fix, SourceText, Span, make, replace_word
 from ..jsonfile import locate, token_length
 from ..language import RESOURCE_SUFFIX, TOOL_NAME
 from ..nodes import Document, Item, ResourceRef
@@ -496,12 +496,15 @@ def load_resources(doc: Document, ctx: Context) -> Document:
             key, problem = resolve(ctx, item.base or rel, path)
             if key is None:
                 hint = "tool and schema paths are relative to the file that names them, inside the source folder"
+                fixes: list[Fix | None] = []
                 if problem and "not found" in problem:
                     known = [p for p in ctx.tree.files if p.endswith(RESOURCE_SUFFIX)]
                     close = did_you_mean(path, known, limit=3)
                     if close:
                         hint = f"did you mean `{close}`?"
-                ctx.report(codes.RESOURCE_NOT_FOUND, problem or "", span, hint)
+                        if resolve(ctx, item.base or rel, close)[0] == close:  # as written here, it is that file
+                            fixes.append(replace_word(ctx.source_of(span), span, path, close))
+                ctx.report(codes.RESOURCE_NOT_FOUND, problem or "", span, hint, fixes)
                 continue
             resources.add(key)
             if item.kind == "input":

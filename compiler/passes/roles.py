@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from .. import codes
 from ..context import Context
-from ..diagnostics import Span
+from ..diagnostics import Span, replace_word
 from ..language import ROLES, SYSTEM_ROLES
 from ..nodes import (
     IMPLICIT_SECTION,
@@ -208,6 +208,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                     f"unknown role `{item.role}` in separator",
                     item.role_span,
                     (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
+                    [replace_word(ctx.source_of(item.role_span), item.role_span, item.role, close)] if close else (),
                 )
             role = name
             message_span = item.span
