@@ -191,18 +191,21 @@ class Rendered:
         to: Any = None,
         otel: bool = False,
         timestamp: Any = None,
+        started: Any = None,
     ) -> Any:
         """The usage record (`promptc.usage.UsageRecord`) of the provider's `response` to this
         request: an SDK response object or its decoded JSON. `shape` is the shape it was sent as
         (read from the response when left out), `model` the model it went to when not the
-        artifact's. The record also goes to `to` (a JSONL file path, a callable, or a list of
-        them) and, with `otel=True`, onto the current OpenTelemetry span (GenAI attributes).
+        artifact's; `timestamp` when the response came and `started` when the request was sent
+        (default: now, and when it was rendered). The record also goes to `to` (a JSONL file
+        path, a callable, or a list of them) and, with `otel=True`, onto the current
+        OpenTelemetry span (GenAI attributes).
         A response whose usage cannot be read is a RenderError."""
         global _usage
         if _usage is None:
             from . import usage as _usage
         try:
-            record = _usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp)
+            record = _usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
             return _usage.emit(record, to, otel=otel)
         except _usage.UsageError as exc:
             raise RenderError(f"prompt `{self.name}`: {exc}") from None

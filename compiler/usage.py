@@ -269,8 +269,8 @@ class UsageRecord:
     usage: dict[str, int] = field(default_factory=dict)
     #: the model the response names, when it names one
     response_model: str | None = None
-    #: when the request was rendered (ISO 8601, UTC): about when it was sent
-    rendered_at: str | None = None
+    #: when the request was sent (ISO 8601, UTC): when it was rendered, unless `started=` said
+    started_at: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -282,7 +282,7 @@ class UsageRecord:
             "provider": self.provider,
             "model": self.model,
             "response_model": self.response_model,
-            "rendered_at": self.rendered_at,
+            "started_at": self.started_at,
             "timestamp": self.timestamp,
             "input_tokens": self.input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
@@ -314,8 +314,8 @@ class UsageRecord:
             raise UsageError(f"shape: expected one of {', '.join(_SHAPE_PROVIDERS)}, got {texts['shape']!r}")
         stamp = data.get("timestamp")
         when = iso_timestamp(parse_timestamp(stamp))
-        rendered = data.get("rendered_at")
-        rendered_at = None if rendered is None else iso_timestamp(parse_timestamp(rendered))
+        started = data.get("started_at")
+        started_at = None if started is None else iso_timestamp(parse_timestamp(started))
         total = _count(data.get("input_tokens"), "input_tokens")
         if total is None:
             raise UsageError("input_tokens: every record counts its input tokens")
@@ -342,7 +342,7 @@ class UsageRecord:
             _count(data.get("output_tokens"), "output_tokens"),
             {str(k): v for k, v in own.items() if isinstance(v, int) and not isinstance(v, bool)},
             texts["response_model"],
-            rendered_at,
+            started_at,
         )
 
 
@@ -353,10 +353,13 @@ def make_record(
     shape: str | None = None,
     model: str | None = None,
     timestamp: float | datetime | str | None = None,
+    started: float | datetime | str | None = None,
 ) -> UsageRecord:
     """The usage record of `response`, the provider's answer to a request of `rendered` (a
     `promptc.runtime.Rendered`). `shape` is the shape it was sent as (read from the response when
-    left out), `model` the model it was sent to when not the artifact's (`as_shape(…, model=)`)."""
+    left out), `model` the model it was sent to when not the artifact's (`as_shape(…, model=)`),
+    `timestamp` when the response came (default: now), `started` when the request was sent
+    (default: when it was rendered)."""
     chosen = shape or detect_shape(response)
     if chosen is None:
         raise UsageError(
@@ -364,7 +367,8 @@ def make_record(
             "(anthropic, openai, openai-responses, gemini)"
         )
     counts = counts_of(response, chosen)
-    rendered_at = getattr(rendered, "rendered_at", None)
+    if started is None:
+        started = getattr(rendered, "rendered_at", None)
     return UsageRecord(
         rendered.name,
         getattr(rendered, "artifact_sha256", None),
@@ -379,7 +383,7 @@ def make_record(
         counts.output_tokens,
         counts.usage,
         counts.response_model,
-        None if rendered_at is None else iso_timestamp(rendered_at),
+        None if started is None else iso_timestamp(started),
     )
 
 

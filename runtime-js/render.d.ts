@@ -113,7 +113,7 @@ export interface UsageRecord {
   provider: "anthropic" | "openai" | "gemini";
   model: string | null;
   response_model: string | null;
-  rendered_at: string | null;
+  started_at: string | null;
   timestamp: string;
   /** every input token of the request, cached and written ones included */
   input_tokens: number;
@@ -137,6 +137,8 @@ export interface UsageOptions {
   model?: string | null;
   /** when the response came (epoch seconds, a Date or an ISO string; default now) */
   timestamp?: number | Date | string;
+  /** when the request was sent (default: when it was rendered) */
+  started?: number | Date | string;
   /** a JSONL file path (with `load()`'s index.js), a function, or a list of them */
   to?: string | URL | ((record: UsageRecord) => unknown) | Array<string | URL | ((record: UsageRecord) => unknown)>;
   /** an OpenTelemetry span to set the GenAI attributes on */

@@ -190,7 +190,8 @@ def test_the_record_of_an_sdk_response_object_is_the_record_of_its_json(out: Pat
     assert from_sdk.model == artifact["model"]
     assert from_sdk.response_model == ANSWERS[shape].get("model", ANSWERS[shape].get("modelVersion"))
     assert from_sdk.timestamp == WHEN and from_sdk.shape == shape
-    assert from_sdk.rendered_at is not None and parse_timestamp(from_sdk.rendered_at) > 0
+    assert from_sdk.started_at is not None and parse_timestamp(from_sdk.started_at) > 0
+    assert rendered.usage(ANSWERS[shape], shape=shape, started=0).started_at == "1970-01-01T00:00:00.000Z"
 
 
 def test_a_record_survives_its_jsonl_line(out: Path, tmp_path: Path) -> None:
@@ -320,7 +321,7 @@ def test_node_writes_the_records_python_writes(out: Path, tmp_path: Path) -> Non
         for given in (shape, None):
             cases.append({"prompt": PROMPT_OF[shape], "shape": given, "answer": answer})
             record = _rendered(out, shape).usage(answer, shape=given, timestamp=WHEN).to_json()
-            record.pop("rendered_at")
+            record.pop("started_at")
             expected.append(record)
     script = tmp_path / "records.mjs"
     script.write_text(
@@ -330,8 +331,8 @@ def test_node_writes_the_records_python_writes(out: Path, tmp_path: Path) -> Non
         "for (const c of cases) {\n"
         "  const rendered = runtime.render(c.prompt, { q: 'How do refunds work?' });\n"
         f"  const record = rendered.usage(c.answer, {{ shape: c.shape ?? undefined, timestamp: {json.dumps(WHEN)} }});\n"
-        "  if (!/^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$/.test(record.rendered_at)) throw new Error('rendered_at');\n"
-        "  delete record.rendered_at;\n"
+        "  if (!/^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$/.test(record.started_at)) throw new Error('started_at');\n"
+        "  delete record.started_at;\n"
         "  console.log(recordLine(record));\n"
         "}\n",
         encoding="utf-8",

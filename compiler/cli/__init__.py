@@ -17,6 +17,7 @@ from .diff import diff_cmd
 from .fmt import fmt_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .lsp import lsp_cmd
+from .reconcile import reconcile_cmd
 from .report import report_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
@@ -93,6 +94,7 @@ for _command in (
     fmt_cmd,
     cost_cmd,
     report_cmd,
+    reconcile_cmd,
     lsp_cmd,
 ):
     main.add_command(_command)

@@ -139,7 +139,8 @@ export class Rendered {
 
   /** The usage record of the provider's `response` to this request (an SDK response object or its
    * decoded JSON), as the Python runtime writes it. `options`: `shape` (read from the response when
-   * left out), `model` (when sent to another model than the artifact's), `timestamp`, `to` (a
+   * left out), `model` (when sent to another model than the artifact's), `timestamp` (when the
+   * response came), `started` (when the request was sent; default: when it was rendered), `to` (a
    * JSONL file path, a function, or a list of them), `span` (an OpenTelemetry span to set the
    * GenAI attributes on). */
   usage(response, options = {}) {

@@ -162,7 +162,7 @@ export function makeRecord(rendered, response, options = {}) {
     );
   }
   const counts = countsOf(response, shape);
-  const renderedAt = rendered.renderedAt ?? null;
+  const started = options.started ?? rendered.renderedAt ?? null;
   return {
     schema: USAGE_SCHEMA,
     prompt: rendered.name,
@@ -172,7 +172,7 @@ export function makeRecord(rendered, response, options = {}) {
     provider: SHAPE_PROVIDERS[shape],
     model: options.model ?? rendered.model ?? null,
     response_model: counts.responseModel,
-    rendered_at: renderedAt === null ? null : isoTimestamp(renderedAt),
+    started_at: started === null ? null : isoTimestamp(started),
     timestamp: isoTimestamp(options.timestamp),
     input_tokens: counts.input,
     cache_read_input_tokens: counts.read,

@@ -28,7 +28,7 @@ test("a record carries the manifest's sha256, the prefix and the provider's coun
     ["openai", "openai", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "2026-12-01T09:00:00.000Z"],
   );
   assert.deepEqual([record.input_tokens, record.cache_read_input_tokens, record.cache_creation_input_tokens], [1200, 1024, null]);
-  assert.ok(Math.abs(parseTimestamp(record.rendered_at) - rendered.renderedAt) < 0.002);
+  assert.ok(Math.abs(parseTimestamp(record.started_at) - rendered.renderedAt) < 0.002);
 });
 
 test("records go to JSONL files, functions and spans", () => {
