@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -243,6 +244,17 @@ def parse_timestamp(value: Any) -> float:
 # Records
 
 
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+
+
+def _canonical(value: Any) -> str:
+    """A timestamp as records write it (`iso_timestamp`): kept when it already is one."""
+    if isinstance(value, str) and _CANONICAL.match(value):
+        parse_timestamp(value)  # a well-formed string can still name no date (month 13)
+        return value
+    return iso_timestamp(parse_timestamp(value))
+
+
 _TEXT_FIELDS = ("prompt", "artifact_sha256", "prefix_sha256", "shape", "provider", "model", "response_model")
 
 
@@ -312,10 +324,9 @@ class UsageRecord:
             raise UsageError("prompt: every record names its prompt")
         if texts["shape"] not in _SHAPE_PROVIDERS:
             raise UsageError(f"shape: expected one of {', '.join(_SHAPE_PROVIDERS)}, got {texts['shape']!r}")
-        stamp = data.get("timestamp")
-        when = iso_timestamp(parse_timestamp(stamp))
+        when = _canonical(data.get("timestamp"))
         started = data.get("started_at")
-        started_at = None if started is None else iso_timestamp(parse_timestamp(started))
+        started_at = None if started is None else _canonical(started)
         total = _count(data.get("input_tokens"), "input_tokens")
         if total is None:
             raise UsageError("input_tokens: every record counts its input tokens")
