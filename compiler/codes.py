@@ -295,7 +295,7 @@ REQUIRED_PARAM_MISSING = _code(
 INVALID_MODEL = _code(
     "E710",
     "invalid model or cache TTL",
-    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m` or `1h`, or the TTL is set for a provider whose cache takes none.",
+    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m`, `1h` or `none`, or the TTL is set for a provider whose cache takes none.",
 )
 PREFIX_CUT_SHORT = _code(
     "W710",

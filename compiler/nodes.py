@@ -172,7 +172,7 @@ class Header:
     input_types: tuple[tuple[str, dict], ...] = ()
     #: where each param is written (its directive's value)
     param_spans: tuple[tuple[str, Span], ...] = ()
-    #: `/// cache_ttl:` (`5m` | `1h`) and where it is written
+    #: `/// cache_ttl:` (`5m` | `1h` | `none`) and where it is written
     cache_ttl: str | None = None
     cache_ttl_span: Span | None = None
 

@@ -409,7 +409,7 @@ def test_memory_stays_bounded_on_a_large_file(project: Path, tmp_path: Path) -> 
         assert stats.skipped == 0 and result.prompts["gp"].requests == count
         return top
 
-    small, large = peak(200), peak(4_000)
+    small, large = peak(100), peak(2_000)
     assert large < small * 2 + 1_000_000, (small, large)
 
 

@@ -284,7 +284,7 @@ class _HeaderBuilder:
                     codes.INVALID_MODEL,
                     f"unknown cache TTL `{d.value}`",
                     d.value_span if d.value else d.span,
-                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes)",
+                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes, or no breakpoints)",
                 )
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
