@@ -6,7 +6,8 @@ The public API, importable by name (`from promptc import build`):
   `build(src, out, config)` and `check(src, out, config, locked=...)` → `BuildResult`
 - configuration: `Config`, `load_config(pyproject)`
 - diagnostics: `Diagnostic` (every problem is one, with a stable code and a `path:line:col`;
-  `str(d)` is its one-line form) and `render_text` (the CLI's full rendering, caret and hint)
+  `str(d)` is its one-line form), `render_text` (the CLI's full rendering, caret and hint) and
+  `render_sarif` (a SARIF 2.1.0 log of many, for code scanning)
 - rendering: `load(build_dir)` → `Runtime`; `Runtime.render(name, **inputs)` → `Rendered`;
   `RenderError`, `MissingInputsError`
 - llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .compile import CompiledPrompt, compile_text
     from .config import Config, load_config
-    from .diagnostics import Diagnostic, render_text
+    from .diagnostics import Diagnostic, render_sarif, render_text
     from .driver import BuildResult, build, check
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .fmt import FormatError, FormatResult, format_text, format_tree
@@ -47,6 +48,7 @@ _EXPORTS = {
     "load_config": "config",
     "Diagnostic": "diagnostics",
     "render_text": "diagnostics",
+    "render_sarif": "diagnostics",
     "load": "runtime",
     "Runtime": "runtime",
     "Rendered": "runtime",
@@ -77,6 +79,7 @@ __all__ = [
     "load_config",
     "Diagnostic",
     "render_text",
+    "render_sarif",
     "load",
     "Runtime",
     "Rendered",

@@ -190,6 +190,11 @@ NEAR_SEPARATOR = _code(
     "line looks like a role separator but is not one",
     "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
 )
+MISTYPED_SEPARATOR = _code(
+    "E406",
+    "mistyped role separator",
+    "A line is a role separator with a typo — a role (`user`, `system` …) between dashes, one side four dashes or more, but not the exact shape: a dash missing (`---- user -----`), indented, no space around the role. As text it would merge the turn it was meant to start into the message above, so it is an error. Three dashes on each side (`--- User ---`, a divider in prose) stay text with W404.",
+)
 LATE_SYSTEM_MESSAGE = _code(
     "W405",
     "system message after the conversation started",
@@ -243,7 +248,7 @@ BUILTIN_AS_TEXT = _code(
 JINJA_HABIT = _code(
     "W605",
     "Jinja syntax in a Python block",
-    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input) or Jinja's `loop` variable (`{{ loop.index }}`). The hint gives the Python. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …) are errors (E208, E601) with the same kind of hint.",
+    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input; `{{ name|default('there') }}`, which calls `default`), Jinja's `loop` variable (`{{ loop.index }}`) or a Jinja comment (`{# TODO #}`, which runs as a statement reading `TODO`). The hint gives the Python (`{{ name or 'there' }}`, `enumerate`, `/// TODO`). When the name is also an undeclared input (E501, E503), the error carries this hint instead. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …), a comment in words and a literal `{{` in text are errors (E208, E601) with the same kind of hint.",
 )
 
 # 7xx: sections and the cache-stable prefix
@@ -371,12 +376,12 @@ INVALID_JSON = _code(
 INVALID_TOOL = _code(
     "E822",
     "invalid tool definition",
-    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given.',
+    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given. An OpenAI tool (`{"type": "function", "function": {…}}`) is one E822 at its wrapper (unwrap it and rename `parameters` to `input_schema`), and the inner object is still checked for other mistakes; the OpenAI key `parameters` on its own is one E822 too.',
 )
 INVALID_SCHEMA = _code(
     "E823",
     "invalid JSON Schema",
-    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output.',
+    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output. Every problem of a schema is reported, each at the keyword that fails with a hint of its own (`"type": "strin"`: did you mean `string`?), and so is a key one typo away from a keyword (`"requird"`), which JSON Schema would silently ignore.',
 )
 DUPLICATE_TOOL = _code(
     "E824",
@@ -435,6 +440,16 @@ OUTPUT_IS_SYMLINK = _code(
     "E911",
     "output folder is a symlink",
     "The output folder is a symbolic link. A build swaps the output folder atomically, which would exchange the link itself (and delete files in its target on the next build), so promptc refuses: point `out` at the real folder.",
+)
+OUTPUT_NOT_OURS = _code(
+    "E912",
+    "output folder holds files promptc did not write",
+    "The output folder exists and holds something besides a promptc build: a file that is neither `manifest.json` nor an artifact that manifest lists (`promptc build -o docs` by mistake), or a symlink, pipe or device anywhere inside. A build replaces its output folder as a whole, so promptc builds only into a folder that is missing, empty, or holds a promptc build, and refuses before reading or moving anything; the message names the files. Build into a folder of its own, or move the files out.",
+)
+CACHE_NOT_OURS = _code(
+    "E913",
+    "cache entry promptc did not make",
+    "Something in `.promptc-cache/` that a build needs (the folder itself, the lock, the record of the folders promptc made, the shadow set, the trash) is a symlink, or otherwise not what promptc makes there: a cache folder committed to the repository or copied from elsewhere. promptc never follows a link in its cache or output folder and deletes only what it made, so the build stops with nothing touched. Delete the entry the message names (or the whole `.promptc-cache/`); promptc recreates what it needs.",
 )
 BINDING_COLLISION = _code(
     "E920",
@@ -554,8 +569,9 @@ def markdown(examples: dict[str, str]) -> str:
         "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
-        "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",
-        "The examples below are real output, checked by `tests/test_diagnostic_codes.py`.",
+        "a caret under the span, then a hint. `--format json`, `--format github` and `--format sarif` (a",
+        "SARIF 2.1.0 log, for GitHub code scanning) carry the same fields. The examples below are real",
+        "output, checked by `tests/test_diagnostic_codes.py`.",
         "",
         "This file is generated from `compiler/codes.py`: run `python -m promptc.codes > docs/diagnostics.md`.",
         "",

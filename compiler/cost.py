@@ -198,6 +198,10 @@ class PromptFacts:
     #: the profile's minimum cacheable prefix and cache step (None: no profile)
     min_cacheable: int | None = None
     cache_step: int | None = None
+    #: stable text held in the first dynamic section by one placeholder (`${customer_name}` in the
+    #: first line of 7,726 stable tokens, what W710 sees): its tokens, and the placeholder
+    stable_behind: int = 0
+    behind: str | None = None
 
     def _cacheable(self, tokens: int) -> int:
         if self.min_cacheable is None or tokens < self.min_cacheable:
@@ -207,12 +211,56 @@ class PromptFacts:
         return tokens
 
     @property
+    def uncached_stable(self) -> int:
+        """Stable tokens the layout leaves out of the prefix: the stable blocks after its end, and
+        the stable text a placeholder holds in the dynamic section that ends it."""
+        return (self.stable_after_prefix or 0) + self.stable_behind
+
+    @property
     def movable_gain(self) -> int:
-        """The tokens the provider would cache on top of today's if the stable blocks after the
+        """The tokens the provider would cache on top of today's if the stable text after the
         prefix end came before it (0 when even then the prefix stays under the minimum)."""
-        if not self.stable_after_prefix:
+        if not self.uncached_stable:
             return 0
-        return max(0, self._cacheable(self.prefix_tokens + self.stable_after_prefix) - (self.cacheable_tokens or 0))
+        return max(0, self._cacheable(self.prefix_tokens + self.uncached_stable) - (self.cacheable_tokens or 0))
+
+
+def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
+    """(tokens, placeholder path) of the stable text in the first dynamic section after the prefix
+    end when one placeholder alone makes it dynamic (no template block; one input): the layout W710
+    warns about, whose stable text moving the placeholder would cache. (0, None) otherwise."""
+    from .template import scan
+
+    end = artifact.cache.prefix_end
+    after = (-1, -1) if end is None or end.message is None else (end.message, end.block)
+    block = next(
+        (
+            b
+            for mi, message in enumerate(artifact.messages)
+            for bi, b in enumerate(message.blocks)
+            if (mi, bi) > after and not b.stable
+        ),
+        None,
+    )
+    if block is None or not block.sections or block.sections[0].boundary != "dynamic":
+        return 0, None
+    section = block.sections[0]
+    tokens = scan(section.text)
+    if any(t.kind not in ("lit", "ph") for t in tokens):
+        return 0, None
+    paths = {t.text for t in tokens if t.kind == "ph"}
+    if len(paths) != 1:
+        return 0, None
+    literal = "".join(t.text for t in tokens if t.kind == "lit")
+    if not literal.strip():
+        return 0, None
+    try:
+        from .meter import meter
+
+        count = meter(artifact.tokenizer.name).tokens(literal)
+    except Exception:  # noqa: BLE001 - an unavailable tokenizer: the section's count, by characters
+        count = section.tokens * len(literal) // max(1, len(section.text))
+    return count, paths.pop()
 
 
 def facts_from_artifact(artifact: Any) -> PromptFacts:
@@ -240,6 +288,7 @@ def facts_from_artifact(artifact: Any) -> PromptFacts:
         artifact.source,
         None if artifact.provider is None else artifact.provider.min_cacheable_tokens,
         None if artifact.provider is None else artifact.provider.cache_step_tokens,
+        *stable_behind_placeholder(artifact),
     )
 
 
@@ -518,12 +567,12 @@ class TreeCost:
     def waste(self, limit: int = 5) -> list[PromptCost]:
         """The prompts whose layout leaves the most stable tokens uncached, most first (by money
         per day when there is traffic and a price, else by tokens)."""
-        rows = [p for p in self.prompts if p.facts.stable_after_prefix]
+        rows = [p for p in self.prompts if p.facts.uncached_stable]
         rows.sort(
             key=lambda p: (
                 -(p.day_waste or Decimal(0)),
                 -p.facts.movable_gain,
-                -(p.facts.stable_after_prefix or 0),
+                -p.facts.uncached_stable,
                 p.facts.name,
             )
         )
@@ -551,6 +600,8 @@ class TreeCost:
                 {
                     "name": p.facts.name,
                     "stable_after_prefix_tokens": p.facts.stable_after_prefix,
+                    "stable_behind_placeholder_tokens": p.facts.stable_behind,
+                    "placeholder": p.facts.behind,
                     "cacheable_if_moved": p.facts.movable_gain,
                     "per_day": None if p.day_waste is None else money(p.day_waste),
                 }

@@ -77,6 +77,8 @@ class Compiled:
     doc: Document
     artifact: Artifact
     root: str  # how the tree's folder is shown (`prompts_src/`), which prefix_end paths omit
+    #: the tree it was compiled from (the tool and schema files are read from it)
+    tree: SourceTree | None = None
 
 
 def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | None:
@@ -104,7 +106,7 @@ def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | Non
         artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request, root)
     except TokenizerError:
         return None
-    return Compiled(doc, artifact, root)
+    return Compiled(doc, artifact, root, tree)
 
 
 # (start offset in the stream, the piece's text, the span it came from (None: a joiner, a label),
@@ -183,7 +185,7 @@ def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int]], of
     if part.kind in ("tools", "output_schema"):
         files = [compiled.root + path for path in compiled.artifact.resources]
         where = ", ".join(files) or src.path
-        return SourcePoint(where, 1, 1, "", "the tools or the output schema differ")
+        return SourcePoint(where, 1, 1, "", _HEAD_REASON)
     if part.kind in ("provider", "model", "param"):
         what = part.label.removeprefix("param:")
         if part.span is None:  # from the configuration, or the provider the model implies
@@ -237,6 +239,91 @@ def _find_source(doc: Document, path: str):
     return None
 
 
+#: the reason `_point` gives for a difference in the tools or the output schema
+_HEAD_REASON = "the tools or the output schema differ"
+
+
+def _json_difference(a: Any, b: Any) -> tuple[tuple[str | int, ...], bool]:
+    """The path of the first place where `a` differs from `b` in canonical JSON order (keys as
+    written, lists by index), and whether that path names a member of `a` (False: `a` ends
+    there, or has no such member; the path is then its container). Iterative."""
+    path: tuple[str | int, ...] = ()
+    while True:
+        if isinstance(a, dict) and isinstance(b, dict):
+            mine, theirs = list(a.items()), list(b.items())
+            for i, (key, value) in enumerate(mine):
+                if i >= len(theirs) or theirs[i][0] != key:
+                    return (*path, key), True
+                if value != theirs[i][1]:
+                    path, a, b = (*path, key), value, theirs[i][1]
+                    break
+            else:
+                return path, False
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            for i, value in enumerate(a):
+                if i >= len(b):
+                    return (*path, i), True
+                if value != b[i]:
+                    path, a, b = (*path, i), value, b[i]
+                    break
+            else:
+                return path, False
+            continue
+        return path, True
+
+
+def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
+    """Where the tools or the output schema of `compiled` first differ from `other`'s, in the JSON
+    file that defines them: the line of the tool's edited description, not line 1 of the file."""
+    import json as _json
+
+    from .jsonfile import locate
+
+    tree = compiled.tree
+    if tree is None:
+        return None
+    mine = [t.to_json() for t in compiled.artifact.tools]
+    theirs = [t.to_json() for t in other.artifact.tools]
+    schema = compiled.artifact.output_schema
+    if mine != theirs:
+        (index, *inner), _ = _json_difference(mine, theirs)
+        if not isinstance(index, int) or index >= len(mine):
+            return None
+        name = mine[index].get("name")
+        want = lambda value: isinstance(value, dict) and value.get("name") == name  # noqa: E731
+        what = f"tool `{name}` differs" + (f" at `{inner[0]}`" if inner else "")
+    elif schema is not None:
+        body = schema.to_json() if hasattr(schema, "to_json") else schema
+        other_schema = other.artifact.output_schema
+        other_body = other_schema.to_json() if hasattr(other_schema, "to_json") else other_schema
+        inner, _ = _json_difference(body.get("schema", body), (other_body or {}).get("schema", other_body))
+        inner = list(inner)
+        target = body.get("schema", body)
+        want = lambda value: value == target  # noqa: E731
+        what = "the output schema differs"
+    else:
+        return None
+    for rel in compiled.artifact.resources:
+        try:
+            text = tree.files[rel].decode("utf-8")
+            value = _json.loads(text)
+        except (KeyError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if want(value):
+            prefix: tuple[str | int, ...] = ()
+        elif isinstance(value, list) and any(want(v) for v in value):
+            prefix = (next(i for i, v in enumerate(value) if want(v)),)
+        else:
+            continue
+        from .diagnostics import SourceText
+
+        src = SourceText.of(compiled.root + rel, text.replace("\r\n", "\n"))
+        place = src.span(locate(src.text, (*prefix, *inner)))
+        return SourcePoint(src.path, place.line, place.col, src.line_text(place.line), what)
+    return None
+
+
 def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDifference | None:
     """Where the prefixes of `old` and `new` first differ; None when either side did not compile,
     or when their prefix streams are the same (nothing to point at)."""
@@ -246,7 +333,12 @@ def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDiffere
     if old_streamed[0] == new_streamed[0]:
         return None
     offset = _common_length(old_streamed[0], new_streamed[0])
-    return FirstDifference(offset, _point(new, new_streamed, offset), _point(old, old_streamed, offset))
+    new_point, old_point = _point(new, new_streamed, offset), _point(old, old_streamed, offset)
+    if new_point.reason == _HEAD_REASON:  # a tool or the schema: the line in its JSON file
+        new_point = _head_point(new, old) or new_point
+    if old_point.reason == _HEAD_REASON:
+        old_point = _head_point(old, new) or old_point
+    return FirstDifference(offset, new_point, old_point)
 
 
 __all__ = ["Compiled", "FirstDifference", "SourcePoint", "compile_prompt", "first_difference"]

@@ -144,7 +144,7 @@ _COLOURS = {"met": "#2e7d32", "some": "#ef8f00", "none": "#c62828", "unknown": "
 
 CSS = """
 :root { color-scheme: light; --ink: #1d232b; --muted: #5b6470; --line: #d8dde3; --stable: #2e7d32;
-  --later: #9ccc9c; --dynamic: #f0a33a; --bust: #c62828; }
+  --later: #9ccc9c; --dynamic: #f0a33a; --bust: #c62828; --uncached: #b8c2cc; }
 * { box-sizing: border-box; }
 body { margin: 0 auto; max-width: 1200px; padding: 24px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI",
   Roboto, sans-serif; color: var(--ink); background: #fff; }
@@ -200,7 +200,8 @@ def _status(node: PrefixNode, minimums: Mapping[str, int | None]) -> str:
 
 def _tree_svg(root: PrefixNode, minimums: Mapping[str, int | None], busted: set[str]) -> str:
     """A left-to-right drawing: one column per tree level, one row per prompt."""
-    column, row, box_w, box_h = 230, 30, 200, 24
+    # a box holds two lines (12px, then 11px): 36px tall with its padding, rows 44px apart
+    column, row, box_w, box_h = 230, 44, 200, 36
     # rows: each prompt gets one, in depth-first order; a node sits at the middle of its rows
     positions: dict[int, tuple[int, float]] = {}
     leaves: list[tuple[str, int, int]] = []  # (name, depth of its end node, row)
@@ -259,9 +260,9 @@ def _tree_svg(root: PrefixNode, minimums: Mapping[str, int | None], busted: set[
             f"{node.cumulative} tokens from the start</title>"
             f'<rect x="{x:.1f}" y="{y - box_h / 2:.1f}" width="{box_w}" height="{box_h}" rx="4" '
             f'fill="#fff" stroke="{colour}" stroke-width="2"/>'
-            f'<text x="{x + 6:.1f}" y="{y - 1:.1f}">+{node.tokens} tok · Σ {node.cumulative}'
+            f'<text x="{x + 6:.1f}" y="{y - 3:.1f}">+{node.tokens} tok · Σ {node.cumulative}'
             f"{_e(more)}</text>"
-            f'<text class="small" x="{x + 6:.1f}" y="{y + 10:.1f}">{_e(label[:34])}</text></g>'
+            f'<text class="small" x="{x + 6:.1f}" y="{y + 12:.1f}">{_e(label[:34])}</text></g>'
         )
         for name in node.ends:
             ly = 10 + leaf_rows[name] * row + box_h / 2
@@ -294,12 +295,26 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
         )
     if end is not None and end.message is None:
         in_prefix = False
+    # a prefix below the provider's minimum is stable but not cached: the card says `cached 0`,
+    # and the bar must not paint it as the cached prefix
+    uncached = artifact.cache.cacheable_tokens == 0 and artifact.cache.prefix_tokens > 0
+    minimum = artifact.provider.min_cacheable_tokens if artifact.provider is not None else None
+    below = (
+        f" — in the stable prefix, but below {artifact.provider.name}'s minimum of {minimum} tokens: not cached"
+        if uncached and artifact.provider is not None
+        else " — in the stable prefix, not cached"
+    )
+    if uncached and pieces:
+        pieces[0] = (pieces[0][0], "var(--uncached)", f"tools and schema: {artifact.cache.head_tokens} tokens{below}")
     prefix_x = None
     for mi, message in enumerate(artifact.messages):
         for bi, block in enumerate(message.blocks):
             names = ", ".join(section.name for section in block.sections)
             title = f"message {mi} ({message.role}) block {bi}: {block.boundary}, {block.tokens} tokens — {names}"
-            if in_prefix:
+            if in_prefix and uncached:
+                colour = "var(--uncached)"
+                title += below
+            elif in_prefix:
                 colour = "var(--stable)"
                 title += " — in the cached prefix"
             elif block.stable:
@@ -318,9 +333,12 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
     prefix_tokens = artifact.cache.prefix_tokens
     for tokens, colour, title in pieces:
         w = max(2.0, tokens * scale)
+        kind = {"var(--stable)": "cached", "var(--uncached)": "uncached", "var(--later)": "later"}.get(
+            colour, "dynamic"
+        )
         parts.append(
-            f'<rect x="{x:.1f}" y="14" width="{w:.1f}" height="20" fill="{colour}" stroke="#fff" stroke-width="1">'
-            f"<title>{_e(title)}</title></rect>"
+            f'<rect class="block {kind}" x="{x:.1f}" y="14" width="{w:.1f}" height="20" fill="{colour}" '
+            f'stroke="#fff" stroke-width="1"><title>{_e(title)}</title></rect>'
         )
         x += w
     if end is not None:
@@ -330,7 +348,6 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
             f'<line x1="{prefix_x:.1f}" y1="10" x2="{prefix_x:.1f}" y2="40" stroke="{stroke}" stroke-width="2"/>'
             f'<text class="small" x="{min(prefix_x, width - 260):.1f}" y="52">prefix end: {prefix_tokens} tokens</text>'
         )
-    minimum = artifact.provider.min_cacheable_tokens if artifact.provider is not None else None
     if minimum is not None and minimum * scale < width:
         mx = left + minimum * scale
         parts.append(
@@ -417,6 +434,8 @@ def report_html(
     out.append('<section id="prompts"><h2>Prompts</h2>')
     out.append(
         '<p class="legend"><span><i class="swatch" style="background:var(--stable)"></i>cached prefix</span>'
+        '<span><i class="swatch" style="background:var(--uncached)"></i>stable prefix below the provider\'s '
+        "minimum (not cached)</span>"
         '<span><i class="swatch" style="background:var(--later)"></i>stable, after the prefix end</span>'
         '<span><i class="swatch" style="background:var(--dynamic)"></i>dynamic</span>'
         f"<span>one scale: the longest request is {longest} tokens</span></p>"
@@ -493,8 +512,12 @@ def _cost_section(cost: Any, money: Any) -> str:
     rows = []
     for p in cost.prompts:
         f = p.facts
+        per_day = "—" if p.requests_per_day is None else f"{p.requests_per_day:,}"
         if p.price is None:
-            rows.append(f'<tr><td>{_e(f.name)}</td><td colspan="5">not priced: {_e(p.unpriced)}</td></tr>')
+            rows.append(
+                f'<tr><td>{_e(f.name)}</td><td class="num">{per_day}</td>'
+                f'<td colspan="5">not priced: {_e(p.unpriced)}</td></tr>'
+            )
             continue
         day = (
             f'<td class="num">${money(p.day_with_cache)}</td><td class="num">${money(p.day_without_cache)}</td>'
@@ -502,7 +525,8 @@ def _cost_section(cost: Any, money: Any) -> str:
             else '<td class="num">—</td><td class="num">—</td>'
         )
         rows.append(
-            f'<tr><td>{_e(f.name)}</td><td>{_e(p.price.key)}</td><td class="num">${money(p.request_uncached or Decimal(0))}</td>'
+            f'<tr><td>{_e(f.name)}</td><td class="num">{per_day}</td><td>{_e(p.price.key)}</td>'
+            f'<td class="num">${money(p.request_uncached or Decimal(0))}</td>'
             f'<td class="num">${money(p.request_hit or Decimal(0))}</td>{day}</tr>'
         )
     share = cost.cacheable_share()
@@ -511,7 +535,8 @@ def _cost_section(cost: Any, money: Any) -> str:
         summary += f" · ${money(cost.day_with())}/day with caching, ${money(cost.day_without())}/day without"
     return (
         f'<section id="cost"><h2>Cost</h2><p>{summary} (prices: {_e(cost.table.label)})</p>'
-        '<table><thead><tr><th>prompt</th><th>priced as</th><th class="num">per request</th>'
+        '<table><thead><tr><th>prompt</th><th class="num">requests/day</th><th>priced as</th>'
+        '<th class="num">per request</th>'
         '<th class="num">per cache hit</th><th class="num">per day cached</th><th class="num">per day uncached</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
     )

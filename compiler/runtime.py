@@ -17,7 +17,9 @@ Rendering rules (SPEC §4, §6, §9):
   can never eat a joiner or a byte of a neighbouring stable block: the cache-stable prefix is
   reproduced byte for byte whatever the inputs are.
 * `"renderer": "placeholder"` artifacts only substitute `${…}` and drop the backslash of escaped
-  openers. Sections of `"renderer": "python"` artifacts that hold promplate blocks are compiled
+  openers. The runtime decides by the artifact's `renderer` field, never by the text: a `{{ }}`,
+  `{# #}` or `{% %}` block in a placeholder artifact (which a build never writes: it can only be a
+  changed artifact) is refused with a RenderError and never compiled or run, as runtime-js does. Sections of `"renderer": "python"` artifacts that hold promplate blocks are compiled
   (once per distinct section text) into Python code with promplate's semantics and run with the
   inputs as globals.
 
@@ -25,7 +27,8 @@ Trust model: a python-renderer artifact *executes the code written in its `.prom
 the full power of Python (builtins included; this is not a sandbox). Render only artifacts built
 from your own repository, as you would import your own modules; never render an artifact that came
 from an untrusted party. Input *values* are always data and are never executed, so rendering
-untrusted user text through a trusted artifact is safe. Placeholder-renderer artifacts run no code.
+untrusted user text through a trusted artifact is safe. Placeholder-renderer artifacts run no code,
+whatever their text holds.
 
 Deliberate difference from promplate: the template runs as module-level code whose globals are the
 inputs, so a name assigned on only some paths (`{% if c %}{# x = 1 #}{% endif %}{{ x }}`) falls back
@@ -331,7 +334,37 @@ class _Python:
 _SectionPlan = str | tuple
 
 
-def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...], known: frozenset[str]) -> Any:
+class _Refused:
+    """A block in a placeholder-renderer artifact: never compiled, never run (see `render`)."""
+
+    __slots__ = ("section",)
+
+    def __init__(self, section: str) -> None:
+        self.section = section
+
+    def render(self, inputs: Mapping[str, Any], prompt: str) -> str:
+        raise RenderError(refused_block(prompt, self.section))
+
+
+def refused_block(prompt: str, section: str) -> str:
+    """The message both runtimes give for a block in a placeholder artifact (runtime-js says the same)."""
+    return (
+        f"prompt `{prompt}`, section `{section}`: the artifact's renderer is `placeholder`, which runs no code, "
+        "but the section holds a `{{ }}`, `{# #}` or `{% %}` block; refused (the artifact was changed after "
+        "the build: rebuild it)"
+    )
+
+
+def _section_plan(
+    text: str,
+    section: str,
+    origins: tuple[tuple[str, int], ...],
+    known: frozenset[str],
+    renderer: str = "python",
+) -> Any:
+    """`renderer` is the artifact's: only a `python` artifact's blocks are compiled and run; in any
+    other (a `placeholder` artifact promises it holds no code) a block is refused at render time,
+    after the placeholder checks, exactly as runtime-js refuses it."""
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
     tokens = template.scan(text)
@@ -342,7 +375,8 @@ def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...],
         elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
             checks.append(("root", tok.text.split(".", 1)[0]))
     if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        return (tuple(checks), (), (), _Python(text, section, origins))
+        code = _Python(text, section, origins) if renderer == "python" else _Refused(section)
+        return (tuple(checks), (), (), code)
     segments: list[str | None] = []
     slots: list[tuple[int, str, bool]] = []
     for tok in tokens:
@@ -378,10 +412,15 @@ def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: 
 
 
 def _render_section(
-    text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
+    text: str,
+    inputs: Mapping[str, Any],
+    prompt: str,
+    section: str,
+    origins: tuple[tuple[str, int], ...] = (),
+    renderer: str = "python",
 ) -> str:
     """One section's text rendered on its own (what `render_artifact` does for each section)."""
-    return _render_planned(_section_plan(text, section, origins, frozenset()), inputs, prompt, section)
+    return _render_planned(_section_plan(text, section, origins, frozenset(), renderer), inputs, prompt, section)
 
 
 _new = object.__new__
@@ -491,7 +530,9 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         for bi, block in enumerate(message.blocks):
             marked = (mi, bi) in marks
             anthropic = marked and marks[(mi, bi)]
-            plans = [(_section_plan(s.text, s.name, s.origins, known), s.name) for s in block.sections]
+            plans = [
+                (_section_plan(s.text, s.name, s.origins, known, artifact.renderer), s.name) for s in block.sections
+            ]
             if all(section_plan.__class__ is str for section_plan, _ in plans):
                 text = JOINER.join(section_plan for section_plan, _ in plans)
                 finished = RenderedBlock(block.boundary, text, marked, anthropic)

@@ -379,7 +379,7 @@ def body(rendered: Rendered, shape: str, model: str | None = None) -> bytes:
     """The request body of `shape` as the pinned Python SDK sends it: the same bytes (providers.json
     `shapes.*.body`: the SDK's top-level order and json.dumps options; Gemini's REST layout)."""
     if shape == "plain":
-        raise ShapeError("the plain shape is not a request body; take `as_shape('plain')`")
+        raise ShapeError("the plain shape is not a request body: pick a provider's shape")
     request = build(rendered, shape, model)
     spec = data()["shapes"][shape]["body"]
     if shape == "gemini":

@@ -259,6 +259,16 @@ SOURCES = {
             ({"n": 2, "tags": [], "flags": {}, "order": {"id": "O-1", "items": [], "notes": {"a": "b"}}}, None),
         ],
     ),
+    "tampered": (
+        # a placeholder artifact whose text was changed after the build to hold blocks (a build
+        # folder from a cache, an artifact store, a pull request): both runtimes refuse it by its
+        # renderer field, after the placeholder checks, and run nothing
+        {"x.prompt": "----- system -----\nStable.\n----- user -----\nHello ${name}.\n"},
+        "x",
+        Config(),
+        "tampered",
+        [({"name": "Ann"}, None), ({}, None)],
+    ),
     "lookup": (
         # a mapping type says nothing of its keys, so a missing one is the render's lookup error
         {"k.prompt": "/// input: d: dict[str, str]\n----- user -----\n${d.key}\n"},
@@ -416,6 +426,13 @@ def artifact_of(files: dict[str, str], prompt: str, config: Config, schema: dict
     artifact = compiled.artifact.to_json()
     if schema == "inferred":
         artifact["input_schema"] = _with_inferred(artifact["input_schema"])
+    elif schema == "tampered":
+        assert artifact["renderer"] == "placeholder"
+        message = artifact["messages"][1]
+        code = "{{ __import__('os').system('touch PWNED') }}{% for i in range(3) %}x{% endfor %}{# c #}"
+        section = message["blocks"][0]["sections"][0]
+        section["text"] = f"{section['text']} {code}"
+        message["content"] = section["text"]
     elif schema is not None:
         artifact["input_schema"] = schema  # hand-made
     return artifact

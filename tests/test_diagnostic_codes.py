@@ -57,6 +57,11 @@ def _linked_output(tmp_path: Path) -> None:
     (tmp_path / "build").symlink_to("elsewhere", target_is_directory=True)
 
 
+def _linked_trash(tmp_path: Path) -> None:
+    (tmp_path / ".promptc-cache").mkdir()
+    (tmp_path / ".promptc-cache/trash").symlink_to("../..", target_is_directory=True)
+
+
 def _stale_build(tmp_path: Path) -> None:
     build("prompts_src", "build", APPROX)
     (tmp_path / "prompts_src/a.prompt").write_text("Changed.\n")
@@ -161,7 +166,8 @@ CASES = {
     "E401": _text("----- tool -----\nHi\n"),
     "E402": _text("Preamble\n----- system -----\nHi\n"),
     "W403": _text("----- system -----\n/// nothing\n----- user -----\nHi\n"),
-    "W404": _text("Hi\n---- user ----\nthere\n"),
+    "W404": _text("Hi\n--- user ---\nthere\n"),
+    "E406": _text("----- system -----\nYou help.\n---- user -----\nHi\n"),
     "W405": _text("----- system -----\nRules.\n----- user -----\nQ\n----- system -----\nNow: ${x}\n"),
     # 5xx
     "E501": _text("/// input: question\nQuestion: ${question}\nAgain: ${questoin}.\n"),
@@ -263,6 +269,10 @@ CASES = {
         check("prompts_src", "prompts_src/build", APPROX).diagnostics,
     )[1],
     "E911": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_output),
+    "E912": _project(
+        {"prompts_src/a.prompt": "Hi\n", "build/notes.md": "mine\n", "build/img/logo.png": "png"}, action="build"
+    ),
+    "E913": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_trash),
     "E920": lambda tmp_path: (
         write(tmp_path, "prompts_src/a-b.prompt", "Hi.\n"),
         write(tmp_path, "prompts_src/a_b.prompt", "Hi.\n"),

@@ -13,7 +13,7 @@ import pytest
 
 from promptc import load
 from promptc.driver import build
-from promptc.profiles import data, shape_params
+from promptc.profiles import data, provider_of_model, shape_params
 from promptc.runtime import RenderError, render_artifact
 
 from . import sdk_capture
@@ -261,6 +261,23 @@ def test_every_profile_number_names_its_source_and_date() -> None:
             assert fact["read"] == "2026-12-01", (name, key)
 
 
+def test_what_each_cache_keys_on_names_its_source_and_date() -> None:
+    """The facts the prefix hash is made of (providers.json `cache_key`, `model_aliases`, `cache_order`)
+    each name the page they were read from and the date; the keyed parameters are parameters the
+    provider's shape sends, and every alias points into the same provider."""
+    for name, provider in data()["providers"].items():
+        for key in ("cache_key", "model_aliases", "cache_order"):
+            fact = provider[key]
+            assert fact["source"].startswith("https://") and fact["read"] == "2026-12-01", (name, key)
+        accepted = set(shape_params(provider["shape"]))
+        assert set(provider["cache_key"]["params"]) <= accepted, name
+        for alias, snapshot in provider["model_aliases"]["value"].items():
+            assert snapshot.startswith(alias.removesuffix("-latest").removesuffix("-0")), alias
+            assert provider_of_model(snapshot) == provider_of_model(alias) == name, alias
+    for shape, entry in data()["shapes"].items():
+        assert entry["requires"]["source"].startswith("https://") and entry["body"]["sdk"].count("==") == 1, shape
+
+
 def test_shape_params_of_the_profile_shapes_exist() -> None:
     for provider in data()["providers"].values():
         assert shape_params(provider["shape"])
@@ -384,6 +401,9 @@ def test_another_providers_shape_needs_its_model(tmp_path) -> None:
     assert refused.returncode == 1 and "the gemini request goes to gemini" in refused.stderr
     done = run_promptc("render", "p", "--var", "q=hi", "--shape", "gemini", "--model", "gemini-2.5-flash", cwd=tmp_path)
     assert done.returncode == 0 and json.loads(done.stdout)["model"] == "gemini-2.5-flash"
+    # --format body: the exact bytes, as rendered.body gives them (and so as the SDK sends them)
+    raw = run_promptc("render", "p", "--var", "q=hi", "--shape", "anthropic", "--format", "body", cwd=tmp_path)
+    assert raw.returncode == 0 and raw.stdout.encode() == rendered.body("anthropic")
 
 
 def test_the_prefix_hash_and_cache_key_follow_the_model() -> None:

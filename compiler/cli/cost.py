@@ -162,8 +162,17 @@ def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
         lines.append("stable tokens left out of the cached prefix (most first):")
         for p in waste:
             f = p.facts
-            line = f"  {f.name}: {f.stable_after_prefix} stable tokens after the prefix end"
-            if f.movable_gain:
+            if f.stable_behind:
+                line = f"  {f.name}: {f.stable_behind} stable tokens held in a dynamic section by `${{{f.behind}}}`"
+                if f.stable_after_prefix:
+                    line += f", {f.stable_after_prefix} more after it"
+            else:
+                line = f"  {f.name}: {f.stable_after_prefix} stable tokens after the prefix end"
+            if f.movable_gain and f.stable_behind:
+                line += f"; with `${{{f.behind}}}` moved below them, {f.movable_gain} more tokens would be cached"
+                if p.day_waste:
+                    line += f" ({_dollars(p.day_waste)}/day, prices: {tree.table.label})"
+            elif f.movable_gain:
                 line += f"; moved before it, {f.movable_gain} more tokens would be cached"
                 if p.day_waste:
                     line += f" ({_dollars(p.day_waste)}/day, prices: {tree.table.label})"

@@ -68,10 +68,13 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
 
         observed = run_reconcile("report", records, folder)
     page = report_html(artifacts, diff=diff, cost=cost, diff_cost=money, traffic_label=traffic_path, observed=observed)
+    from ..atomic import reason, write_file
+
     try:
-        Path(output).write_text(page, encoding="utf-8", newline="\n")
+        # atomic: the previous report stays whole until the new one is complete on disk
+        write_file(Path(output), page.encode("utf-8"))
     except OSError as exc:
-        click.echo(f"promptc report: cannot write {output}: {exc.strerror or exc}", err=True)
+        click.echo(f"promptc report: cannot write {output}: {reason(exc)}; it is unchanged", err=True)
         sys.exit(1)
     count = len(diff.busts) if diff is not None else 0
     busts = f", {count} cache bust{'' if count == 1 else 's'}" if diff is not None else ""

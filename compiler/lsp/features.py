@@ -219,7 +219,9 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
 
             chosen = next(((p, s) for p, s in ref.paths if s.start <= offset <= s.end), ref.paths[0])
             key, problem = resolve(ctx, view.rel, chosen[0])
-            return Target(ref.kind, chosen[0], chosen[1], key, problem)
+            # an `@schemas/x.json` input type is a reference of kind "input": a path, not an input
+            kind = "schema" if ref.kind == "input" else ref.kind
+            return Target(kind, chosen[0], chosen[1], key, problem)
     for d in view.directives:
         if d.key == "input" and d.span.line == line:
             for match in re.finditer(r"@([^\s,|\]\[]+)", d.value):

@@ -63,14 +63,19 @@ _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 def split_list(value: str) -> list[str]:
     """Split on commas that are outside quotes and brackets."""
-    parts: list[str] = []
+    return [piece for piece, _ in split_list_at(value)]
+
+
+def split_list_at(value: str) -> list[tuple[str, int]]:
+    """`split_list` with each piece's offset in `value` (of its first non-blank character): one
+    pass, so a directive with a million items costs a million steps."""
+    parts: list[tuple[str, int]] = []
     depth = 0
     quote = ""
-    current: list[str] = []
     escaped = False
-    for ch in value:
+    start = 0
+    for index, ch in enumerate(value):
         if quote:
-            current.append(ch)
             if escaped:
                 escaped = False
             elif ch == "\\":
@@ -85,12 +90,27 @@ def split_list(value: str) -> list[str]:
         elif ch in "]})":
             depth = max(0, depth - 1)
         elif ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(ch)
-    parts.append("".join(current).strip())
-    return [p for p in parts if p]
+            _piece(parts, value, start, index)
+            start = index + 1
+    _piece(parts, value, start, len(value))
+    return parts
+
+
+def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int) -> None:
+    raw = value[start:end]
+    text = raw.strip()
+    if text:
+        parts.append((text, start + len(raw) - len(raw.lstrip())))
+
+
+def _unrepresentable(value: object):
+    """What in a param's JSON value no artifact can carry (a lone surrogate escape, a number out
+    of range inside a list or object), as `jsonfile.unrepresentable` says, or None."""
+    if isinstance(value, (int, float, bool)) or value is None:
+        return None  # a top-level number out of range is kept as its text by `typed_value`
+    from ..jsonfile import unrepresentable
+
+    return unrepresentable(value)
 
 
 def typed_value(raw: str) -> object:
@@ -135,6 +155,15 @@ def parse_section(value: str) -> tuple[str, str | None, str] | str:
     return name, boundary, target
 
 
+def _value_span(d: Directive, offset: int, length: int) -> Span:
+    """The span of `length` characters at `offset` in a directive's value."""
+    src = d.value_span.src
+    if src is None:
+        return d.value_span
+    start = d.value_span.start + offset
+    return src.span(start, start + length)
+
+
 def _name_span(d: Directive, name: str) -> Span:
     """The span of one name inside a directive's value (falls back to the whole value)."""
     match = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", d.value)
@@ -165,13 +194,19 @@ class _HeaderBuilder:
         #: `name: @schema.json` types, resolved by the resources pass (kept where they stood)
         self.refs: list[ResourceRef] = []
 
-    def _input_type(self, d: Directive, name: str, written: str) -> None:
+    def _input_type(self, d: Directive, name: str, written: str, at: int | None = None) -> None:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
-        not parse, located at the offending part of the type)."""
+        not parse, located at the offending part of the type). `at`: the offset of `written` in
+        the directive's value (else the type is looked for by its text)."""
         from ..inputtypes import TypeSyntaxError, parse_type
 
         text = written.strip()
-        where = _name_span(d, text) if text else d.value_span
+        if not text:
+            where = d.value_span
+        elif at is not None:
+            where = _value_span(d, at + len(written) - len(written.lstrip()), len(text))
+        else:
+            where = _name_span(d, text)
         if text.startswith("@"):
             path = text[1:].strip()
             if not path:
@@ -247,7 +282,12 @@ class _HeaderBuilder:
                         d.value_span,
                         f"first given at line {self.param_spans[name].line}",
                     )
-                self.params[name] = typed_value(raw.strip())
+                value = typed_value(raw.strip())
+                problem = _unrepresentable(value)
+                if problem is not None:
+                    ctx.report(codes.MALFORMED_DIRECTIVE, f"param `{name}`: {problem[1]}", d.value_span, problem[2])
+                    continue
+                self.params[name] = value
                 self.param_spans[name] = d.value_span
         elif key == "flow":
             self.flow = self.once(self.flow, d)
@@ -258,16 +298,18 @@ class _HeaderBuilder:
                 if tag not in self.tags:
                     self.tags.append(tag)
         elif key == "input":
+            # linear in the number of names: each name's span comes from its offset, and the
+            # declared names are a set as well as a list
             names = []
-            for piece in split_list(d.value):
-                name, colon, written = piece.partition(":")
-                name = name.strip()
+            for piece, offset in split_list_at(d.value):
+                head, colon, written = piece.partition(":")
+                name = head.strip()
                 if colon:
-                    self._input_type(d, name, written)
-                names.append(name)
+                    self._input_type(d, name, written, offset + len(head) + 1)
+                names.append((name, offset))
             if self.inputs is None:
                 self.inputs, self.inputs_span = [], d.value_span
-            for name in names:
+            for name, offset in names:
                 if not _NAME.match(name):
                     ctx.report(
                         codes.MALFORMED_DIRECTIVE,
@@ -275,9 +317,9 @@ class _HeaderBuilder:
                         d.value_span,
                         "input names are Python identifiers",
                     )
-                elif name not in self.inputs:
+                elif name not in self.input_spans:
                     self.inputs.append(name)
-                    self.input_spans[name] = _name_span(d, name)
+                    self.input_spans[name] = _value_span(d, offset, len(name))
         elif key == "cache_ttl":
             if d.value not in CACHE_TTLS:
                 ctx.report(

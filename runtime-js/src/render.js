@@ -91,8 +91,10 @@ function renderSection(text, values, prompt, section) {
     }
   }
   if (tokens.some((token) => token.kind === "block")) {
+    // The same message as promptc.runtime's `refused_block`: both refuse, by the renderer field.
     throw new RenderError(
-      `prompt \`${prompt}\`, section \`${section}\`: \`{{ }}\`, \`{# #}\` and \`{% %}\` blocks run only in the Python runtime`,
+      `prompt \`${prompt}\`, section \`${section}\`: the artifact's renderer is \`placeholder\`, which runs no code, ` +
+        "but the section holds a `{{ }}`, `{# #}` or `{% %}` block; refused (the artifact was changed after the build: rebuild it)",
     );
   }
   return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text), token.text))).join("");

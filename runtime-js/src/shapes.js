@@ -338,7 +338,7 @@ function geminiBody(req, spec) {
 
 /** The request body of `shape` as the pinned Python SDK sends it: the same bytes, as a string. */
 export function body(rendered, shape, chosenModel = null) {
-  if (shape === "plain") throw new ShapeError("the plain shape is not a request body; take `as_shape('plain')`");
+  if (shape === "plain") throw new ShapeError("the plain shape is not a request body: pick a provider's shape");
   const req = request(rendered, shape, chosenModel);
   const spec = SHAPE_INFO[shape].body;
   const payload = shape === "gemini" ? geminiBody(req, spec) : ordered(req, spec.order);
