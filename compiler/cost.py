@@ -916,10 +916,21 @@ class Advice:
         }
 
 
+def potential(f: PromptFacts) -> int:
+    """The tokens the provider would cache of `f` with a TTL: its `cacheable_tokens`, or for a
+    prompt built with `cache_ttl: none` (which counts none) its prefix when that reaches the
+    minimum (the breakpoint at the prefix end covers it)."""
+    if f.ttl != NO_CACHE:
+        return f.cacheable_tokens or 0
+    if f.min_cacheable is None or f.prefix_tokens < f.min_cacheable:
+        return 0
+    return f._cacheable(f.prefix_tokens)
+
+
 def _rates(price: Price, ttl: str, f: PromptFacts) -> tuple[Decimal, Decimal, Decimal]:
     """(no cache, a hit, a write) of one request of `f` at `ttl`, in dollars."""
     total = Decimal(f.total_tokens or 0)
-    cached = Decimal(f.cacheable_tokens or 0)
+    cached = Decimal(potential(f))
     rate_in = price.input / MTOK
     rate_read = price.read_rate / MTOK
     rate_write = rate_in if price.cache_read is None else price.write(ttl) / MTOK
@@ -928,7 +939,7 @@ def _rates(price: Price, ttl: str, f: PromptFacts) -> tuple[Decimal, Decimal, De
 
 
 def _short_by(f: PromptFacts) -> int | None:
-    if f.min_cacheable is None or f.cacheable_tokens or f.prefix_tokens >= f.min_cacheable or not f.prefix_sha256:
+    if f.min_cacheable is None or potential(f) or f.prefix_tokens >= f.min_cacheable or not f.prefix_sha256:
         return None
     return f.min_cacheable - f.prefix_tokens
 
@@ -987,7 +998,7 @@ def advise(
                 Advice((f.name,), (f,), None, unpriced, requests, (), f.ttl or "-", None, None, None, _short_by(f))
             )
             continue
-        key = (found.provider, f.model, f.prefix_sha256, f.cacheable_tokens) if f.cacheable_tokens else (f.name,)
+        key = (found.provider, f.model, f.prefix_sha256, potential(f)) if potential(f) else (f.name,)
         groups.setdefault(key, []).append((f, found))
     for members in groups.values():
         out.append(_advise_group(members, traffic, times, table))
@@ -1006,13 +1017,15 @@ def _advise_group(
     names = tuple(f.name for f, _ in members)
     owned = [f.ttl if f.ttl == NO_CACHE else price.ttl(f.ttl) for f, _ in members]
     current = owned[0] if len(set(owned)) == 1 else "mixed"
-    cached = bool(first.cacheable_tokens)
+    cached = bool(potential(first))
     options: list[TtlOption] = []
     uncached: Decimal
     if traffic is not None:
         counts = [Decimal(str(traffic.get(f.name, 0))) for f, _ in members]
         total = sum(counts, Decimal(0))
-        uncached = sum((c * _rates(price, choices[-1], f)[0] for (f, _), c in zip(members, counts, strict=True)), Decimal(0))
+        uncached = sum(
+            (c * _rates(price, choices[-1], f)[0] for (f, _), c in zip(members, counts, strict=True)), Decimal(0)
+        )
         for ttl in choices:
             if ttl == NO_CACHE or not cached:
                 options.append(TtlOption(ttl, uncached, Decimal(0), Decimal(0)))
@@ -1054,9 +1067,7 @@ def _advise_group(
         current_cost = Decimal(0)
         for ttl in set(owned):
             part = [(f, p) for (f, p), own in zip(members, owned, strict=True) if own == ttl]
-            one = _advise_group(
-                [(replace(f, ttl=ttl), p) for f, p in part], traffic, times, table
-            )
+            one = _advise_group([(replace(f, ttl=ttl), p) for f, p in part], traffic, times, table)
             current_cost += one.cost_of(ttl) or Decimal(0)
     return Advice(
         names,
