@@ -253,7 +253,14 @@ def test_anthropic_sdk_takes_no_sampling_parameters() -> None:
 
 def test_every_profile_number_names_its_source_and_date() -> None:
     for name, provider in data()["providers"].items():
-        for key in ("tokenizer", "max_breakpoints", "lookback_blocks", "min_cacheable_tokens", "cache_step_tokens"):
+        for key in (
+            "tokenizer",
+            "max_breakpoints",
+            "lookback_blocks",
+            "min_cacheable_tokens",
+            "cache_step_tokens",
+            "context_window",
+        ):
             fact = provider[key]
             if fact.get("value") is None and not fact.get("by_model"):
                 continue  # the provider has no such thing
