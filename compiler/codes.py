@@ -519,7 +519,7 @@ MALFORMED_RECORD = _code(
 ADVICE_NOT_WRITTEN = _code(
     "E952",
     "cannot write the advised TTL",
-    "`promptc cost --advise --write` changes a prompt's `/// cache_ttl:` line only when the prompt's source is in the source folder, compiles, and would compile to the same artifact but for the TTL; otherwise (the file changed, cannot be written, or the TTL comes from `[tool.promptc]`) the file is left as it was and this error says why. Files are written atomically.",
+    "`promptc cost --advise --write` changes a prompt's `/// cache_ttl:` line only when the prompt's source is in the source folder, compiles, and would compile to the same artifact but for the TTL; otherwise (the file is not there, was saved again while promptc ran, or cannot be written) the file is left exactly as it was and this error says why (exit 1). A TTL from `[tool.promptc]` is overridden by the line written. Files are written atomically.",
 )
 
 

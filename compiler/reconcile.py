@@ -302,6 +302,28 @@ class ReadStats:
             self.diagnostics.append(diagnostic)
 
 
+def records_problem(path: str) -> Diagnostic | None:
+    """E950 when `path` is no readable file of records (the caller exits 2), else None."""
+    target = Path(path)
+    if target.is_file():
+        try:
+            with target.open("rb"):
+                return None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    else:
+        reason = "no such file" if not target.exists() else "not a file"
+    from .diagnostics import file_span
+
+    return make(
+        codes.RECORDS_UNREADABLE,
+        f"cannot read the usage records: {reason}",
+        file_span(),
+        "write records with `rendered.usage(response, to='usage.jsonl')`, or export spans as OTLP JSON",
+        path=path,
+    )
+
+
 def _chunks(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK):

@@ -324,20 +324,14 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
 
 def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
     """When each prompt's requests started, from a records file (streamed; the times are kept)."""
-    from pathlib import Path
 
     from ..diagnostics import render_text
-    from ..reconcile import ReadStats, read_records
+    from ..reconcile import ReadStats, read_records, records_problem
     from ..usage import parse_timestamp
 
-    if not Path(records).is_file():
-        from .. import codes
-        from ..diagnostics import file_span, make
-
-        diagnostic = make(
-            codes.RECORDS_UNREADABLE, "cannot read the usage records: no such file", file_span(), None, path=records
-        )
-        click.echo(render_text(diagnostic), err=True)
+    problem = records_problem(records)
+    if problem is not None:
+        click.echo(render_text(problem), err=True)
         sys.exit(USAGE_ERROR)
     stats = ReadStats()
     times: dict[str, list[float]] = {}

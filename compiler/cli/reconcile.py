@@ -45,7 +45,7 @@ def run_reconcile(
 
     from .. import codes
     from ..diagnostics import file_span, make, render_github, render_text, use_color
-    from ..reconcile import Locator, ReadStats, SourceLocator, read_records, reconcile
+    from ..reconcile import Locator, ReadStats, SourceLocator, read_records, reconcile, records_problem
     from .cost import read_build
 
     config = settings().config
@@ -59,16 +59,9 @@ def run_reconcile(
         )
         sys.exit(USAGE_ERROR)
     path = Path(records)
-    if not path.is_file():
-        reason = "no such file" if not path.exists() else "not a file"
-        diagnostic = make(
-            codes.RECORDS_UNREADABLE,
-            f"cannot read the usage records: {reason}",
-            file_span(),
-            "write records with `rendered.usage(response, to='usage.jsonl')`, or export spans as OTLP JSON",
-            path=records,
-        )
-        click.echo(render_github(diagnostic) if fmt == "github" else render_text(diagnostic), err=fmt != "github")
+    problem = records_problem(records)
+    if problem is not None:
+        click.echo(render_github(problem) if fmt == "github" else render_text(problem), err=fmt != "github")
         sys.exit(USAGE_ERROR)
     old_prefixes = None
     old_tree = None
