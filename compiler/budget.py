@@ -37,11 +37,12 @@ from typing import Any
 
 from . import codes
 from .diagnostics import Diagnostic, Span, make
+from .language import BUDGET_LIMITS
 
 __all__ = ["LIMITS", "JUNCTION_TOKENS", "WorstCase", "check", "parse_budget", "parse_count", "worst_case"]
 
 #: the limits a budget may name
-LIMITS = ("total", "uncached")
+LIMITS = BUDGET_LIMITS
 #: tokens added for each place a value is inserted (merges across the join)
 JUNCTION_TOKENS = 2
 #: UTF-8 bytes of one character at most
