@@ -418,3 +418,17 @@ def test_a_record_of_a_revision_without_against_is_stale(project: Path, tmp_path
     expected = _write(tmp_path / "day.jsonl", day)
     _, seen = _reconcile(project, tmp_path / "day.jsonl")
     assert seen == {line: (p, "stale" if k == "bust" else k) for line, (p, k) in expected.items()}
+
+
+def test_the_report_shows_the_observed_hits(project: Path) -> None:
+    day = planted_day(_artifacts(project), (project / "old_prefix").read_text())
+    _write(project / "day.jsonl", day)
+    done = run_promptc("report", "-o", "report.html", "--records", "day.jsonl", cwd=project)
+    assert done.returncode == 0, done.stderr
+    page = (project / "report.html").read_text()
+    section = page[page.index('<section id="observed">') :]
+    section = section[: section.index("</section>")]
+    assert "Observed hits" in section and "usage records: day.jsonl" in page
+    for cause in ("expired", "concurrent", "model", "stale", "dynamic", "below-minimum"):
+        assert f"</b>: {cause}," in section, cause
+    assert "<code>prompts_src/cl.prompt:2</code>" in section  # the expired cause's cache_ttl line
