@@ -1048,17 +1048,18 @@ def _advise_group(
             if ttl == NO_CACHE or not cached:
                 options.append(TtlOption(ttl, uncached, Decimal(0), Decimal(0)))
                 continue
-            seconds = float(table.ttl_seconds.get(ttl, 300))
+            lifetime = float(table.ttl_seconds.get(ttl, 300))
             rates = [_rates(price, ttl, f) for f, _ in members]
-            cost, writes, previous = Decimal(0), 0, None
+            spent, written = Decimal(0), 0
+            previous: float | None = None
             for t, i in merged:
-                if previous is None or t - previous > seconds:
-                    cost += rates[i][2]
-                    writes += 1
+                if previous is None or t - previous > lifetime:
+                    spent += rates[i][2]
+                    written += 1
                 else:
-                    cost += rates[i][1]
+                    spent += rates[i][1]
                 previous = t
-            options.append(TtlOption(ttl, cost, Decimal(writes), Decimal(len(merged) - writes)))
+            options.append(TtlOption(ttl, spent, Decimal(written), Decimal(len(merged) - written)))
         requests = Decimal(len(merged))
     best = _pick(options, current, choices)
     if current != "mixed":

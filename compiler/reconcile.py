@@ -214,7 +214,7 @@ def _otlp_value(value: Any) -> Any:
 def _span_attributes(span: Mapping[str, Any]) -> dict[str, Any]:
     attributes = span.get("attributes")
     if isinstance(attributes, list):  # OTLP: [{"key": …, "value": {"intValue": "12"}}]
-        return {a.get("key"): _otlp_value(a.get("value")) for a in attributes if isinstance(a, dict)}
+        return {str(a.get("key")): _otlp_value(a.get("value")) for a in attributes if isinstance(a, dict)}
     return dict(attributes) if isinstance(attributes, dict) else {}
 
 
@@ -847,12 +847,17 @@ def _duration(seconds: float) -> str:
 
 def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, against: str | None) -> None:
     """The detail and the source place of each of a prompt's causes."""
-    artifact = None if fact is None else fact.artifact
+    if fact is None:  # a prompt the build does not have: its records are all `stale`
+        for kind in result.causes:
+            result.details[kind] = (
+                "the build has no prompt of this name (removed or renamed since the deploy that sent these)"
+            )
+            result.where[kind] = None
+        return
+    artifact = fact.artifact
     for kind, cause in result.causes.items():
         where: Where | None = None
-        if kind == "stale" and artifact is None:
-            detail = "the build has no prompt of this name (removed or renamed since the deploy that sent these)"
-        elif kind == "stale":
+        if kind == "stale":
             shown = ", ".join(sorted(p[:12] + "…" for p in cause.prefixes if p)) or "none"
             detail = (
                 f"prefix {shown} is not this build's ({(fact.prefix or 'none')[:12]}…): "

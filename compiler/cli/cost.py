@@ -318,6 +318,7 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         from ..diagnostics import render_text
 
         for w in failed:
+            assert w.diagnostic is not None
             click.echo(render_text(w.diagnostic), err=True)
         sys.exit(1)
 
