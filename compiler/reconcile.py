@@ -1088,3 +1088,53 @@ class SourceLocator(Locator):
             return None
         point = difference.new
         return Where(point.source, point.line, point.column, point.text)
+
+
+def reconcile_file(
+    records: str | Path,
+    build_dir: str | Path = "build",
+    *,
+    src: str | Path | None = None,
+    config: Any = None,
+    old_prefixes: Mapping[str, str | None] | None = None,
+    against: str | None = None,
+    old_tree: Any = None,
+    window: float = 5.0,
+    horizon: float = 600.0,
+) -> Reconciliation:
+    """The library's `promptc reconcile`: the records file against the build folder `build_dir`,
+    with causes located in the source folder `src` when given (and, with `old_tree`, a
+    `SourceTree` of revision `against`, the line a bust changed). Raises OSError when the
+    records cannot be read and `ValueError` for a build folder without a readable manifest;
+    malformed records are diagnostics on the result's `stats`."""
+    from .config import Config
+    from .cost import facts_of_build
+    from .model import ArtifactError, Manifest
+
+    folder = Path(build_dir)
+    try:
+        manifest = Manifest.from_json(json.loads((folder / "manifest.json").read_bytes()))
+    except (OSError, ValueError, ArtifactError) as exc:
+        raise ValueError(f"{folder}: no readable manifest.json ({exc})") from None
+    _, artifacts = facts_of_build(manifest, folder)
+    locator: Locator = Locator()
+    if src is not None and Path(src).is_dir():
+        from .driver.sources import read_tree
+
+        tree, _ = read_tree(Path(src), folder)
+        locator = SourceLocator(tree, config or Config(src=str(src)), old_tree)
+    stats = ReadStats()
+    problem = records_problem(str(records))
+    if problem is not None:
+        raise OSError(problem.message)
+    return reconcile(
+        read_records(records, stats),
+        artifacts,
+        stats,
+        old_prefixes=old_prefixes,
+        against=against,
+        locator=locator,
+        window=window,
+        horizon=horizon,
+        records_path=str(records),
+    )

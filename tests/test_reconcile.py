@@ -432,3 +432,20 @@ def test_the_report_shows_the_observed_hits(project: Path) -> None:
     for cause in ("expired", "concurrent", "model", "stale", "dynamic", "below-minimum"):
         assert f"</b>: {cause}," in section, cause
     assert "<code>prompts_src/cl.prompt:2</code>" in section  # the expired cause's cache_ttl line
+
+
+def test_the_library_api(project: Path) -> None:
+    import contextlib
+
+    import promptc
+
+    day = planted_day(_artifacts(project), (project / "old_prefix").read_text())
+    _write(project / "day.jsonl", day)
+    with contextlib.chdir(project):
+        result = promptc.reconcile_file("day.jsonl", "build", src="prompts_src")
+    assert isinstance(result, promptc.Reconciliation)
+    assert result.prompts["cl"].kinds["concurrent"] == 2 and result.prompts["cl"].where["expired"].line == 2
+    with pytest.raises(OSError, match="no such file"):
+        promptc.reconcile_file(project / "missing.jsonl", project / "build")
+    with pytest.raises(ValueError, match="no readable manifest"):
+        promptc.reconcile_file(project / "day.jsonl", project / "nowhere")
