@@ -33,12 +33,12 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .compile import CompiledPrompt, compile_text
     from .config import Config, load_config
+    from .cost import advise
     from .diagnostics import Diagnostic, render_sarif, render_text
     from .driver import BuildResult, build, check
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .fmt import FormatError, FormatResult, format_text, format_tree
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
-    from .cost import advise
     from .reconcile import Reconciliation, reconcile_file
     from .runtime import MissingInputsError, Rendered, RenderError, Runtime, load
     from .usage import UsageRecord
