@@ -556,6 +556,103 @@ FMT_NOT_A_SOURCE = _code(
     "A path given to `promptc fmt` is neither a folder nor a `.prompt` file, or does not exist.",
 )
 
+# 96x-97x: `promptc import` and `promptc audit` (foreign sources: Dotprompt, Prompty, Jinja)
+IMPORT_BAD_HEADER = _code(
+    "E960",
+    "import: the header is not valid YAML",
+    "The YAML front matter of a Dotprompt or Prompty file cannot be read: a syntax error, a key given "
+    "twice, an anchor or alias (refused: they can expand without bound), a tag other than the safe "
+    "ones, or a header that is not a mapping. The position is in the foreign file. The file is not written.",
+)
+IMPORT_UNSUPPORTED_FIELD = _code(
+    "E961",
+    "import: a header field has no promptc equivalent",
+    "A field of the header means something promptc cannot express in a `.prompt` source: a Prompty "
+    "`thread` or image input, a tool bound to an input or of a kind other than `function`, a "
+    "Mustache template, an `${env:…}` reference in a value that is sent, a schema type Picoschema "
+    "or Prompty defines but promptc's input types cannot check. Importing it anyway would change what "
+    "is sent, so the file is not written; the hint says what to do instead.",
+)
+IMPORT_NO_EQUIVALENT = _code(
+    "E962",
+    "import: a template construct has no promptc equivalent",
+    "The template uses something promptc's language cannot express with the same meaning: a custom "
+    "Handlebars helper (or Dotprompt's `media`, `history`, `section`), a Jinja filter that has no "
+    "Python expression, a role marker inside a block, a partial with arguments, `{% macro %}` or "
+    "`{% extends %}`, or a value whose text promptc would spell differently. The file is not written: "
+    "promptc import never changes the meaning of a prompt silently. The hint names the nearest "
+    "promptc construct.",
+)
+IMPORT_TEMPLATE_SYNTAX = _code(
+    "E963",
+    "import: template syntax error",
+    "The foreign template is not well formed: an unclosed `{{`, `{%` or comment, a block closed "
+    "that was never opened or closed by the wrong tag, an `{{else}}` outside a block. The original "
+    "engine would refuse it too. The file is not written.",
+)
+IMPORT_PARTIAL_MISSING = _code(
+    "E964",
+    "import: partial or include not found",
+    "A `{{> name}}` (Dotprompt: the file `_name.prompt` beside the prompt) or `{% include %}` names "
+    "a file that is not in the imported folder, or partials include each other in a cycle.",
+)
+IMPORT_WOULD_OVERWRITE = _code(
+    "E965",
+    "import: would overwrite a file import did not write",
+    "The output folder already holds a file at a path the import would write, and that file was not "
+    "written by `promptc import` (its first line is not the import marker) or was edited since. "
+    "promptc never replaces a user's file silently: move it away, or pass `--force`. Two foreign files "
+    "that would be written to the same path (`a.j2` and `a.jinja`) are reported the same way.",
+)
+IMPORT_WRITE_FAILED = _code(
+    "E966",
+    "import: cannot write the output",
+    "A file of the import could not be written (permissions, a read-only file system, a file where "
+    "a folder should be). Files are written atomically: each holds its old bytes or its new ones.",
+)
+IMPORT_CHECK_DIFFERS = _code(
+    "E967",
+    "import --check: the rendered messages differ",
+    "`--check` rendered the foreign prompt with its own engine and the imported one with promptc, on "
+    "the same sample inputs, and the messages differ. The message names the input set, the message "
+    "and the first differing line on both sides. Messages are compared after the trimming promptc "
+    "applies to every message (leading blank lines, trailing whitespace); every other byte counts.",
+)
+IMPORT_ENGINE_MISSING = _code(
+    "E968",
+    "import --check: the original engine is not installed",
+    "`--check` renders with the original engine (dotpromptz for Dotprompt, prompty for Prompty, "
+    "jinja2 for Jinja), which promptc does not depend on. Install it: "
+    "`pip install 'promptc-compiler[check]'`.",
+)
+IMPORT_ENGINE_FAILED = _code(
+    "E969",
+    "import --check: the original engine failed on a sample",
+    "The original engine raised an error rendering the foreign prompt with a sample input set, so "
+    "there is nothing to compare with. Give inputs it accepts with `--inputs FILE`.",
+)
+IMPORT_BAD_INPUTS = _code(
+    "E970",
+    "import --check: the inputs file cannot be used",
+    "The `--inputs` file is not a JSON object mapping prompt names to an input object or a list of "
+    "them, or names a prompt that the import does not produce.",
+)
+IMPORT_NOT_COMPILED = _code(
+    "E971",
+    "import: the imported prompt does not compile",
+    "The `.prompt` text the importer made for this file does not compile; the message quotes the "
+    "compiler's diagnostic and the hint is its hint. Usually the source uses something the promptc "
+    "build refuses on its own terms (an input schema keyword the runtimes do not check, E825); "
+    "otherwise it is an importer bug: report it with the file. The file is not written.",
+)
+IMPORT_FIELD_DROPPED = _code(
+    "W972",
+    "import: a header field is not imported",
+    "A header field describes how the foreign runtime connects or runs (Prompty's `model.connection`, "
+    "an `apiType`, Dotprompt's `output.format: text`), not the request promptc builds, so it is left "
+    "out of the `.prompt` source. Nothing sent changes; the warning says what was left out.",
+)
+
 
 def markdown(examples: dict[str, str]) -> str:
     """docs/diagnostics.md: every code, what it means, and real output (promptc/data/diagnostics, which `promptc explain` prints too)."""
@@ -566,7 +663,8 @@ def markdown(examples: dict[str, str]) -> str:
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
         "and caching, 8 includes, 9 configuration, the output folder and `diff`'s old tree (93x: the",
-        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file).",
+        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file; 96x-97x: `promptc import` and",
+        "`promptc audit` of Dotprompt, Prompty and Jinja sources).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
         "a caret under the span, then a hint. `--format json`, `--format github` and `--format sarif` (a",

@@ -131,6 +131,39 @@ def _cli_missing_path(tmp_path: Path):
     return problems
 
 
+def _import(kind: str, files: dict[str, str], *, prepare=None, **options):
+    """`promptc import KIND src -o out` through the library, returning its diagnostics."""
+
+    def run(tmp_path: Path):
+        from promptc.importers import import_tree
+
+        for rel, body in files.items():
+            write(tmp_path, f"src/{rel}", body)
+        if prepare:
+            prepare(tmp_path)
+        return list(import_tree(kind, "src", "out", config=APPROX, **options).diagnostics)
+
+    return run
+
+
+def _no_engine(kind: str, files: dict[str, str]):
+    def run(tmp_path: Path):
+        from unittest import mock
+
+        with mock.patch("importlib.util.find_spec", lambda name, *a: None):
+            return _import(kind, files, check=True)(tmp_path)
+
+    return run
+
+
+def _file_where_folder_goes(tmp_path: Path) -> None:
+    write(tmp_path, "out/team", "a file where the import needs a folder\n")
+
+
+def _users_file(tmp_path: Path) -> None:
+    write(tmp_path, "out/greet.prompt", "My own prompt.\n")
+
+
 _HELD: list = []
 
 CASES = {
@@ -320,6 +353,41 @@ CASES = {
     "E941": lambda tmp_path: _old_tree(tmp_path, "main~7"),
     "E942": lambda tmp_path: _old_tree(tmp_path, None),
     "E943": lambda tmp_path: _old_tree(tmp_path, "HEAD", lose_blob=True),
+    # 96x-97x: promptc import
+    "E960": _import("prompty", {"chat.prompty": "---\nname: chat\nmodel: &m gpt-4o\nalias: *m\n---\nuser:\nHi\n"}),
+    "E961": _import(
+        "prompty",
+        {
+            "chat.prompty": "---\nmodel: gpt-4o\ninputs:\n  - name: history\n    kind: thread\n---\nsystem:\nBe brief.\n\n{{history}}\n"
+        },
+    ),
+    "E962": _import("jinja", {"greet.j2": "Dear {{ name | title }},\nthanks for writing.\n"}),
+    "E963": _import("dotprompt", {"greet.prompt": "---\nmodel: gemini-2.5-flash\n---\n{{#if vip}}\nWelcome back!\n"}),
+    "E964": _import("dotprompt", {"greet.prompt": "{{> signature}}\nHello {{name}}.\n"}),
+    "E965": _import("jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=_users_file),
+    "E966": _import("jinja", {"team/greet.j2": "Hello {{ name }}.\n"}, prepare=_file_where_folder_goes),
+    "E967": lambda tmp_path: _check_differs(tmp_path),
+    "E968": _no_engine("jinja", {"greet.j2": "Hello {{ name }}.\n"}),
+    "E969": lambda tmp_path: (
+        write(tmp_path, "inputs.json", '{"share": {"total": 10, "people": 0}}\n'),
+        _import("jinja", {"share.j2": "Each pays {{ total / people }}.\n"}, check=True, inputs="inputs.json")(tmp_path),
+    )[1],
+    "E970": lambda tmp_path: (
+        write(tmp_path, "inputs.json", '{"greting": {"name": "Ann"}}\n'),
+        _import("jinja", {"greeting.j2": "Hello {{ name }}.\n"}, check=True, inputs="inputs.json")(tmp_path),
+    )[1],
+    "E971": _import(
+        "dotprompt",
+        {
+            "count.prompt": "---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: integer, minimum: 1}\n---\n{{#if n}}Count: {{n}}{{/if}}\n"
+        },
+    ),
+    "W972": _import(
+        "prompty",
+        {
+            "chat.prompty": "---\nmodel:\n  id: gpt-4o\n  connection:\n    kind: key\n    apiKey: ${env:OPENAI_API_KEY}\n---\nuser:\nHi\n"
+        },
+    ),
 }
 
 
@@ -348,6 +416,18 @@ def _advice_write(tmp_path: Path):
     artifact = compiled.load_artifact()
     advice = advise([facts_from_artifact(artifact)], {"agent": Decimal(30)})
     return [w.diagnostic for w in plan_writes(advice, SourceTree(files={}, root_display="prompts_src"), Config())]
+
+
+def _check_differs(tmp_path: Path):
+    """A converted prompt that a (deliberately broken) importer got wrong: --check catches it."""
+    from promptc.importers import compile_converted, convert
+    from promptc.importers.check import run_checks
+
+    write(tmp_path, "src/greet.j2", "Hello {{ name }}.\nBye.\n")
+    converted = convert("jinja", {"greet.j2": (tmp_path / "src/greet.j2").read_bytes()}, root_display="src")
+    converted[0].text = converted[0].text.replace("Bye.", "Goodbye.")
+    _tree, compiled = compile_converted(converted, APPROX)
+    return run_checks("jinja", tmp_path / "src", converted, compiled, None, {})
 
 
 def _old_tree(tmp_path: Path, revision: str | None, git: bool = True, lose_blob: bool = False):

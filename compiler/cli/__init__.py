@@ -15,6 +15,7 @@ from .common import Settings
 from .cost import cost_cmd
 from .diff import diff_cmd
 from .fmt import fmt_cmd
+from .importer import audit_cmd, import_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .lsp import lsp_cmd
 from .reconcile import reconcile_cmd
@@ -96,6 +97,8 @@ for _command in (
     report_cmd,
     reconcile_cmd,
     lsp_cmd,
+    import_cmd,
+    audit_cmd,
 ):
     main.add_command(_command)
 
