@@ -101,32 +101,34 @@ def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
     line that starts with `{` or `[`. Memory: the largest single value, not the file."""
     decoder = json.JSONDecoder()
     utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+    strict = codecs.getincrementaldecoder("utf-8")("strict")  # only to find where bad bytes are
     buffer = ""
     pos = 0  # where unread text starts in buffer
     line = 1  # the line of buffer[pos]
     line_start = 0  # buffer offset of the start of that line (may be negative after a trim)
     chunks = iter(data)
     eof = False
-    bad_utf8_reported = False
+    bad_line: int | None = None  # where the first bytes that are not UTF-8 are
     need = 0  # read until the unread text is at least this long (grows for a large value)
 
     def fill() -> bool:
-        nonlocal buffer, eof, pos, line_start, bad_utf8_reported
+        nonlocal buffer, eof, pos, line_start, bad_line
         chunk = next(chunks, None)
         if chunk is None:
             buffer += utf8.decode(b"", final=True)
             eof = True
             return False
         text = utf8.decode(chunk)
-        if "\ufffd" in text and not bad_utf8_reported:
-            try:
-                chunk.decode("utf-8")
-            except UnicodeDecodeError:
-                bad_utf8_reported = True
         if pos > len(buffer) // 2:  # drop what is read: the buffer holds the unread text only
             buffer = buffer[pos:]
             line_start -= pos
             pos = 0
+        if bad_line is None:
+            try:
+                strict.decode(chunk)
+            except UnicodeDecodeError:  # the first U+FFFD of this chunk's text is the bad byte
+                at = text.find("\ufffd")
+                bad_line = line + buffer.count("\n", pos) + text.count("\n", 0, max(at, 0))
         buffer += text
         return True
 
@@ -142,8 +144,8 @@ def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
                 break
             fill()
         if pos >= len(buffer):
-            if bad_utf8_reported:
-                yield _Value(line, 1, error="the file is not UTF-8 text (bad bytes were read as U+FFFD)")
+            if bad_line is not None:
+                yield _Value(bad_line, 1, error="the file is not UTF-8 text here (the bad bytes were read as U+FFFD)")
             return
         if len(buffer) - pos < need and not eof:
             fill()

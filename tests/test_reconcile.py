@@ -449,3 +449,44 @@ def test_the_library_api(project: Path) -> None:
         promptc.reconcile_file(project / "missing.jsonl", project / "build")
     with pytest.raises(ValueError, match="no readable manifest"):
         promptc.reconcile_file(project / "day.jsonl", project / "nowhere")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_reading_does_not_depend_on_where_the_chunks_end(project: Path, tmp_path: Path, monkeypatch, chunk) -> None:
+    """JSONL, pretty-printed documents one after another and one array over many lines, with
+    malformed lines among them, read the same whatever the size of the chunks the file comes in."""
+    import promptc.reconcile as module
+
+    day = planted_day(_artifacts(project), (project / "old_prefix").read_text())
+    records = [r for r, _ in day.items[:6]]
+    text = (
+        "\n".join(json.dumps(r) for r in records[:2])
+        + "\n{broken\n"
+        + json.dumps(records[2], indent=4)
+        + "\n"
+        + json.dumps(records[3:5], indent=2)
+        + "\n  "
+        + json.dumps(records[5])
+        + "\n"
+    )
+    path = tmp_path / "mixed.json"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(module, "_CHUNK", chunk)
+    stats = ReadStats()
+    found = list(read_records(path, stats))
+    assert [record.prompt for _, record in found] == [r["prompt"] for r in records]
+    starts = [line for line, _ in found]
+    assert starts[:3] == [1, 2, 4] and starts[3] == starts[4] and starts[5] == text.count("\n")
+    assert [(d.code, d.line) for d in stats.diagnostics] == [("W951", 3)]
+
+
+def test_bytes_that_are_not_utf8_are_located(project: Path, tmp_path: Path) -> None:
+    day = planted_day(_artifacts(project), (project / "old_prefix").read_text())
+    lines = [json.dumps(r).encode() for r, _ in day.items[:3]]
+    lines[1] = lines[1].replace(b'"usage": {}', b'"usage": {}, "note": "\xff\xfe"')
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join(lines) + '\n{"é": 1}\n'.encode())
+    stats = ReadStats()
+    assert len(list(read_records(path, stats))) == 3  # the record itself is still read
+    assert [(d.code, d.line) for d in stats.diagnostics] == [("W951", 4), ("W951", 2)]
+    assert "not UTF-8 text here" in stats.diagnostics[1].message
