@@ -6,7 +6,8 @@ response (promptc.usage). This module reads those records — promptc's JSONL, o
 JSON export of spans carrying the `promptc.*` attributes — in one pass, and classifies every
 request:
 
-    hit            the provider read at least the predicted tokens from its cache
+    hit            the provider read the predicted prefix from its cache (Anthropic: it read and
+                   wrote nothing; an estimated count needs 90 % of the prediction)
     first-write    the first request of a cache entry wrote it (expected: not a gap)
     not-cached     the build predicts no cached tokens (no stable prefix, `cache_ttl: none`)
     below-minimum  the prefix is under the provider's minimum: by the build's count (W705), or by
@@ -758,7 +759,7 @@ def reconcile(
             below = minimum is not None and fact.artifact.cache.prefix_tokens < minimum
             _add(result, "below-minimum" if below else "not-cached", line, 0, Decimal(0))
             return
-        if read >= predicted:
+        if _full_hit(record, read, written, predicted, fact.artifact.tokenizer.exact):
             result.kinds["hit"] = result.kinds.get("hit", 0) + 1
             refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
             return
@@ -806,6 +807,22 @@ def reconcile(
     for result in results.values():
         _explain(result, facts.get(result.name), locator, against)
     return Reconciliation(results, stats, table.label, records_path, against)
+
+
+#: with an estimated tokenizer, a read this close to the prediction is the whole prefix
+ESTIMATE_TOLERANCE = Decimal("0.9")
+
+
+def _full_hit(record: UsageRecord, read: int, written: int, predicted: int, exact: bool) -> bool:
+    """The provider served the whole predicted prefix from its cache. Anthropic reports reads up
+    to a breakpoint: something read and nothing written is a hit of every marker, whatever its own
+    count of the tokens (promptc's count for Claude is an estimate). Elsewhere the read must reach
+    the prediction; with an estimated count (Gemini), 90 % of it."""
+    if record.shape == "anthropic":
+        return read > 0 and written == 0 or read >= predicted
+    if exact:
+        return read >= predicted
+    return read >= predicted * ESTIMATE_TOLERANCE
 
 
 def _add(

@@ -134,6 +134,7 @@ def planted_day(artifacts: dict[str, Artifact], old_prefix: str) -> Day:
     t += 30
     day.add("cl", "dynamic", t, read=0, written=p_cl)
     day.add("cl", "hit", t + 30, read=p_cl + 7, written=0)  # more than predicted is a hit too
+    day.add("cl", "hit", t + 60, read=p_cl - 90, written=0)  # Claude counted fewer than promptc's estimate
     # gp (openai): hits every two minutes, a partial read, a short request, a long gap
     g = T0 + 5
     day.add("gp", "first-write", g, read=0)

@@ -288,12 +288,14 @@ def test_an_in_memory_exporter_receives_the_genai_attributes(out: Path) -> None:
 
 
 def test_the_runtime_imports_no_opentelemetry_unless_asked(out: Path, tmp_path: Path) -> None:
+    """Nor, recording usage, anything of the compiler: usage records are the runtime's."""
     code = (
         "import json, sys\n"
         "from promptc.runtime import load\n"
         f"r = load({str(out)!r}).render('claude', q='x')\n"
         f"r.usage(json.loads({json.dumps(json.dumps(ANSWERS['anthropic']))}), to={str(tmp_path / 'u.jsonl')!r})\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'opentelemetry'))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('opentelemetry', 'lark', 'tiktoken', 'orjson')"
+        " or m in ('promptc.parse', 'promptc.pipeline', 'promptc.meter', 'promptc.emit', 'promptc.reconcile')))\n"
         "sys.modules['opentelemetry'] = None  # as if it were not installed\n"
         "try:\n"
         f"    r.usage(json.loads({json.dumps(json.dumps(ANSWERS['anthropic']))}), otel=True)\n"
