@@ -153,9 +153,14 @@ def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
             continue
         start_line, start_col = line, pos - line_start + 1
         try:
-            value, end = decoder.raw_decode(buffer, pos)
+            try:
+                value, end = decoder.raw_decode(buffer, pos)
+            except RecursionError:  # nested deeper than the interpreter's stack: no record is
+                raise json.JSONDecodeError("nested too deeply", buffer, pos) from None
         except json.JSONDecodeError as exc:
             incomplete = exc.msg.startswith("Unterminated string") or exc.pos >= len(buffer)
+            if exc.msg == "nested too deeply":
+                incomplete = False
             if incomplete and not eof:
                 if len(buffer) - pos > MAX_VALUE_CHARS:
                     yield _Value(start_line, start_col, error=f"a value larger than {MAX_VALUE_CHARS} characters")
@@ -270,8 +275,10 @@ def record_of_span(span: Mapping[str, Any]) -> UsageRecord | None:
 def _records_in(value: Any) -> Iterator[UsageRecord | None]:
     """The records a decoded value holds (None for each span that carries none). Raises
     UsageError for a value that is no record, span or export."""
-    if isinstance(value, list):
+    if isinstance(value, list):  # a document of records or spans (one level: no recursion)
         for item in value:
+            if isinstance(item, list):
+                raise UsageError("expected a usage record or an OpenTelemetry span, got a list in a list")
             yield from _records_in(item)
         return
     if not isinstance(value, dict):

@@ -337,6 +337,7 @@ def test_malformed_records_are_located_and_skipped(project: Path, tmp_path: Path
         good[2],
         "not json at all",
         json.dumps({"hello": "world"}),
+        "[" * 100_000 + "]" * 100_000,  # deeper than any stack: a diagnostic, not a RecursionError
         good[3][: len(good[3]) // 2],  # a log whose last line was cut off
     ]
     path = tmp_path / "bad.jsonl"
@@ -345,7 +346,8 @@ def test_malformed_records_are_located_and_skipped(project: Path, tmp_path: Path
     records = list(read_records(path, stats))
     assert [line for line, _ in records] == [1, 3, 6]
     located = [(d.code, d.line) for d in stats.diagnostics]
-    assert located == [("W951", 2), ("W951", 4), ("W951", 5), ("W951", 7), ("W951", 8), ("W951", 9)]
+    assert located == [("W951", 2), ("W951", 4), ("W951", 5), ("W951", 7), ("W951", 8), ("W951", 9), ("W951", 10)]
+    assert "nested too deeply" in stats.diagnostics[5].message
     assert "input_tokens: expected a token count ≥ 0" in stats.diagnostics[1].message
     assert str(stats.diagnostics[0]).startswith(f"{path}:2:1: warning[W951]")
 
