@@ -210,8 +210,10 @@ class _HeaderBuilder:
         from ..inputtypes import TypeSyntaxError, parse_type
 
         text = written.strip()
-        bound = _MAX_TOKENS.search(text)
-        if bound is not None:  # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:`
+        # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:` (matched at the last `(` only:
+        # linear on any text)
+        bound = _MAX_TOKENS.match(text, text.rfind("(")) if text.endswith(")") else None
+        if bound is not None:
             text = self._bound(d, name, written, at, text, bound)
         if not text:
             where = d.value_span
