@@ -216,10 +216,12 @@ def _keywords(function) -> set[str]:
     return {name for name, p in inspect.signature(function).parameters.items() if p.kind == p.KEYWORD_ONLY}
 
 
+# the submodules are imported by name: the SDKs load them lazily, so an attribute path from the
+# package works only after some other test happened to import them in the same worker
 SDK_CALLS = {
-    "anthropic": lambda: pytest.importorskip("anthropic").resources.messages.Messages.create,
-    "openai": lambda: pytest.importorskip("openai").resources.chat.completions.Completions.create,
-    "openai-responses": lambda: pytest.importorskip("openai").resources.responses.Responses.create,
+    "anthropic": lambda: pytest.importorskip("anthropic.resources.messages").Messages.create,
+    "openai": lambda: pytest.importorskip("openai.resources.chat.completions").Completions.create,
+    "openai-responses": lambda: pytest.importorskip("openai.resources.responses").Responses.create,
 }
 
 
