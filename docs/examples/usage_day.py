@@ -46,7 +46,9 @@ for minute in range(35, 60, 5):
     agent(DAY.replace(hour=13, minute=minute), anthropic(PREFIX, 0))
 # 14:00: an experiment sends four requests to another model
 for minute in range(4):
-    agent(DAY.replace(hour=14, minute=minute), anthropic(0, PREFIX, "claude-opus-4-1-20250805"), model="claude-opus-4-1")
+    agent(
+        DAY.replace(hour=14, minute=minute), anthropic(0, PREFIX, "claude-opus-4-1-20250805"), model="claude-opus-4-1"
+    )
 # 15:00: a worker still running yesterday's build (another prefix) sends three
 for minute in range(3):
     rendered = runtime.render("helpdesk/agent", customer_email="bo@example.com", message="Refund?")
@@ -59,7 +61,10 @@ for minute in (2, 4):
 # all day: triage, whose 214-token prefix is under gpt-4.1-mini's minimum of 1,024
 for hour in range(8, 18):
     rendered = runtime.render("helpdesk/triage", message="My invoice is wrong")
-    answer = {"object": "chat.completion", "model": "gpt-4.1-mini-2025-04-14",
-              "usage": {"prompt_tokens": 231, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 0}}}
+    answer = {
+        "object": "chat.completion",
+        "model": "gpt-4.1-mini-2025-04-14",
+        "usage": {"prompt_tokens": 231, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 0}},
+    }
     rendered.usage(answer, to=LOG, started=DAY.replace(hour=hour), timestamp=DAY.replace(hour=hour, second=1))
 print(f"wrote {sum(1 for _ in open(LOG))} records to {LOG} ({iso_timestamp(DAY)[:10]})")
