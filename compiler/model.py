@@ -68,7 +68,7 @@ ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant")
 BOUNDARIES: tuple[Boundary, ...] = ("stable", "dynamic")
 TARGETS: tuple[Target, ...] = ("system", "user_context")
 RENDERERS: tuple[Renderer, ...] = ("placeholder", "python")
-TTLS: tuple[str, ...] = ("5m", "1h")
+TTLS: tuple[str, ...] = ("5m", "1h", "none")
 SHAPE_NAMES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "gemini")
 
 
