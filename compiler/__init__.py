@@ -15,6 +15,9 @@ The public API, importable by name (`from promptc import build`):
 - inputs of the built-in partials: `env_inputs`, `git_inputs`, `date_inputs`
 - formatting: `format_text(text, name=..., partials=...)` → the canonical text (or `FormatError`),
   `format_tree(src, paths, config)` → `FormatResult` (what `promptc fmt` runs)
+- observed hits: `Rendered.usage(response)` → `UsageRecord`; `reconcile_file(records, build_dir,
+  src=...)` → `Reconciliation` (what `promptc reconcile` runs); `advise(facts, traffic)` → the
+  TTL advice of `promptc cost --advise`
 
 Names are imported on first use, so `import promptc` and `promptc --version` stay fast; type
 checkers see the real definitions through the `TYPE_CHECKING` imports below.
@@ -30,12 +33,15 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .compile import CompiledPrompt, compile_text
     from .config import Config, load_config
+    from .cost import advise
     from .diagnostics import Diagnostic, render_sarif, render_text
     from .driver import BuildResult, build, check
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .fmt import FormatError, FormatResult, format_text, format_tree
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
+    from .reconcile import Reconciliation, reconcile_file
     from .runtime import MissingInputsError, Rendered, RenderError, Runtime, load
+    from .usage import UsageRecord
 
 #: public name → the module that defines it
 _EXPORTS = {
@@ -66,6 +72,10 @@ _EXPORTS = {
     "format_tree": "fmt",
     "FormatResult": "fmt",
     "FormatError": "fmt",
+    "UsageRecord": "usage",
+    "reconcile_file": "reconcile",
+    "Reconciliation": "reconcile",
+    "advise": "cost",
 }
 
 __all__ = [
@@ -97,6 +107,10 @@ __all__ = [
     "format_tree",
     "FormatResult",
     "FormatError",
+    "UsageRecord",
+    "reconcile_file",
+    "Reconciliation",
+    "advise",
 ]
 assert set(__all__) == {"__version__", *_EXPORTS}
 

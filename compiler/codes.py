@@ -300,7 +300,7 @@ REQUIRED_PARAM_MISSING = _code(
 INVALID_MODEL = _code(
     "E710",
     "invalid model or cache TTL",
-    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m` or `1h`, or the TTL is set for a provider whose cache takes none.",
+    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m`, `1h` or `none`, or the TTL is set for a provider whose cache takes none.",
 )
 PREFIX_CUT_SHORT = _code(
     "W710",
@@ -316,6 +316,22 @@ STABLE_HAS_CODE = _code(
     "E707",
     "stable section contains template code",
     "A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.",
+)
+# 72x: token budgets (`/// budget:`) and the model's context window
+BUDGET_EXCEEDED = _code(
+    "E720",
+    "token budget exceeded",
+    "The request's worst case is over a limit of the prompt's `/// budget:` line. The worst case counts every stable text as sent, every input at its declared upper bound (`/// input: diff: str(max_tokens=4000)`, or a schema's `maxLength`), the tools and the output schema, as `total`; `uncached` is the worst case minus what the provider caches of the prefix (`cache.cacheable_tokens`). Shorten the prompt, lower a bound, or raise the budget. docs/language.md#token-budgets has the arithmetic.",
+)
+BUDGET_UNBOUNDED = _code(
+    "E721",
+    "budget cannot be checked: an input has no upper bound",
+    "The prompt has a `/// budget:` line, but an input it inserts has no declared upper bound, so the worst case is unbounded. Declare one: `/// input: diff: str(max_tokens=4000)` (tokens) or a JSON Schema with `maxLength` (characters, counted as up to one token each — four for text that is not ASCII). A `{% for %}` loop or `{{ }}` block has no bound promptc can see either: a prompt with a budget can only use placeholders.",
+)
+CONTEXT_WINDOW_EXCEEDED = _code(
+    "E722",
+    "request can exceed the model's context window",
+    "The request's worst case (every input at its declared upper bound), plus `max_tokens` when the prompt sets it, is more than the model's context window from the provider profile (`promptc/data/providers.json` `context_window`, with its source and date). The provider would refuse such a request. Lower the input bounds or `max_tokens`, or pick a model with a larger window.",
 )
 
 # 8xx: partials and includes
@@ -487,6 +503,23 @@ UNKNOWN_TRAFFIC_PROMPT = _code(
     "W947",
     "traffic for an unknown prompt",
     "The `--traffic` file names a prompt that is not in the build (a typo, or a prompt that was renamed or removed): its requests are not counted. The hint names the closest prompt.",
+)
+
+# 95x: usage records (`promptc reconcile`) and the cache advisor (`promptc cost --advise`)
+RECORDS_UNREADABLE = _code(
+    "E950",
+    "records file cannot be read",
+    "The file of usage records given to `promptc reconcile` (or `promptc cost --advise --records`, `promptc report --records`) does not exist or cannot be opened. The command stops with exit 2.",
+)
+MALFORMED_RECORD = _code(
+    "W951",
+    "malformed usage record skipped",
+    "A value in the records file is not JSON, or not a usage record (`promptc.usage/1`, as `Rendered.usage(...)` writes it) nor an OpenTelemetry span export; or a field of a record is wrong (a negative count, a timestamp without a time zone). The record is skipped and the others are reconciled; the diagnostic gives the file and line, and reading resumes at the next line that starts a JSON value (a log cut off mid-line loses that line only).",
+)
+ADVICE_NOT_WRITTEN = _code(
+    "E952",
+    "cannot write the advised TTL",
+    "`promptc cost --advise --write` changes a prompt's `/// cache_ttl:` line only when the prompt's source is in the source folder, compiles, and would compile to the same artifact but for the TTL; otherwise (the file is not there, was saved again while promptc ran, or cannot be written) the file is left exactly as it was and this error says why (exit 1). A TTL from `[tool.promptc]` is overridden by the line written. Files are written atomically.",
 )
 
 

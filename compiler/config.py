@@ -233,8 +233,9 @@ class Config:
     cache_ttl: str = option(
         "",
         _one_of(CACHE_TTLS, empty=True),
-        "Anthropic breakpoint lifetime: 5m or 1h.",
-        doc="`5m` or `1h`: the `ttl` of the Anthropic shape's `cache_control`; a prompt's `/// cache_ttl:` wins",
+        "Anthropic breakpoint lifetime: 5m, 1h, or none (no cache_control).",
+        doc="`5m` or `1h`: the `ttl` of the Anthropic shape's `cache_control`; `none`: no `cache_control` at "
+        "all; a prompt's `/// cache_ttl:` wins",
         fingerprint=True,
     )
     #: where every build writes the generated Python bindings (`promptc gen python`), "" for nowhere

@@ -8,8 +8,9 @@ A compile is `STAGES`, and each stage is a function of the compilation's typed s
   inference, sections) over the document;
 - `BACK`, the back stages: `settle` (model, provider profile, tokenizer, TTL), `emit` (the
   artifact, with the request model's cache), `locate` (where the prefix ends), `check` (what the
-  provider profile says about the request), `lint` (W710), `allow` (`/// promptc: allow` comments
-  and the project's `allow`) and `encode` (the artifact's bytes).
+  provider profile says about the request), `lint` (W710), `budget` (`/// budget:` and the
+  model's context window), `allow` (`/// promptc: allow` comments and the project's `allow`) and
+  `encode` (the artifact's bytes).
 
 A stage that cannot go on stops the compile (`Compilation.stop`): a file that cannot be read or
 decoded, errors before the artifact would be made, or before its bytes would be. A partial is
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field, replace
 import orjson
 
 from . import codes, emit, suppress
+from .budget import check as check_budget
 from .buildfolder import artifact_path
 from .config import Config
 from .context import Context, SourceTree
@@ -317,6 +319,12 @@ def lint(state: Compilation) -> None:
     )
 
 
+def budget(state: Compilation) -> None:
+    """`/// budget:` and the model's context window, against the request's worst case."""
+    assert state.document is not None and state.artifact is not None and state.meter is not None
+    state.diagnostics += check_budget(state.artifact, state.document, state.meter.tokens)
+
+
 def allow(state: Compilation) -> None:
     """Drop the warnings a `/// promptc: allow CODE` comment allows on their line, in the prompt
     and the partials it includes, and those the project's `allow` names."""
@@ -340,7 +348,7 @@ def encode(state: Compilation) -> None:
     state.encoded = emit.dumps(state.artifact)
 
 
-BACK: tuple[Stage, ...] = (settle, build_artifact, locate, check, lint, allow, encode)
+BACK: tuple[Stage, ...] = (settle, build_artifact, locate, check, lint, budget, allow, encode)
 
 #: The whole compile of a prompt.
 STAGES: tuple[Stage, ...] = (*FRONT, passes, *BACK)

@@ -14,6 +14,7 @@ them). This module reads that file and answers the questions the build and the r
 - what each provider's cache keys on (`Profile.cache_order`, `cache_params`, `schema_cached`,
   `schema_level`) and `resolve_model(provider, model)`, the model as the provider resolves it (an
   alias counts as the dated snapshot it points to), which `promptc.requestmodel` hashes;
+- `context_window(provider, model)`: the model's context window, which `promptc.budget` checks;
 - `shape_provider(shape)` and `shape_requires(shape)`: the provider a shape's call goes to, and what
   its API requires of the turns.
 
@@ -39,6 +40,7 @@ __all__ = [
     "shape_provider",
     "shape_requires",
     "provider_of_model",
+    "context_window",
 ]
 
 
@@ -167,6 +169,27 @@ def resolve_model(provider: str | None, model: str | None) -> str | None:
     entry = data()["providers"].get(provider) or {}
     aliases = (entry.get("model_aliases") or {}).get("value") or {}
     return aliases.get(model, model)
+
+
+def context_window(provider: str | None, model: str | None) -> tuple[int, str] | None:
+    """(the model's context window in tokens, the page it was read from), or None when the
+    profile does not know it (providers.json `context_window`; whether it must hold the output
+    too: `window_includes_output`)."""
+    entry = data()["providers"].get(provider or "")
+    if entry is None or "context_window" not in entry:
+        return None
+    value, family = _for_model(entry, "context_window", model)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    fact = entry["context_window"]
+    source = (fact.get("sources_by_model") or {}).get(family or "", fact.get("source", ""))
+    return value, source
+
+
+def window_includes_output(provider: str | None) -> bool:
+    """Whether the provider's context window must hold the output (`max_tokens`) too."""
+    entry = data()["providers"].get(provider or "") or {}
+    return bool((entry.get("context_window") or {}).get("includes_output", True))
 
 
 def shape_provider(shape: str) -> str | None:

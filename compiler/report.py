@@ -377,9 +377,11 @@ def report_html(
     cost: Any = None,
     diff_cost: Any = None,
     traffic_label: str | None = None,
+    observed: Any = None,
 ) -> str:
     """The page. `artifacts` by name (`model.Artifact`); `diff` a `diff.ManifestDiff` against an
-    old build; `cost` a `cost.TreeCost` of the build; `diff_cost` a `cost.DiffCost`."""
+    old build; `cost` a `cost.TreeCost` of the build; `diff_cost` a `cost.DiffCost`; `observed` a
+    `reconcile.Reconciliation` of usage records against the build."""
     from .cost import money
 
     names = sorted(artifacts)
@@ -402,6 +404,7 @@ def report_html(
         + (f" · diff against an old build: {_plural(len(busted), 'cache bust')}" if diff is not None else "")
         + (f" · prices: {_e(cost.table.label)}" if cost is not None else "")
         + (f" · traffic: {_e(traffic_label)}" if traffic_label else "")
+        + (f" · usage records: {_e(observed.records_path)}" if observed is not None else "")
         + "</p></header>",
         '<p><label>Filter prompts <input id="filter" type="search" placeholder="name contains…"></label> '
         '<span id="shown" class="meta"></span></p>',
@@ -426,6 +429,8 @@ def report_html(
         out.append(_diff_section(diff, diff_cost, money))
     if cost is not None:
         out.append(_cost_section(cost, money))
+    if observed is not None:
+        out.append(_observed_section(observed, money))
     out.append('<section id="prompts"><h2>Prompts</h2>')
     out.append(
         '<p class="legend"><span><i class="swatch" style="background:var(--stable)"></i>cached prefix</span>'
@@ -534,4 +539,46 @@ def _cost_section(cost: Any, money: Any) -> str:
         '<th class="num">per request</th>'
         '<th class="num">per cache hit</th><th class="num">per day cached</th><th class="num">per day uncached</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _observed_section(observed: Any, money: Any) -> str:
+    """Promised against observed hits (`promptc reconcile`): per prompt, and each gap's cause with
+    its source line."""
+    from .reconcile import CAUSES
+
+    rows = []
+    causes = []
+    for p in sorted(observed.prompts.values(), key=lambda r: r.name):
+        ratio = "—" if p.hit_ratio is None else f"{p.hit_ratio * 100:.1f}%"
+        marked = ' class="bust"' if p.hit_ratio is not None and p.hit_ratio < 1 and p.lost > 0 else ""
+        rows.append(
+            f'<tr data-name="{_e(p.name)}"{marked}><td>{_e(p.name)}</td>'
+            f'<td class="num">{p.requests}</td><td class="num">{p.predicted}</td><td class="num">{p.cached}</td>'
+            f'<td class="num">{ratio}</td><td class="num">${money(p.lost)}</td></tr>'
+        )
+        for kind in CAUSES:
+            cause = p.causes.get(kind)
+            if cause is None:
+                continue
+            where = p.where.get(kind)
+            place = f" <code>{_e(where.label())}</code>" if where is not None else ""
+            causes.append(
+                f"<li><b>{_e(p.name)}</b>: {_e(kind)}, {_plural(cause.requests, 'request')}, "
+                f"{cause.missed} tokens missed, ${money(cause.lost)} lost{place} — {_e(p.details.get(kind, ''))}</li>"
+            )
+    ratio = observed.hit_ratio
+    summary = (
+        f"{_plural(observed.requests, 'request')}, {observed.total('predicted')} tokens predicted cached, "
+        f"{observed.total('cached')} cached"
+        + ("" if ratio is None else f" ({ratio * 100:.1f}%)")
+        + f", ${money(observed.lost)} lost against the prediction"
+    )
+    listed = f"<ul>{''.join(causes)}</ul>" if causes else "<p>no gaps: every request hit as predicted</p>"
+    return (
+        f'<section id="observed"><h2>Observed hits</h2><p>{summary} (records: {_e(observed.records_path)}; '
+        f"prices: {_e(observed.table_label)})</p>"
+        '<table><thead><tr><th>prompt</th><th class="num">requests</th><th class="num">predicted</th>'
+        '<th class="num">cached</th><th class="num">hit</th><th class="num">lost</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table><h3>Causes</h3>{listed}</section>"
     )

@@ -439,7 +439,9 @@ def cache(
         if profile is not None and profile.shape == "anthropic"
         else of_parts(view, model, params, tools, output_schema, messages, count=count)
     )
-    markers = marks.markers(view.max_breakpoints)
+    # `cache_ttl: none`: the anthropic shape sends no `cache_control` at all (caching costs more
+    # than it saves at the prompt's traffic: `promptc cost --advise`)
+    markers = marks.markers(0 if ttl == "none" else view.max_breakpoints)
     breakpoints = tuple(Breakpoint(m.message, m.block, m.chars, m.tokens, m.stable_prefix, m.sent) for m in markers)
     head: list[HeadPart] = []
     for part in own.parts:

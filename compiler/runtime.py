@@ -39,6 +39,7 @@ variables, matching the compiler, for which every placeholder root is an input.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ __all__ = [
 
 
 _shapes: Any = None  # promptc.shapes, imported at the first `as_shape`
+_usage: Any = None  # promptc.usage, imported at the first `usage`
 
 
 class RenderError(ValueError):
@@ -177,6 +179,38 @@ class Rendered:
     provider: str | None = None
     #: the model as the provider resolves it, which the prefix hash covers (`cache.key.model`)
     cache_model: str | None = None
+    #: the sha256 of the artifact file (the manifest's), when rendered from a build folder
+    artifact_sha256: str | None = None
+    #: when this request was rendered (epoch seconds; not part of equality)
+    rendered_at: float | None = field(default=None, compare=False)
+
+    def usage(
+        self,
+        response: Any,
+        *,
+        shape: str | None = None,
+        model: str | None = None,
+        to: Any = None,
+        otel: bool = False,
+        timestamp: Any = None,
+        started: Any = None,
+    ) -> Any:
+        """The usage record (`promptc.usage.UsageRecord`) of the provider's `response` to this
+        request: an SDK response object or its decoded JSON. `shape` is the shape it was sent as
+        (read from the response when left out), `model` the model it went to when not the
+        artifact's; `timestamp` when the response came and `started` when the request was sent
+        (default: now, and when it was rendered). The record also goes to `to` (a JSONL file
+        path, a callable, or a list of them) and, with `otel=True`, onto the current
+        OpenTelemetry span (GenAI attributes).
+        A response whose usage cannot be read is a RenderError."""
+        global _usage
+        if _usage is None:
+            from . import usage as _usage
+        try:
+            record = _usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
+            return _usage.emit(record, to, otel=otel)
+        except _usage.UsageError as exc:
+            raise RenderError(f"prompt `{self.name}`: {exc}") from None
 
     def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
         """The request in a provider's shape: the keyword arguments of its official SDK call
@@ -408,11 +442,13 @@ class RenderPlan:
     is the same as rendering the artifact section by section (`_render_section`), which is what the
     tests compare it with."""
 
-    __slots__ = ("artifact", "name", "must", "render")
+    __slots__ = ("artifact", "name", "must", "render", "sha256")
 
-    def __init__(self, artifact: Artifact) -> None:
+    def __init__(self, artifact: Artifact, sha256: str | None = None) -> None:
         self.artifact = artifact
         self.name = artifact.name
+        #: the artifact file's sha256 (the manifest's), which usage records carry
+        self.sha256 = sha256
         schema = artifact.input_schema
         required = set(schema.get("required", artifact.inputs))
         #: present in every call (a missing one is reported with all the others at once)
@@ -443,6 +479,7 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         "_plan": plan,
         "_str": str,
         "_dict": dict,
+        "_time": time.time,
     }
     index: dict[int, str] = {}
 
@@ -568,6 +605,7 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
         "provider": None if artifact.provider is None else artifact.provider.name,
         "cache_model": None if artifact.cache.key is None else artifact.cache.key.model,
+        "artifact_sha256": plan.sha256,
     }
     lines.append("    rendered = _new(_Rendered)")
     lines.append("    fields = rendered.__dict__")
@@ -575,6 +613,7 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
     lines.append(f"    fields['messages'] = [{', '.join(message_exprs)}]")
     lines.append(f"    fields['blocks'] = [{', '.join(block_exprs)}]")
     lines.append(f"    fields['params'] = _dict({constant(artifact.params)})")
+    lines.append("    fields['rendered_at'] = _time()")
     lines.append("    return rendered")
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<promptc-render-plan {artifact.name}>", "exec"), namespace)  # noqa: S102
@@ -665,7 +704,8 @@ class Runtime:
         positional parameters are positional-only so that any input name, `name` included, works."""
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = RenderPlan(self.artifact(name))
+            artifact = self.artifact(name)
+            plan = self._plans[name] = RenderPlan(artifact, self.manifest.artifacts[name].sha256)
         return plan.render({**mapping, **inputs} if mapping else inputs)
 
 

@@ -3,13 +3,19 @@
 // (src/render.js, which does no I/O, runs anywhere).
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
-import { readArtifact, RenderError, renderArtifact } from "./src/render.js";
+import { readArtifact, RenderError, renderArtifact, setUsageWriter } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
+import { recordLine } from "./src/usage.js";
+
+// `rendered.usage(response, { to: "usage.jsonl" })`: one line per record, one append each
+setUsageWriter((path, record) => {
+  appendFileSync(path instanceof URL ? fileURLToPath(path) : path, recordLine(record) + "\n");
+});
 
 export {
   adoptArtifact,
@@ -25,7 +31,19 @@ export {
   Rendered,
   renderArtifact,
   SHAPES,
+  UsageError,
 } from "./src/render.js";
+export {
+  countsOf,
+  detectShape,
+  isoTimestamp,
+  makeRecord,
+  OTEL_PROVIDER_NAMES,
+  parseTimestamp,
+  recordLine,
+  spanAttributes,
+  USAGE_SCHEMA,
+} from "./src/usage.js";
 export { checkValue, describe } from "./src/inputtypes.js";
 
 export { MANIFEST, MANIFEST_SCHEMA };
@@ -109,7 +127,8 @@ export class Runtime {
 
   /** Render prompt `name` with `values` (an object: input name → value). */
   render(name, values = {}) {
-    return renderArtifact(this.artifact(name), values);
+    const artifact = this.artifact(name);
+    return renderArtifact(artifact, values, { artifactSha256: this.manifest.artifacts[name].sha256 });
   }
 }
 

@@ -82,6 +82,13 @@ export declare class Rendered {
   readonly provider: string | null;
   /** the model as the provider resolves it, which the prefix hash covers */
   readonly cacheModel: string | null;
+  /** the sha256 of the artifact file (the manifest's), when rendered from a build folder */
+  readonly artifactSha256: string | null;
+  /** when this request was rendered, in epoch seconds */
+  readonly renderedAt: number | null;
+  /** The usage record of the provider's response to this request (an SDK response object or its
+   * decoded JSON), as the Python runtime writes it; also sent to `options.to` and `options.span`. */
+  usage(response: unknown, options?: UsageOptions): UsageRecord;
   /** The request in a provider's shape: the keyword arguments of its official SDK call, as plain
    * values. A shape of another provider than the artifact's needs `model`. */
   asShape(shape: "plain", options?: ShapeOptions): Message[];
@@ -90,6 +97,51 @@ export declare class Rendered {
   body(shape: Exclude<Shape, "plain">, options?: ShapeOptions): string;
   /** The fields under the Python runtime's names (`prefix_sha256`, `output_schema` …). */
   toJSON(): { [key: string]: unknown };
+}
+
+/** A response whose usage cannot be read (`rendered.usage` raises it as a RenderError). */
+export declare class UsageError extends Error {}
+
+/** One request's usage, as both runtimes write it (`promptc.usage/1`, one JSONL line each). */
+export interface UsageRecord {
+  schema: "promptc.usage/1";
+  prompt: string;
+  artifact_sha256: string | null;
+  prefix_sha256: string | null;
+  shape: Exclude<Shape, "plain">;
+  provider: "anthropic" | "openai" | "gemini";
+  model: string | null;
+  response_model: string | null;
+  started_at: string | null;
+  timestamp: string;
+  /** every input token of the request, cached and written ones included */
+  input_tokens: number;
+  cache_read_input_tokens: number;
+  /** null where the provider does not report cache writes */
+  cache_creation_input_tokens: number | null;
+  output_tokens: number | null;
+  /** the provider's own counts, under its names */
+  usage: { [name: string]: number };
+}
+
+/** The part of an OpenTelemetry span `usage({ span })` uses (`trace.getActiveSpan()`). */
+export interface SpanLike {
+  setAttributes(attributes: { [key: string]: string | number }): unknown;
+}
+
+export interface UsageOptions {
+  /** the shape the request was sent as (read from the response when left out) */
+  shape?: Exclude<Shape, "plain">;
+  /** the model it was sent to, when not the artifact's */
+  model?: string | null;
+  /** when the response came (epoch seconds, a Date or an ISO string; default now) */
+  timestamp?: number | Date | string;
+  /** when the request was sent (default: when it was rendered) */
+  started?: number | Date | string;
+  /** a JSONL file path (with `load()`'s index.js), a function, or a list of them */
+  to?: string | URL | ((record: UsageRecord) => unknown) | Array<string | URL | ((record: UsageRecord) => unknown)>;
+  /** an OpenTelemetry span to set the GenAI attributes on */
+  span?: SpanLike | null;
 }
 
 /** The decoded JSON of `build/<name>.json`. */
@@ -115,4 +167,10 @@ export declare function dumpsJson(
 ): string;
 
 /** Render one artifact (decoded, or its JSON text) with `values` (input name → value). */
-export declare function renderArtifact(artifact: Artifact | object | string | Uint8Array, values?: object): Rendered;
+export declare function renderArtifact(
+  artifact: Artifact | object | string | Uint8Array,
+  values?: object,
+  options?: { artifactSha256?: string | null },
+): Rendered;
+/** Install the function `usage({ to: path })` appends records with (index.js installs node's). */
+export declare function setUsageWriter(writer: ((path: string | URL, record: UsageRecord) => void) | null): void;

@@ -238,6 +238,11 @@ CASES = {
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
     "E710": _text("/// param: model=42\nHi\n"),
     "E711": _text("/// param: model=gemini-2.5-flash\nSummarize ${text}\n"),
+    "E720": _text("/// budget: total<=5\n/// input: diff: str(max_tokens=10)\nReview ${diff}\n"),
+    "E721": _text("/// budget: total<=500\n/// input: diff\nReview ${diff}\n"),
+    "E722": _text(
+        "/// param: model=gpt-4o, max_tokens=128000\n/// input: diff: str(max_tokens=10)\n----- user -----\n${diff}\n"
+    ),
     "W710": _text(
         "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
         "relevant help-centre article when there is one, and never invent prices or policies.\n"
@@ -339,6 +344,10 @@ CASES = {
             {"support/chat": 12000, "helpdesk/agnet": 800}, ["support/chat", "helpdesk/agent"], "traffic.json"
         ),
     )[1],
+    # 95x: usage records and the cache advisor
+    "E950": lambda tmp_path: [__import__("promptc.reconcile", fromlist=["x"]).records_problem("usage.jsonl")],
+    "W951": lambda tmp_path: _records(tmp_path, '{"schema": "promptc.usage/1", "prompt": "a"}\n{"cut off\n'),
+    "E952": lambda tmp_path: _advice_write(tmp_path),
     # 94x: diff's old tree
     "E940": lambda tmp_path: _old_tree(tmp_path, "HEAD", git=False),
     "E941": lambda tmp_path: _old_tree(tmp_path, "main~7"),
@@ -380,6 +389,33 @@ CASES = {
         },
     ),
 }
+
+
+def _records(tmp_path: Path, text: str):
+    from promptc.reconcile import ReadStats, read_records
+
+    write(tmp_path, "usage.jsonl", text)
+    stats = ReadStats()
+    list(read_records("usage.jsonl", stats))
+    return stats.diagnostics
+
+
+def _advice_write(tmp_path: Path):
+    """--advise --write for a prompt whose source left the source folder after the build."""
+    from decimal import Decimal
+
+    from promptc.context import SourceTree
+    from promptc.cost import advise, facts_from_artifact, plan_writes
+
+    long = "Answer from the article you cite. " * 200
+    source = (
+        f"/// param: model=claude-sonnet-4-5, max_tokens=99\n----- system -----\n{long}\n----- user -----\n${{q}}\n"
+    )
+    write(tmp_path, "prompts_src/agent.prompt", source)
+    (compiled,) = build("prompts_src", "build", Config()).prompts
+    artifact = compiled.load_artifact()
+    advice = advise([facts_from_artifact(artifact)], {"agent": Decimal(30)})
+    return [w.diagnostic for w in plan_writes(advice, SourceTree(files={}, root_display="prompts_src"), Config())]
 
 
 def _check_differs(tmp_path: Path):

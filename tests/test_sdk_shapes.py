@@ -216,10 +216,12 @@ def _keywords(function) -> set[str]:
     return {name for name, p in inspect.signature(function).parameters.items() if p.kind == p.KEYWORD_ONLY}
 
 
+# the submodules are imported by name: the SDKs load them lazily, so an attribute path from the
+# package works only after some other test happened to import them in the same worker
 SDK_CALLS = {
-    "anthropic": lambda: pytest.importorskip("anthropic").resources.messages.Messages.create,
-    "openai": lambda: pytest.importorskip("openai").resources.chat.completions.Completions.create,
-    "openai-responses": lambda: pytest.importorskip("openai").resources.responses.Responses.create,
+    "anthropic": lambda: pytest.importorskip("anthropic.resources.messages").Messages.create,
+    "openai": lambda: pytest.importorskip("openai.resources.chat.completions").Completions.create,
+    "openai-responses": lambda: pytest.importorskip("openai.resources.responses").Responses.create,
 }
 
 
@@ -253,7 +255,14 @@ def test_anthropic_sdk_takes_no_sampling_parameters() -> None:
 
 def test_every_profile_number_names_its_source_and_date() -> None:
     for name, provider in data()["providers"].items():
-        for key in ("tokenizer", "max_breakpoints", "lookback_blocks", "min_cacheable_tokens", "cache_step_tokens"):
+        for key in (
+            "tokenizer",
+            "max_breakpoints",
+            "lookback_blocks",
+            "min_cacheable_tokens",
+            "cache_step_tokens",
+            "context_window",
+        ):
             fact = provider[key]
             if fact.get("value") is None and not fact.get("by_model"):
                 continue  # the provider has no such thing

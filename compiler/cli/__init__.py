@@ -18,6 +18,7 @@ from .fmt import fmt_cmd
 from .importer import audit_cmd, import_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .lsp import lsp_cmd
+from .reconcile import reconcile_cmd
 from .report import report_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
@@ -94,6 +95,7 @@ for _command in (
     fmt_cmd,
     cost_cmd,
     report_cmd,
+    reconcile_cmd,
     lsp_cmd,
     import_cmd,
     audit_cmd,

@@ -33,10 +33,11 @@ RESERVED_KEYS = (
     "tools",
     "output",
     "cache_ttl",
+    "budget",
 )
 #: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
 #: (`tools` is allowed: a shared identity often comes with its tools.)
-PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl")
+PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl", "budget")
 
 _NAME = re.compile(rf"{IDENTIFIER_PATTERN}\Z")
 #: keys people write for a reserved one that a typo distance does not catch
@@ -54,7 +55,10 @@ _ALIASES = {
     "outputs": "output",
     "output_schema": "output",
     "ttl": "cache_ttl",
+    "budgets": "budget",
 }
+#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.budget)
+_MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
 _PARAM_KEYS = ("model", "temperature", "max_tokens", "top_p", "top_k", "stop", "seed")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -192,6 +196,11 @@ class _HeaderBuilder:
         self.types: dict[str, dict] = {}
         #: `name: @schema.json` types, resolved by the resources pass (kept where they stood)
         self.refs: list[ResourceRef] = []
+        #: `name: TYPE(max_tokens=N)`: input name → (N, where it is written)
+        self.bounds: dict[str, tuple[int, Span]] = {}
+        #: `/// budget: total<=8000, uncached<=2000`: (name, limit, where) and the directive's span
+        self.budget: list[tuple[str, int, Span]] = []
+        self.budget_span: Span | None = None
 
     def _input_type(self, d: Directive, name: str, written: str, at: int | None = None) -> None:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
@@ -200,6 +209,11 @@ class _HeaderBuilder:
         from ..inputtypes import TypeSyntaxError, parse_type
 
         text = written.strip()
+        # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:` (matched at the last `(` only:
+        # linear on any text)
+        bound = _MAX_TOKENS.match(text, text.rfind("(")) if text.endswith(")") else None
+        if bound is not None:
+            text = self._bound(d, name, written, at, text, bound)
         if not text:
             where = d.value_span
         elif at is not None:
@@ -233,6 +247,29 @@ class _HeaderBuilder:
             )
             return
         self.types[name] = schema
+
+    def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match) -> str:
+        """Record `(max_tokens=N)` of an input's type (E304 for a count that is no whole number);
+        the type without it."""
+        from ..budget import parse_count
+
+        lead = len(written) - len(written.lstrip())
+        where = (
+            _value_span(d, at + lead + bound.start(), len(text) - bound.start())
+            if at is not None
+            else _name_span(d, text[bound.start() :])
+        )
+        tokens = parse_count(bound.group(1))
+        if tokens is None:
+            self.ctx.report(
+                codes.MALFORMED_DIRECTIVE,
+                f"input `{name}`: `max_tokens` needs a whole number of tokens, not `{bound.group(1)}`",
+                where,
+                f"write `/// input: {name}: str(max_tokens=4000)`",
+            )
+        else:
+            self.bounds[name] = (tokens, where)
+        return text[: bound.start()].rstrip()
 
     def once(self, current: tuple[str, Span] | None, d: Directive) -> tuple[str, Span]:
         if current is not None:
@@ -325,10 +362,27 @@ class _HeaderBuilder:
                     codes.INVALID_MODEL,
                     f"unknown cache TTL `{d.value}`",
                     d.value_span if d.value else d.span,
-                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes)",
+                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes, or no breakpoints)",
                 )
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
+        elif key == "budget":
+            from ..budget import parse_budget
+
+            if self.budget_span is not None:
+                self.once((d.value, self.budget_span), d)
+                return
+            limits, problem = parse_budget(d.value)
+            if problem is not None:
+                ctx.report(
+                    codes.MALFORMED_DIRECTIVE,
+                    problem,
+                    d.value_span if d.value else d.span,
+                    "write `/// budget: total<=8000, uncached<=2000` (tokens: the whole request, and what is not cached)",
+                )
+                return
+            self.budget = [(limit, count, _name_span(d, piece)) for limit, count, piece in limits]
+            self.budget_span = d.value_span
         elif key == "promptc":  # `/// promptc: allow W706`: applied by promptc.suppress, never metadata
             _, problem = parse_allow(d.value)
             if problem:
@@ -394,6 +448,9 @@ class _HeaderBuilder:
             input_types=tuple(self.types.items()),
             cache_ttl=self.cache_ttl[0] if self.cache_ttl else None,
             cache_ttl_span=self.cache_ttl[1] if self.cache_ttl else None,
+            input_bounds=tuple((name, tokens, at) for name, (tokens, at) in self.bounds.items()),
+            budget=tuple(self.budget),
+            budget_span=self.budget_span,
         )
 
 

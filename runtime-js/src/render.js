@@ -10,6 +10,18 @@ export { dumps as dumpsJson, JsonNumber, parse as parseJson } from "./json.js";
 import { str, typeName } from "./python.js";
 import { body as shapeBody, build as buildShape, ShapeError } from "./shapes.js";
 import { scan } from "./template.js";
+import { emit as emitUsage, makeRecord, UsageError } from "./usage.js";
+
+export { UsageError } from "./usage.js";
+
+// How `usage({ to: path })` appends a record to a JSONL file: index.js installs node's file
+// writer; without it (this module alone, in a browser) only functions receive records.
+let usageWriter = null;
+
+/** Install the function that appends a usage record to a JSONL file (index.js does). */
+export function setUsageWriter(writer) {
+  usageWriter = writer;
+}
 
 export { ARTIFACT_SCHEMA, JOINER, SHAPES };
 
@@ -118,7 +130,26 @@ export class Rendered {
     this.headBreakpoint = fields.headBreakpoint;
     this.provider = fields.provider;
     this.cacheModel = fields.cacheModel;
+    /** the sha256 of the artifact file (the manifest's), when rendered from a build folder */
+    this.artifactSha256 = fields.artifactSha256 ?? null;
+    /** when this request was rendered, in epoch seconds */
+    this.renderedAt = fields.renderedAt ?? null;
     Object.freeze(this);
+  }
+
+  /** The usage record of the provider's `response` to this request (an SDK response object or its
+   * decoded JSON), as the Python runtime writes it. `options`: `shape` (read from the response when
+   * left out), `model` (when sent to another model than the artifact's), `timestamp` (when the
+   * response came), `started` (when the request was sent; default: when it was rendered), `to` (a
+   * JSONL file path, a function, or a list of them), `span` (an OpenTelemetry span to set the
+   * GenAI attributes on). */
+  usage(response, options = {}) {
+    try {
+      return emitUsage(makeRecord(this, response, options), options, usageWriter);
+    } catch (error) {
+      if (error instanceof UsageError) throw new RenderError(`prompt \`${this.name}\`: ${error.message}`);
+      throw error;
+    }
   }
 
   /** The request in a provider's shape: the keyword arguments of its official SDK call, as plain
@@ -211,8 +242,9 @@ function artifactOf(artifact) {
 
 const field = (tree, key) => (tree instanceof Map ? tree.get(key) : undefined);
 
-/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`. */
-export function renderArtifact(artifact, values = {}) {
+/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`; `options.artifactSha256`
+ * is the artifact file's sha256, which usage records carry (`load()` passes the manifest's). */
+export function renderArtifact(artifact, values = {}, options = {}) {
   artifact = artifactOf(artifact);
   values = values ?? {};
   const name = artifact.name;
@@ -255,5 +287,7 @@ export function renderArtifact(artifact, values = {}) {
     headBreakpoint: artifact.cache.breakpoints.some((b) => b.message === null && b.anthropic),
     provider: artifact.provider ? artifact.provider.name : null,
     cacheModel: artifact.cache.key ? artifact.cache.key.model : null,
+    artifactSha256: options.artifactSha256 ?? null,
+    renderedAt: Date.now() / 1000,
   });
 }

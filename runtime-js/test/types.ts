@@ -15,3 +15,12 @@ try {
   if (error instanceof InputTypeError) console.log(error.problems.join("\n"));
 }
 console.log(request, messages, text, rendered.prefixSha256, body, same, fromText.provider, rendered.cacheModel);
+
+// usage records: the Python runtime's fields, sent to a file, a function or a span
+const record = rendered.usage(
+  { type: "message", usage: { input_tokens: 3, cache_read_input_tokens: 2048, cache_creation_input_tokens: 0 } },
+  { shape: "anthropic", to: [(r) => r.cache_read_input_tokens, "usage.jsonl"], span: null },
+);
+const cached: number = record.cache_read_input_tokens;
+const written: number | null = record.cache_creation_input_tokens;
+console.log(cached, written, record.timestamp, rendered.artifactSha256, rendered.renderedAt);
