@@ -30,7 +30,6 @@ Pure: the artifact, the document and a token counter in, diagnostics out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,7 @@ from . import codes
 from .diagnostics import Diagnostic, Span, make
 from .language import BUDGET_LIMITS
 
-__all__ = ["LIMITS", "JUNCTION_TOKENS", "WorstCase", "check", "parse_budget", "parse_count", "worst_case"]
+__all__ = ["LIMITS", "JUNCTION_TOKENS", "WorstCase", "check", "worst_case"]
 
 #: the limits a budget may name
 LIMITS = BUDGET_LIMITS
@@ -47,45 +46,6 @@ LIMITS = BUDGET_LIMITS
 JUNCTION_TOKENS = 2
 #: UTF-8 bytes of one character at most
 _BYTES_PER_CHAR = 4
-
-_LIMIT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|≤|<|=|>=|>)?\s*(.*?)\s*\Z", re.S)
-
-
-def parse_count(text: str) -> int | None:
-    """A whole number of tokens: `8000`, `8_000`; None otherwise."""
-    cleaned = text.strip()
-    if not re.fullmatch(r"[0-9](?:_?[0-9])*", cleaned):
-        return None
-    return int(cleaned.replace("_", ""))
-
-
-def parse_budget(value: str) -> tuple[list[tuple[str, int, str]], str | None]:
-    """`total<=8000, uncached<=2000` → [(limit, tokens, the piece as written)], or a problem."""
-    from .passes.directives import split_list
-    from .suggest import did_you_mean
-
-    pieces = split_list(value)
-    if not pieces:
-        return [], "`budget` needs a limit, e.g. `total<=8000`"
-    out: list[tuple[str, int, str]] = []
-    for piece in pieces:
-        match = _LIMIT.match(piece)
-        assert match is not None  # the pattern matches any text
-        name, op, number = match.groups()
-        if name not in LIMITS:
-            close = did_you_mean(name, LIMITS)
-            hint = f"; did you mean `{close}`?" if close else ""
-            return [], f"unknown budget `{name}`: a budget limits {' or '.join(LIMITS)}{hint}"
-        if op not in ("<=", "≤"):
-            return [], f"budget `{piece}`: write `{name}<=TOKENS` (an upper bound, inclusive)"
-        count = parse_count(number)
-        if count is None:
-            return [], f"budget `{piece}`: `{number}` is not a whole number of tokens"
-        if any(name == seen for seen, _, _ in out):
-            return [], f"budget `{name}` given twice"
-        out.append((name, count, piece))
-    return out, None
-
 
 # ---------------------------------------------------------------------------------------------
 # The worst case

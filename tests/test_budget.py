@@ -11,9 +11,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from promptc import compile_text
-from promptc.budget import JUNCTION_TOKENS, parse_budget, worst_case
+from promptc.budget import JUNCTION_TOKENS, worst_case
 from promptc.config import Config
 from promptc.meter import meter
+from promptc.passes.directives import parse_budget
 from promptc.runtime import render_artifact
 
 from .conftest import examples, run_promptc

@@ -16,7 +16,7 @@ from .. import codes
 from ..codes import CODES
 from ..context import Context
 from ..diagnostics import Edit, Fix, Span, replace_word
-from ..language import BOUNDARIES, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
+from ..language import BOUNDARIES, BUDGET_LIMITS, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
 from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from ..suggest import did_you_mean
 
@@ -251,8 +251,6 @@ class _HeaderBuilder:
     def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match) -> str:
         """Record `(max_tokens=N)` of an input's type (E304 for a count that is no whole number);
         the type without it."""
-        from ..budget import parse_count
-
         lead = len(written) - len(written.lstrip())
         where = (
             _value_span(d, at + lead + bound.start(), len(text) - bound.start())
@@ -367,8 +365,6 @@ class _HeaderBuilder:
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
         elif key == "budget":
-            from ..budget import parse_budget
-
             if self.budget_span is not None:
                 self.once((d.value, self.budget_span), d)
                 return
@@ -480,6 +476,43 @@ def _as_param(ctx: Context, d: Directive) -> Fix | None:
         f"Write `/// param: {d.key}={d.value}`",
         (Edit.of(src, start, d.value_span.end, f"param: {d.key}={d.value}"),),
     )
+
+
+#: one limit of a `/// budget:` line: `total<=8000`
+_LIMIT = re.compile(rf"\s*({IDENTIFIER_PATTERN})\s*(<=|≤|<|=|>=|>)?\s*(.*?)\s*\Z", re.S)
+
+
+def parse_count(text: str) -> int | None:
+    """A whole number of tokens: `8000`, `8_000`; None otherwise."""
+    cleaned = text.strip()
+    if not re.fullmatch(r"[0-9](?:_?[0-9])*", cleaned):
+        return None
+    return int(cleaned.replace("_", ""))
+
+
+def parse_budget(value: str) -> tuple[list[tuple[str, int, str]], str | None]:
+    """`total<=8000, uncached<=2000` → [(limit, tokens, the piece as written)], or a problem."""
+    pieces = split_list(value)
+    if not pieces:
+        return [], "`budget` needs a limit, e.g. `total<=8000`"
+    out: list[tuple[str, int, str]] = []
+    for piece in pieces:
+        match = _LIMIT.match(piece)
+        assert match is not None  # the pattern matches any text
+        name, op, number = match.groups()
+        if name not in BUDGET_LIMITS:
+            close = did_you_mean(name, BUDGET_LIMITS)
+            hint = f"; did you mean `{close}`?" if close else ""
+            return [], f"unknown budget `{name}`: a budget limits {' or '.join(BUDGET_LIMITS)}{hint}"
+        if op not in ("<=", "≤"):
+            return [], f"budget `{piece}`: write `{name}<=TOKENS` (an upper bound, inclusive)"
+        count = parse_count(number)
+        if count is None:
+            return [], f"budget `{piece}`: `{number}` is not a whole number of tokens"
+        if any(name == seen for seen, _, _ in out):
+            return [], f"budget `{name}` given twice"
+        out.append((name, count, piece))
+    return out, None
 
 
 def _not_in_partial(ctx: Context, d: Directive) -> None:
