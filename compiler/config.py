@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast
 
 from . import codes
 from .diagnostics import Diagnostic, SourceText, Span, file_span, make
-from .language import CACHE_TTLS, ROLES
+from .language import APPROX_TOKENIZER, CACHE_TTLS, OFFLINE_TOKENIZERS, ROLES
 from .profiles import Profile, resolve
 from .suggest import did_you_mean
 
@@ -400,9 +400,7 @@ def find_pyproject(start: Path) -> Path | None:
 def tokenizer_problem(name: str) -> tuple[str, str] | None:
     """(message, hint) for a tokenizer name promptc does not have, else None: the names `meter`
     serves offline, and "did you mean" (`cl100k` → `cl100k_base`)."""
-    from .meter import APPROX, OFFLINE_ENCODINGS
-
-    known = sorted([*OFFLINE_ENCODINGS, APPROX])
+    known = sorted([*OFFLINE_TOKENIZERS, APPROX_TOKENIZER])
     if name in known:
         return None
     close = next((k for k in known if k.startswith(name.lower())), None) or did_you_mean(name, known)

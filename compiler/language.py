@@ -78,6 +78,8 @@ __all__ = [
     "MAX_NESTING",
     "SHAPES",
     "MANIFEST",
+    "OFFLINE_TOKENIZERS",
+    "APPROX_TOKENIZER",
     "SOURCE_SUFFIX",
     "RESOURCE_SUFFIX",
     "TOOL_NAME",
@@ -192,6 +194,10 @@ Ttl = Literal["5m", "1h", "none"]
 CACHE_TTLS: tuple[Ttl, ...] = get_args(Ttl)
 #: what a `/// budget:` line limits (promptc.budget): the whole request, and what is not cached
 BUDGET_LIMITS: tuple[str, ...] = ("total", "uncached")
+#: The tokenizers promptc counts with, all offline (`promptc.meter` implements them): two BPEs, and
+#: a byte estimate that needs no data (UTF-8 bytes / 4, rounded up), named as such in the manifest.
+OFFLINE_TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+APPROX_TOKENIZER = "approx-bytes/4"
 MANIFEST = "manifest.json"
 SOURCE_SUFFIX = ".prompt"
 #: A source file whose name starts with this is a partial: it emits no artifact.

