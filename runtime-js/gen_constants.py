@@ -4,7 +4,7 @@
                                                 # src/shape-params.js
     python runtime-js/gen_constants.py --check  # exit 1 when a committed file differs
 
-The facts live once, in Python: the language's (`promptc.language`: the joiner between sections,
+The facts live once, in Python: the language's (`promptc.facts.language`: the joiner between sections,
 the request shapes, the roles a provider sends as its system prompt, what a placeholder holds,
 the openers a backslash escapes, the build folder's file name and the schemas it writes) and the
 providers' (`promptc/data/providers.json`: each shape's parameter names, provider, turn
@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from promptc import language
-from promptc.profiles import data as profile_data
+from promptc.facts import language
+from promptc.facts.profiles import data as profile_data
 
 HERE = Path(__file__).resolve().parent
 LANGUAGE_JS = HERE / "src" / "language.js"
@@ -48,9 +48,9 @@ def _regex(pattern: str) -> str:
 
 
 def language_js() -> str:
-    """`src/language.js`: the facts of `promptc.language` the runtime reads."""
+    """`src/language.js`: the facts of `promptc.facts.language` the runtime reads."""
     lines = [
-        _HEADER.format(source="promptc.language"),
+        _HEADER.format(source="promptc.facts.language"),
         "// Between the sections of a block and between the blocks of a message.",
         f"export const JOINER = {_js(language.JOINER)};",
         "// The request shapes `Rendered.asShape` produces.",
@@ -75,7 +75,7 @@ def language_dts() -> str:
     roles = " | ".join(_js(role) for role in language.SYSTEM_ROLES)
     escapes = " | ".join(_js(opener) for opener in language.TEMPLATE_ESCAPES)
     lines = [
-        _HEADER.format(source="promptc.language"),
+        _HEADER.format(source="promptc.facts.language"),
         f"export type Shape = {shapes};",
         f"export declare const JOINER: {_js(language.JOINER)};",
         "export declare const SHAPES: readonly Shape[];",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from promptc.config import Config
-from promptc.context import Context, SourceTree
-from promptc.diagnostics import SourceText, Span
-from promptc.nodes import Document
-from promptc.pipeline import FRONT, PASSES, compile_prompt
+from promptc.compile.pipeline import FRONT, PASSES, compile_prompt
+from promptc.facts.config import Config
+from promptc.facts.diagnostics import SourceText, Span
+from promptc.passes.context import Context, SourceTree
+from promptc.syntax.nodes import Document
 
 PASS_NAMES = {p.__name__: p for p in PASSES}
 #: case folder → the pass whose output the case pins

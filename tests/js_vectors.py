@@ -25,11 +25,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from promptc import runtime
 from promptc.compile import compile_text
-from promptc.config import Config
-from promptc.language import SHAPES
-from promptc.profiles import shape_provider
+from promptc.facts.config import Config
+from promptc.facts.language import SHAPES
+from promptc.facts.profiles import shape_provider
+from promptc.runtime import render as runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors"

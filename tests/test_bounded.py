@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from promptc.compile import compile_text
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import promptc_executable, run_promptc, write
 
@@ -158,8 +158,8 @@ def _home(tmp_path: Path) -> Path:
 
 
 def _spy_reads(monkeypatch) -> list[str]:
-    import promptc.atomic as atomic
     import promptc.driver.sources as sources
+    import promptc.runtime.atomic as atomic
 
     reads: list[str] = []
     real = atomic.read_file

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import ROOT, snapshot, write
 

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 from promptc.cli.common import Settings
-from promptc.config import Config, options, with_docs_table
+from promptc.facts.config import Config, options, with_docs_table
 
 from .conftest import ROOT
 
 
 def test_the_docs_table_is_the_declarations() -> None:
     doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
-    assert with_docs_table(doc) == doc, "run `python -m promptc.config docs/configuration.md`"
+    assert with_docs_table(doc) == doc, "run `python -m promptc.facts.config docs/configuration.md`"
     for o in options():
         assert f"| `{o.name}` |" in doc
 
@@ -68,7 +68,7 @@ PROBE = r"""
 import json, os
 from click.testing import CliRunner
 from promptc.cli import main
-from promptc.config import Config, docs_table, load_config
+from promptc.facts.config import Config, docs_table, load_config
 from pathlib import Path
 
 help_text = CliRunner().invoke(main, ["build", "--help"]).output
@@ -91,7 +91,7 @@ def test_an_option_declared_in_one_place_is_everywhere(tmp_path: Path) -> None:
     copy = tmp_path / "site" / "promptc"
     shutil.copytree(ROOT / "compiler", copy, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "grammar", copy / "grammar")
-    config_py = copy / "config.py"
+    config_py = copy / "facts" / "config.py"
     text = config_py.read_text(encoding="utf-8")
     anchor = "    #: where `pyproject.toml` was found"
     assert text.count(anchor) == 1

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from promptc.compile import compile_text
-from promptc.config import Config
-from promptc.diagnostics import Diagnostic, Fix, render_sarif
 from promptc.driver import build
+from promptc.facts.config import Config
+from promptc.facts.diagnostics import Diagnostic, Fix, render_sarif
 
 from .conftest import run_promptc, write
 from .test_sarif import validate

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from promptc.analysis.inference import BUILTIN_NAMES, Analysis, analyse
-from promptc.codes import CODES
-from promptc.parse import template_items
-from promptc.template import unwrap as _unwrap
+from promptc.facts.codes import CODES
+from promptc.runtime.template import unwrap as _unwrap
+from promptc.syntax.parse import template_items
 
 from .conftest import examples
 

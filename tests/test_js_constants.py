@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from promptc import language
+from promptc.facts import language
 
 from .js_vectors import ROOT, constants
 

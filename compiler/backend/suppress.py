@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .diagnostics import Diagnostic
-from .language import ALLOW_COMMENT
+from ..facts.diagnostics import Diagnostic
+from ..facts.language import ALLOW_COMMENT
 
 
 def allowed_lines(text: str) -> dict[int, set[str]]:

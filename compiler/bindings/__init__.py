@@ -9,13 +9,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import codes
-from ..atomic import reason, write_file
-from ..bindings import python_module_of
-from ..bindings_ts import typescript_module_of
-from ..config import Config
-from ..diagnostics import Diagnostic, make
-from ..model import Artifact
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, make
+from ..runtime.atomic import reason, write_file
+from ..runtime.model import Artifact
+from .python import python_module_of
+from .typescript import typescript_module_of
 
 Generator = Callable[[dict[str, Artifact], str, str], "tuple[str, list[Diagnostic]]"]
 

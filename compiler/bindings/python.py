@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import codes
-from .diagnostics import Diagnostic, make
-from .language import MANIFEST
-from .model import Artifact
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, make
+from ..facts.language import MANIFEST
+from ..runtime.model import Artifact
 
 __all__ = ["python_module", "python_module_of", "function_name", "python_type"]
 
@@ -273,7 +273,7 @@ def _doc(artifact: Artifact) -> list[str]:
 def python_module(build_dir: str | Path, module_path: str | Path | None = None) -> tuple[str, list[Diagnostic]]:
     """The generated module for the build in `build_dir` (as `promptc gen python` writes it to
     `module_path`), and the diagnostics that stop it (E920); the text is "" when there are any."""
-    from .runtime import load
+    from ..runtime.render import load
 
     runtime = load(build_dir)
     return python_module_of({name: runtime.artifact(name) for name in runtime.names()}, build_dir, module_path)
@@ -283,7 +283,7 @@ def python_module_of(
     artifacts: dict[str, Artifact], build_dir: str | Path, module_path: str | Path | None = None
 ) -> tuple[str, list[Diagnostic]]:
     """`python_module` for artifacts already in hand (a build that has not been written yet)."""
-    from . import __version__
+    from .. import __version__
 
     manifest_path = os.path.join(str(build_dir), MANIFEST)
     seen: dict[str, str] = {}

@@ -27,11 +27,11 @@ import os
 import re
 from pathlib import Path
 
-from . import codes
-from .bindings import TypeNode, _doc, records, type_model, type_name
-from .diagnostics import Diagnostic, make
-from .language import MANIFEST
-from .model import Artifact
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, make
+from ..facts.language import MANIFEST
+from ..runtime.model import Artifact
+from .python import TypeNode, _doc, records, type_model, type_name
 
 __all__ = ["typescript_module", "typescript_module_of", "ts_function_name", "ts_type"]
 
@@ -99,7 +99,7 @@ def typescript_module(
 ) -> tuple[str, list[Diagnostic]]:
     """The generated module for the build in `build_dir` (as `promptc gen typescript` writes it to
     `module_path`), and its diagnostics: E920 stops it (the text is ""), W921 names a left-out prompt."""
-    from .runtime import load
+    from ..runtime.render import load
 
     runtime = load(build_dir)
     artifacts = {name: runtime.artifact(name) for name in runtime.names()}
@@ -113,7 +113,7 @@ def typescript_module_of(
     runtime_module: str = "promptc-runtime",
 ) -> tuple[str, list[Diagnostic]]:
     """`typescript_module` for artifacts already in hand (a build that has not been written yet)."""
-    from . import __version__
+    from .. import __version__
 
     manifest_path = os.path.join(str(build_dir), MANIFEST)
     diagnostics: list[Diagnostic] = []

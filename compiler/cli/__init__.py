@@ -31,7 +31,7 @@ def version_text() -> str:
     token counts come from (the data is bundled, so it is named by the package that ships it)."""
     from importlib import metadata
 
-    from ..language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA  # not ..model: --version stays light
+    from ..facts.language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA  # not ..model: --version stays light
 
     def version_of(dist: str) -> str:
         try:

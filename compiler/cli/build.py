@@ -16,7 +16,7 @@ from .common import Reporter, common_options, config_options, interrupted, proje
 def build_cmd(fmt, strict, allow, quiet, defines, **options) -> None:
     """Compile SRC (config: src; default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
     from ..driver import build
-    from ..progress import progress_callback
+    from .progress import progress_callback
 
     config, config_diags = project_config(options, defines, allow=allow)
     reporter = Reporter(fmt, strict, quiet)

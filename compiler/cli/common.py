@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .. import codes
-from ..config import Invalid, options, validate
-from ..language import IDENTIFIER
-from ..meter import TokenizerError, meter
+from ..backend.meter import TokenizerError, meter
+from ..facts import codes
+from ..facts.config import Invalid, options, validate
+from ..facts.language import IDENTIFIER
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..diagnostics import Diagnostic
+    from ..facts.config import Config
+    from ..facts.diagnostics import Diagnostic
 
 FORMATS = ("text", "json", "github", "sarif", "markdown")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
@@ -47,7 +47,7 @@ class Settings:
     """The project configuration as read by the group, kept on the click context (`ctx.obj`)."""
 
     def __init__(self) -> None:
-        from ..config import find_pyproject, load_config
+        from ..facts.config import find_pyproject, load_config
 
         self.pyproject = find_pyproject(Path.cwd())
         self.config, self.diagnostics = load_config(self.pyproject)
@@ -136,7 +136,7 @@ def with_allowed(config: Config, allow: tuple[str, ...]) -> Config:
     """`config` with the `--allow` codes added to its `allow`; a usage error for a bad code."""
     if not allow:
         return config
-    from ..config import allow_codes
+    from ..facts.config import allow_codes
 
     names, problem = allow_codes(allow)
     if problem:
@@ -199,7 +199,7 @@ class Reporter:
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]
 
     def emit(self, diagnostics, files: int | None = None, extra: dict | None = None, summary: str | None = None) -> int:
-        from ..diagnostics import render_github, render_text, summary_line, use_color
+        from ..facts.diagnostics import render_github, render_text, summary_line, use_color
 
         diagnostics = self.promote(diagnostics)
         errors = any(d.severity == "error" for d in diagnostics)
@@ -216,7 +216,7 @@ class Reporter:
             return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
         if self.fmt == "markdown":
-            from ..diagnostics import render_markdown
+            from ..facts.diagnostics import render_markdown
 
             command = click.get_current_context().info_name or "promptc"
             click.echo(render_markdown(shown, f"promptc {summary or command}", files))
@@ -225,7 +225,7 @@ class Reporter:
             # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
             import orjson
 
-            from ..diagnostics import render_sarif
+            from ..facts.diagnostics import render_sarif
 
             click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0

@@ -1,6 +1,6 @@
 """`promptc cost`, and the money part of `promptc diff --traffic` / `--fail-on cost>AMOUNT`.
 
-The arithmetic lives in `promptc.cost`; this module reads the build and the traffic file, prints,
+The arithmetic lives in `promptc.tools.cost`; this module reads the build and the traffic file, prints,
 and picks exit codes (2 for a traffic file or a build that cannot be read, as for any usage error).
 """
 
@@ -16,8 +16,8 @@ import click
 from .common import USAGE_ERROR, settings
 
 if TYPE_CHECKING:
-    from ..cost import DiffCost, TreeCost
-    from ..model import Manifest
+    from ..runtime.model import Manifest
+    from ..tools.cost import DiffCost, TreeCost
 
 
 def _fail(command: str, message: str) -> NoReturn:
@@ -37,7 +37,7 @@ class FailOnType(click.ParamType):
         return "[" + "|".join(self.kinds) + "|cost>AMOUNT]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from ..cost import parse_fail_on_cost
+        from ..tools.cost import parse_fail_on_cost
 
         text = str(value).strip()
         if text in self.kinds:
@@ -52,7 +52,7 @@ class FailOnType(click.ParamType):
 
 
 def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
-    from ..cost import parse_fail_on_cost
+    from ..tools.cost import parse_fail_on_cost
 
     limits = []
     for value in fail_on:
@@ -65,8 +65,8 @@ def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
 def load_traffic(command: str, path: str, names: list[str], other_names: list[str] = ()) -> dict[str, Decimal]:
     """The traffic file, or exit 2 after printing its diagnostics (E945, E946). W947 warnings are
     printed and the command goes on."""
-    from ..cost import check_traffic, read_traffic
-    from ..diagnostics import render_text, use_color
+    from ..facts.diagnostics import render_text, use_color
+    from ..tools.cost import check_traffic, read_traffic
 
     traffic, diagnostics = read_traffic(path)
     if traffic is not None:
@@ -83,9 +83,9 @@ def load_traffic(command: str, path: str, names: list[str], other_names: list[st
 def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(manifest, facts by name, artifacts by name) of a build folder or a manifest file; exit 2
     when there is no readable manifest."""
-    from ..buildfolder import BuildFolderError, manifest_path, read_document
-    from ..cost import facts_of_build
-    from ..model import ArtifactError, Manifest
+    from ..runtime.buildfolder import BuildFolderError, manifest_path, read_document
+    from ..runtime.model import ArtifactError, Manifest
+    from ..tools.cost import facts_of_build
 
     path = manifest_path(folder)
     try:
@@ -99,7 +99,7 @@ def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str
 
 
 def _dollars(value: Decimal) -> str:
-    from ..cost import money
+    from ..tools.cost import money
 
     text = money(value)
     return f"-${text[1:]}" if text.startswith("-") else f"${text}"
@@ -110,7 +110,7 @@ def _signed(value: Decimal) -> str:
 
 
 def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
-    from ..cost import money
+    from ..tools.cost import money
 
     lines = [f"prices: {tree.table.label}, US dollars" + (f"; traffic: {traffic_path}" if traffic_path else "")]
     header = ["prompt", "model", "tokens", "cached", "share", "$/req uncached", "$/req hit"]
@@ -233,7 +233,7 @@ def cost_cmd(
     request (and per day with --traffic), and the prompts whose layout leaves the most stable
     tokens out of the cached prefix. With --advise, the TTL each prompt's traffic makes cheapest.
     Prices: promptc/data/prices.json (docs/cost.md)."""
-    from ..cost import tree_cost
+    from ..tools.cost import tree_cost
 
     if (records or write) and not advise:
         _fail("cost", "--records and --write go with --advise")
@@ -258,7 +258,7 @@ def cost_cmd(
 def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, write: bool, fmt: str) -> None:
     from pathlib import Path
 
-    from ..cost import advise, plan_writes, prices
+    from ..tools.cost import advise, plan_writes, prices
 
     if (traffic_path is None) == (records is None):
         _fail("cost", "--advise needs the traffic: --traffic FILE (requests per day) or --records FILE (timestamps)")
@@ -311,7 +311,7 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
             click.echo("run `promptc build` to compile the new TTLs")
     failed = [w for w in writes if w.diagnostic is not None]
     if failed:
-        from ..diagnostics import render_text
+        from ..facts.diagnostics import render_text
 
         for w in failed:
             assert w.diagnostic is not None
@@ -322,9 +322,9 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
 def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
     """When each prompt's requests started, from a records file (streamed; the times are kept)."""
 
-    from ..diagnostics import render_text
-    from ..reconcile import ReadStats, read_records, records_problem
-    from ..usage import parse_timestamp
+    from ..facts.diagnostics import render_text
+    from ..runtime.usage import parse_timestamp
+    from ..tools.reconcile import ReadStats, read_records, records_problem
 
     problem = records_problem(records)
     if problem is not None:
@@ -345,9 +345,9 @@ def _apply(writes: list[Any], src: Path) -> list[Any]:
     the meantime is left alone: E952)."""
     from dataclasses import replace
 
-    from .. import codes
-    from ..atomic import ChangedOnDisk, reason, write_file
-    from ..diagnostics import make
+    from ..facts import codes
+    from ..facts.diagnostics import make
+    from ..runtime.atomic import ChangedOnDisk, reason, write_file
 
     done = []
     for w in writes:
@@ -383,7 +383,7 @@ def _apply(writes: list[Any], src: Path) -> list[Any]:
 
 
 def render_advice_text(advice: list[Any], basis: str) -> str:
-    from ..cost import NO_CACHE
+    from ..tools.cost import NO_CACHE
 
     lines = [f"advice ({basis}):"]
     for a in advice:
@@ -444,7 +444,7 @@ class DiffMoney:
         return render_diff_text(self.cost, self.traffic_path)
 
     def github_lines(self) -> list[str]:
-        from ..diagnostics import github_escape
+        from ..facts.diagnostics import github_escape
 
         level = "error" if self.failing else "notice"
         message = "; ".join(line.strip() for line in self.text_lines()[1:])
@@ -477,7 +477,7 @@ def diff_money(
         if limits:
             _fail("diff", "--fail-on cost>AMOUNT needs --traffic FILE (requests per day of each prompt)")
         return None
-    from ..cost import diff_cost, facts_of_build
+    from ..tools.cost import diff_cost, facts_of_build
 
     old_facts = facts_of_build(old_manifest, _folder_of(old_arg))[0]
     new_facts = facts_of_build(new_manifest, _folder_of(new_arg))[0]

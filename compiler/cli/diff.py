@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..language import FAIL_KINDS, MANIFEST
+from ..facts.language import FAIL_KINDS, MANIFEST
 from .common import USAGE_ERROR, settings
 from .cost import FailOnType
 
@@ -21,7 +21,7 @@ def _usage_error(message: str) -> NoReturn:
 
 def _read_manifest(arg: str) -> dict[str, Any]:
     """A manifest from a file, a build folder (its manifest.json), or `-` for stdin."""
-    from ..buildfolder import BuildFolderError, manifest_path, parse_document, read_document
+    from ..runtime.buildfolder import BuildFolderError, manifest_path, parse_document, read_document
 
     try:
         if arg == "-":
@@ -34,7 +34,7 @@ def _read_manifest(arg: str) -> dict[str, Any]:
 
 def _fail_with(diagnostic, fmt: str) -> NoReturn:
     """An old tree that cannot be read (E940–E943): the diagnostic, exit 2."""
-    from ..diagnostics import render_github, render_text
+    from ..facts.diagnostics import render_github, render_text
 
     if fmt == "json":
         import orjson
@@ -46,7 +46,7 @@ def _fail_with(diagnostic, fmt: str) -> NoReturn:
     elif fmt == "github":
         click.echo(render_github(diagnostic))
     elif fmt == "markdown":
-        from ..diagnostics import render_markdown
+        from ..facts.diagnostics import render_markdown
 
         click.echo(render_markdown([diagnostic], "promptc diff: the old tree cannot be read"))
         click.echo(render_text(diagnostic), err=True)
@@ -120,8 +120,8 @@ def diff_cmd(
     Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest or the old
     tree cannot be read.
     """
-    from ..diff import ManifestError, diff_manifests, locate_busts, manifest_of, render_github, render_text
-    from ..model import Manifest
+    from ..runtime.model import Manifest
+    from ..tools.diff import ManifestError, diff_manifests, locate_busts, manifest_of, render_github, render_text
     from .oldtree import OldTreeError, from_folder, from_revision
 
     config = settings().config
@@ -145,7 +145,7 @@ def diff_cmd(
     old: Manifest | dict[str, Any]
     if old_tree is not None and old_manifest is None:
         if old_tree.manifest is not None:
-            from ..buildfolder import BuildFolderError, parse_document
+            from ..runtime.buildfolder import BuildFolderError, parse_document
 
             try:
                 old = parse_document(old_tree.manifest, f"{against}:{config.out}/{MANIFEST}")
@@ -194,11 +194,11 @@ def diff_cmd(
             click.echo(line)
         for line in money.github_lines() if money is not None else ():
             click.echo(line)
-        from ..diff import summary_line
+        from ..tools.diff import summary_line
 
         click.echo(f"diff: {summary_line(diff)}")
     elif fmt == "markdown":
-        from ..diff import render_markdown
+        from ..tools.diff import render_markdown
 
         lines = money.text_lines() if money is not None else ()
         click.echo(render_markdown(diff, failing, lines, title=f"promptc diff against {against or old_manifest}"))

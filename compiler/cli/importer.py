@@ -1,6 +1,6 @@
 """`promptc import` and `promptc audit`: foreign prompt sources (Dotprompt, Prompty, Jinja2).
 
-The work is `promptc.importers`; this module prints and picks exit codes: 0 when every file was
+The work is `promptc.tools.importers`; this module prints and picks exit codes: 0 when every file was
 imported (or audited), 1 when a file was refused or a check differs, 2 for a usage error.
 """
 
@@ -47,7 +47,7 @@ def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) 
     Each file is either written — it compiles, and with --check renders the same messages as its
     own engine — or refused with a located diagnostic and not written. Existing files are replaced
     only when promptc import wrote them and nobody edited them since (or with --force)."""
-    from ..importers import import_tree
+    from ..tools.importers import import_tree
     from .common import settings
 
     config = settings().config
@@ -97,8 +97,8 @@ def audit_cmd(kind, src, role, fmt) -> None:
 
     For each prompt: its cache-stable prefix, where and why it ends (in the foreign file), what
     each provider would cache of it; the prefixes prompts share; W705/W710."""
-    from ..diagnostics import render_text, summary_line, use_color
-    from ..importers import audit
+    from ..facts.diagnostics import render_text, summary_line, use_color
+    from ..tools.importers import audit
     from .common import settings
 
     report = audit(kind, src, settings().config, role=role)

@@ -14,8 +14,8 @@ from .common import config_options, settings
 @click.argument("code")
 def explain_cmd(code: str) -> None:
     """Print what diagnostic CODE means, why it fires, and an example (as docs/diagnostics.md has it)."""
-    from ..codes import CODES
-    from ..suggest import did_you_mean
+    from ..facts.codes import CODES
+    from ..facts.suggest import did_you_mean
 
     entry = CODES.get(code.upper())
     if entry is None:
@@ -53,7 +53,7 @@ def _inputs(names: list[str], shown: int = 3) -> str:
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def list_cmd(out: str | None, fmt: str) -> None:
     """List the prompts of the build folder: inputs, model, prefix tokens, and whether the provider caches it."""
-    from ..runtime import RenderError, load
+    from ..runtime.render import RenderError, load
 
     folder = out or settings().config.out
     runtime = load(folder)
@@ -128,7 +128,7 @@ def init_cmd(src: str, out: str) -> None:
     """Start a prompt project here: a SRC folder with a first prompt and [tool.promptc] in pyproject.toml."""
     from pathlib import Path
 
-    from ..atomic import ABSENT, read_file, reason, write_file
+    from ..runtime.atomic import ABSENT, read_file, reason, write_file
 
     pyproject = Path("pyproject.toml")
     try:
@@ -186,7 +186,7 @@ def gen_cmd() -> None:
 @click.option("--build", "build_dir", default=None, help="Build folder (default from config: out).")
 def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
     """A Python module with a typed function per prompt (`support/chat` → `support_chat(*, ...)`)."""
-    from ..bindings import python_module
+    from ..bindings.python import python_module
 
     _generate(python_module, output, build_dir)
 
@@ -197,7 +197,7 @@ def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
 def gen_typescript_cmd(output: str | None, build_dir: str | None) -> None:
     """A TypeScript module with an interface and a typed function per prompt (`support/chat` →
     `supportChat({...})`) over the JavaScript runtime (runtime-js/, the npm package promptc-runtime)."""
-    from ..bindings_ts import typescript_module
+    from ..bindings.typescript import typescript_module
 
     _generate(typescript_module, output, build_dir)
 
@@ -206,8 +206,8 @@ def _generate(generator, output: str | None, build_dir: str | None) -> None:
     """Run a bindings generator: errors (E920) stop it with exit 1; warnings (W921) are printed."""
     from pathlib import Path
 
-    from ..diagnostics import render_text
-    from ..runtime import RenderError
+    from ..facts.diagnostics import render_text
+    from ..runtime.render import RenderError
 
     folder = build_dir or settings().config.out
     try:
@@ -222,7 +222,7 @@ def _generate(generator, output: str | None, build_dir: str | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    from ..atomic import reason, write_file
+    from ..runtime.atomic import reason, write_file
 
     path = Path(output)
     try:

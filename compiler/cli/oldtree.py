@@ -10,10 +10,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import codes
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, file_span, make
-from ..language import MANIFEST
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, file_span, make
+from ..facts.language import MANIFEST
+from ..passes.context import SourceTree
 
 
 class OldTreeError(Exception):

@@ -1,6 +1,6 @@
 """`promptc reconcile RECORDS`: the hits the build promised against the hits the provider reported.
 
-The classification lives in `promptc.reconcile`; this module reads the build, the records and (with
+The classification lives in `promptc.tools.reconcile`; this module reads the build, the records and (with
 `--against REV`) the revision's prefixes, prints, and picks the exit code: 0, 1 when a `--fail-on`
 limit is crossed, 2 when the records or the build cannot be read.
 """
@@ -19,7 +19,7 @@ class FailOnRule(click.ParamType):
     name = "hit<RATIO|lost>DOLLARS"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from ..reconcile import FailOn, parse_fail_on
+        from ..tools.reconcile import FailOn, parse_fail_on
 
         if isinstance(value, FailOn):
             return value
@@ -43,9 +43,9 @@ def run_reconcile(
     be read); W951 diagnostics are printed to stderr in text and github formats."""
     from pathlib import Path
 
-    from .. import codes
-    from ..diagnostics import file_span, make, render_github, render_text, use_color
-    from ..reconcile import Locator, ReadStats, SourceLocator, read_records, reconcile, records_problem
+    from ..facts import codes
+    from ..facts.diagnostics import file_span, make, render_github, render_text, use_color
+    from ..tools.reconcile import Locator, ReadStats, SourceLocator, read_records, reconcile, records_problem
     from .cost import read_build
 
     config = settings().config
@@ -117,13 +117,13 @@ def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[s
     in memory) and its source tree."""
     import orjson
 
-    from ..model import ArtifactError, Manifest
+    from ..runtime.model import ArtifactError, Manifest
     from .oldtree import OldTreeError, from_revision
 
     try:
         old = from_revision(against, config.src, config.out)
     except OldTreeError as exc:
-        from ..diagnostics import render_github, render_text
+        from ..facts.diagnostics import render_github, render_text
 
         click.echo(render_github(exc.diagnostic) if fmt == "github" else render_text(exc.diagnostic), err=True)
         sys.exit(USAGE_ERROR)
@@ -210,12 +210,12 @@ def reconcile_cmd(
         )
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
-        from ..reconcile import render_github
+        from ..tools.reconcile import render_github
 
         for line in render_github(result, failing):
             click.echo(line)
     else:
-        from ..reconcile import render_text
+        from ..tools.reconcile import render_text
 
         click.echo(render_text(result))
     if failing:

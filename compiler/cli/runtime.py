@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..model import Artifact
+    from ..runtime.model import Artifact
 
-from ..language import PLACEHOLDER_PATH
-from ..language import SHAPES as SHAPE_CHOICES
+from ..facts.language import PLACEHOLDER_PATH
+from ..facts.language import SHAPES as SHAPE_CHOICES
 from .common import config_options
 
 
@@ -29,7 +29,7 @@ def _fail(message: str) -> None:
 @contextmanager
 def _one_line_errors():
     """Render errors (and anything unexpected) become one line on stderr and exit 1, never a traceback."""
-    from ..runtime import RenderError
+    from ..runtime.render import RenderError
 
     try:
         yield
@@ -72,7 +72,7 @@ def _parse_var(raw: str, into: dict[str, Any]) -> None:
 def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """`--var` values parsed by the input's declared type (`true`, `3`, JSON for lists and
     objects); untyped inputs, and strings, stay as written. A mismatch is a usage error."""
-    from ..inputtypes import from_text
+    from ..runtime.inputtypes import from_text
 
     properties = schema.get("properties", {})
     typed: dict[str, Any] = {}
@@ -108,7 +108,7 @@ def _read_vars(path: str) -> dict[str, Any]:
 
 def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion for NAME: the prompts of the build folder (`-o`, else config `out`)."""
-    from ..runtime import RenderError, load
+    from ..runtime.render import RenderError, load
 
     try:
         from .common import Settings  # completion runs without an active click context
@@ -160,13 +160,13 @@ def render_cmd(
     texts: dict[str, Any] = {}
     for raw in variables:
         _parse_var(raw, texts)
-    from ..runtime import MissingInputsError, load
+    from ..runtime.render import MissingInputsError, load
 
     with _one_line_errors():
         runtime = load(_build_dir(out))
         inputs = {**inputs, **_typed(texts, runtime.artifact(name).input_schema)} if texts else inputs
         if std_inputs:
-            from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+            from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
 
             wanted = set(runtime.artifact(name).inputs)
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
@@ -194,7 +194,7 @@ def render_cmd(
 def _with_std_hint(exc: Exception, std_inputs: bool) -> str:
     """A missing-inputs error that names `--std-inputs` when the missing inputs are the std
     partials' (`env_cwd`, `git_branch`, `today` …), which that flag fills from this machine."""
-    from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS
+    from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS
 
     std = [m for m in getattr(exc, "missing", ()) if m in (*ENV_KEYS, *GIT_KEYS, *DATE_KEYS)]
     if not std or std_inputs:
@@ -328,7 +328,7 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def inspect_cmd(name: str, out: str | None, fmt: str) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
-    from ..runtime import load
+    from ..runtime.render import load
 
     with _one_line_errors():
         artifact = load(_build_dir(out)).artifact(name)

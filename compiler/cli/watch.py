@@ -1,4 +1,4 @@
-"""`promptc watch`: build, then rebuild on every change until Ctrl-C (the loop is `promptc.watch`)."""
+"""`promptc watch`: build, then rebuild on every change until Ctrl-C (the loop is `promptc.driver.watch`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from ..config import coerce
+from ..facts.config import coerce
 from .common import Reporter, common_options, config_options, parse_defines, project_config, settings, with_allowed
 
 
@@ -73,7 +73,7 @@ class _TextReport:
         import os
         from collections import Counter
 
-        from ..diagnostics import render_text, summary_line, use_color
+        from ..facts.diagnostics import render_text, summary_line, use_color
         from .common import settings
 
         before = Counter(_key(d) for d in previous)
@@ -164,7 +164,7 @@ def watch_cmd(debounce, fmt, strict, allow, quiet, defines, **options) -> None:
     """
     from dataclasses import replace
 
-    from ..watch import watch
+    from ..driver.watch import watch
 
     if fmt in ("sarif", "markdown"):
         raise click.BadParameter(

@@ -1,6 +1,6 @@
 """Compiling from the library: one source → its `CompiledPrompt` (artifact, bytes, diagnostics).
 
-Both functions run the declared compile (`promptc.pipeline.STAGES`) through its one entry,
+Both functions run the declared compile (`promptc.compile.pipeline.STAGES`) through its one entry,
 `pipeline.compile_prompt`. Pure: no file system, no printing.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .config import Config
-from .context import SourceTree
-from .diagnostics import ordered
-from .language import SOURCE_SUFFIX
+from ..facts.config import Config
+from ..facts.diagnostics import ordered
+from ..facts.language import SOURCE_SUFFIX
+from ..passes.context import SourceTree
 from .pipeline import CompiledPrompt, PartialLoader, compile_prompt
 
 

@@ -30,35 +30,36 @@ from dataclasses import dataclass, field, replace
 
 import orjson
 
-from . import codes, emit, suppress
-from .budget import check as check_budget
-from .buildfolder import artifact_path
-from .config import Config
-from .context import Context, SourceTree
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
-from .jsonfile import read_json
-from .language import SOURCE_SUFFIX, STD_PREFIX
-from .meter import Meter, TokenizerError, meter
-from .model import Artifact, ManifestEntry
-from .nodes import Document, Header, Item
-from .parse import parse as parse_text
-from .passes.comments import strip_comments
-from .passes.directives import collect, collect_directives
-from .passes.includes import expand_includes
-from .passes.inference import infer_inputs
-from .passes.placeholders import bind_placeholders
-from .passes.resources import load_resources
-from .passes.roles import split_roles
-from .passes.sections import partition_sections
-from .prefix import Cut
-from .prefix import lint as lint_prefix
-from .prefix import locate as locate_prefix
-from .request import Request
-from .request import check as check_request
-from .request import settle as settle_request
-from .source import decode as decode_bytes
-from .source import vanished
-from .std import std_bytes, std_display, std_partials
+from ..backend import emit, suppress
+from ..backend.budget import check as check_budget
+from ..backend.meter import Meter, TokenizerError, meter
+from ..backend.prefix import Cut
+from ..backend.prefix import lint as lint_prefix
+from ..backend.prefix import locate as locate_prefix
+from ..backend.request import Request
+from ..backend.request import check as check_request
+from ..backend.request import settle as settle_request
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
+from ..facts.language import SOURCE_SUFFIX, STD_PREFIX
+from ..passes.comments import strip_comments
+from ..passes.context import Context, SourceTree
+from ..passes.directives import collect, collect_directives
+from ..passes.includes import expand_includes
+from ..passes.inference import infer_inputs
+from ..passes.placeholders import bind_placeholders
+from ..passes.resources import load_resources
+from ..passes.roles import split_roles
+from ..passes.sections import partition_sections
+from ..runtime.buildfolder import artifact_path
+from ..runtime.model import Artifact, ManifestEntry
+from ..std import std_bytes, std_display, std_partials
+from ..syntax.jsonfile import read_json
+from ..syntax.nodes import Document, Header, Item
+from ..syntax.parse import parse as parse_text
+from ..syntax.source import decode as decode_bytes
+from ..syntax.source import vanished
 
 # ---------------------------------------------------------------------------------------------
 # The passes

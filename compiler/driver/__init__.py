@@ -29,8 +29,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import codes
-from ..buildfolder import (
+from .. import bindings
+from ..backend.emit import dumps
+from ..backend.suppress import allowed
+from ..compile.pipeline import CompiledPrompt
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
+from ..facts.language import SOURCE_SUFFIX
+from ..passes.context import SourceTree
+from ..runtime.buildfolder import (
     CACHE_DIR,
     MANIFEST,
     STAGING_MARK,
@@ -49,15 +57,7 @@ from ..buildfolder import (
     write_error,
     write_output,
 )
-from ..config import Config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
-from ..emit import dumps
-from ..language import SOURCE_SUFFIX
-from ..model import Artifact, Manifest
-from ..pipeline import CompiledPrompt
-from ..suppress import allowed
-from . import bindings
+from ..runtime.model import Artifact, Manifest
 from .manifest import collisions, manifest_for
 from .plan import Plan, compiler_fingerprint, last_good, load_plan, save_state
 from .pool import PARALLEL_THRESHOLD, compile_many
@@ -246,7 +246,7 @@ def build(
 def _config(config: Config | None) -> tuple[Config, list[Diagnostic]]:
     if config is not None:
         return config, []
-    from ..config import load_config
+    from ..facts.config import load_config
 
     return load_config()
 

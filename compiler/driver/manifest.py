@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .. import codes
-from ..config import Config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, file_span, make
-from ..language import MANIFEST
-from ..model import Manifest
-from ..pipeline import CompiledPrompt
+from ..compile.pipeline import CompiledPrompt
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, file_span, make
+from ..facts.language import MANIFEST
+from ..passes.context import SourceTree
+from ..runtime.model import Manifest
 
 
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..atomic import read_file, write_file
-from ..buildfolder import BuildFolder, artifact_path, state_path
-from ..config import Config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, Edit, Fix, Span, has_errors
-from ..model import Manifest, ManifestEntry
-from ..pipeline import CompiledPrompt, name_of
+from ..compile.pipeline import CompiledPrompt, name_of
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
+from ..passes.context import SourceTree
+from ..runtime.atomic import read_file, write_file
+from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
+from ..runtime.model import Manifest, ManifestEntry
 
 
 @dataclass(slots=True)
@@ -59,7 +59,7 @@ class Plan:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
         rebuild after an edit that leaves the texts alone (a comment, a directive) or changes one
         section never loads the tokenizer for the rest."""
-        from ..meter import TokenizerError, meter
+        from ..backend.meter import TokenizerError, meter
 
         folder = BuildFolder(out)
         for rel in rels:
@@ -152,7 +152,7 @@ def compiler_fingerprint(config: Config) -> str:
 @cache
 def _package_digest() -> str:
     # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
-    from ..parse import grammar_text
+    from ..syntax.parse import grammar_text
 
     digest = hashlib.sha256(__version__.encode())
     digest.update(grammar_text().encode())

@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..buildfolder import artifact_path, write_new_file
-from ..config import Config
-from ..context import SourceTree
-from ..pipeline import CompiledPrompt, PartialLoader, compile_prompt
+from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
+from ..facts.config import Config
+from ..passes.context import SourceTree
+from ..runtime.buildfolder import artifact_path, write_new_file
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -179,7 +179,7 @@ def compile_many(
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
         import multiprocessing
 
-        from ..parse import parser
+        from ..syntax.parse import parser
 
         # The parser is loaded once here and inherited by the forked workers. The tokenizer is not:
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .buildfolder import CACHE_DIR, STAGING_MARK
-from .language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..runtime.buildfolder import CACHE_DIR, STAGING_MARK
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
     from watchdog.observers.api import BaseObserver, ObservedWatch
 
-    from .config import Config
-    from .diagnostics import Diagnostic
-    from .driver import BuildResult
+    from ..facts.config import Config
+    from ..facts.diagnostics import Diagnostic
+    from . import BuildResult
 
 #: Default quiet window, seconds: long enough to cover an editor's write-then-rename, short enough
 #: that the rebuild feels immediate.
@@ -104,7 +104,7 @@ class WatchBuild:
         """Prompts compiled by this build (a failing prompt counts; artifacts reused unchanged do not)."""
         if self.result is None:
             return 0
-        from .diagnostics import has_errors
+        from ..facts.diagnostics import has_errors
 
         return sum(1 for p in self.result.prompts if not p.reused or has_errors(p.diagnostics))
 
@@ -163,7 +163,7 @@ class Watcher:
         builder: Builder | None = None,
         strict: bool = False,
     ) -> None:
-        from .config import Config, find_pyproject
+        from ..facts.config import Config, find_pyproject
 
         self.src = Path(src)
         self.out = Path(out)
@@ -404,7 +404,7 @@ class Watcher:
             self._sync_watches()
             builder = self._builder
             if builder is None:
-                from .driver import build as builder
+                from . import build as builder
             # A config change rebuilds everything: the cache would notice a changed config on its
             # own, but a full build is the answer that does not depend on it.
             result = builder(

@@ -671,7 +671,7 @@ def markdown(examples: dict[str, str]) -> str:
         "SARIF 2.1.0 log, for GitHub code scanning) carry the same fields. The examples below are real",
         "output, checked by `tests/test_diagnostic_codes.py`.",
         "",
-        "This file is generated from `compiler/codes.py`: run `python -m promptc.codes > docs/diagnostics.md`.",
+        "This file is generated from `compiler/facts/codes.py`: run `python -m promptc.facts.codes > docs/diagnostics.md`.",
         "",
     ]
     for code in CODES.values():
@@ -684,8 +684,10 @@ def markdown(examples: dict[str, str]) -> str:
 
 if __name__ == "__main__":  # pragma: no cover - documentation generator
     import sys
-    from pathlib import Path
+    from importlib import resources
 
-    folder = Path(__file__).resolve().parent / "data" / "diagnostics"
-    found = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.txt")} if folder.is_dir() else {}
+    folder = resources.files("promptc.data").joinpath("diagnostics")
+    found = {
+        p.name.removesuffix(".txt"): p.read_text(encoding="utf-8") for p in folder.iterdir() if p.name.endswith(".txt")
+    }
     sys.stdout.write(markdown(found))

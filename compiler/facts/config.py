@@ -6,7 +6,7 @@ relative to the pyproject.toml), whether it changes what the compile makes (and 
 the incremental cache's fingerprint), which commands take it and by which flag, and its help and
 documentation. The rest is derived from that table: the coercion of file and flag values
 (`coerce`), the fingerprint, the CLI's flags and click's `default_map` (`promptc.cli.common`), and
-the table in docs/configuration.md (`docs_table`; `python -m promptc.config docs/configuration.md`
+the table in docs/configuration.md (`docs_table`; `python -m promptc.facts.config docs/configuration.md`
 rewrites it).
 
 Only plain data lives here; reading the file is `load_config`, called by the CLI or `build()`.
@@ -524,7 +524,9 @@ def _key_span(source: SourceText, key: str) -> Span:
 
 
 #: The markers around the options table in docs/configuration.md.
-DOCS_START = "<!-- the options: generated from promptc.config (`python -m promptc.config docs/configuration.md`) -->"
+DOCS_START = (
+    "<!-- the options: generated from promptc.facts.config (`python -m promptc.facts.config docs/configuration.md`) -->"
+)
 DOCS_END = "<!-- end of the options -->"
 
 

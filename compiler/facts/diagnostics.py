@@ -445,7 +445,7 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
     message (code scanning shows only the message), and also in `properties` with the prompts that
     reported a partial's diagnostic. Deterministic: the same diagnostics give the same bytes."""
     if version is None:
-        from . import __version__ as version
+        from .. import __version__ as version
     items = list(diagnostics)
     names = _rule_names()
     used = sorted({d.code for d in items})

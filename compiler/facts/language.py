@@ -192,9 +192,9 @@ TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
 #: no `cache_control`: where caching costs more than it saves, `promptc cost --advise`).
 Ttl = Literal["5m", "1h", "none"]
 CACHE_TTLS: tuple[Ttl, ...] = get_args(Ttl)
-#: what a `/// budget:` line limits (promptc.budget): the whole request, and what is not cached
+#: what a `/// budget:` line limits (promptc.backend.budget): the whole request, and what is not cached
 BUDGET_LIMITS: tuple[str, ...] = ("total", "uncached")
-#: The tokenizers promptc counts with, all offline (`promptc.meter` implements them): two BPEs, and
+#: The tokenizers promptc counts with, all offline (`promptc.backend.meter` implements them): two BPEs, and
 #: a byte estimate that needs no data (UTF-8 bytes / 4, rounded up), named as such in the manifest.
 OFFLINE_TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 APPROX_TOKENIZER = "approx-bytes/4"
@@ -231,6 +231,6 @@ JINJA_TAGS = {
 #: the kinds of change `promptc diff --fail-on` gates on (besides `cost>AMOUNT`)
 FAIL_KINDS = ("bust", "contract", "breaking", "removed")
 
-#: the schemas of what a build writes (`promptc --version` names them; `promptc.model` reads them)
+#: the schemas of what a build writes (`promptc --version` names them; `promptc.runtime.model` reads them)
 ARTIFACT_SCHEMA = "promptc.artifact/2"
 MANIFEST_SCHEMA = "promptc.manifest/2"

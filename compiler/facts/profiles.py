@@ -13,8 +13,8 @@ them). This module reads that file and answers the questions the build and the r
   `stop`, `temperature`…), checked by the tests against the installed official SDKs;
 - what each provider's cache keys on (`Profile.cache_order`, `cache_params`, `schema_cached`,
   `schema_level`) and `resolve_model(provider, model)`, the model as the provider resolves it (an
-  alias counts as the dated snapshot it points to), which `promptc.requestmodel` hashes;
-- `context_window(provider, model)`: the model's context window, which `promptc.budget` checks;
+  alias counts as the dated snapshot it points to), which `promptc.runtime.requestmodel` hashes;
+- `context_window(provider, model)`: the model's context window, which `promptc.backend.budget` checks;
 - `shape_provider(shape)` and `shape_requires(shape)`: the provider a shape's call goes to, and what
   its API requires of the turns.
 

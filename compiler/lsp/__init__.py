@@ -2,7 +2,7 @@
 code actions and the cache lens, all computed by the compiler itself.
 
 `workspace` holds the project (the source folder on disk overlaid with the editor's unsaved
-documents) and compiles through `promptc.pipeline.compile_prompt`; `features` turns the results into
+documents) and compiles through `promptc.compile.pipeline.compile_prompt`; `features` turns the results into
 LSP answers; `server` wires them to pygls. pygls and lsprotocol are imported only here, so no
 other command pays for them.
 """

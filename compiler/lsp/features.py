@@ -17,20 +17,12 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from ..context import Context, SourceTree
-from ..diagnostics import Diagnostic, SourceText, Span
-from ..language import (
-    BOUNDARIES,
-    PARTIAL_PREFIX,
-    RESOURCE_SUFFIX,
-    ROLES,
-    SOURCE_SUFFIX,
-    STD_PREFIX,
-    TARGETS,
-)
-from ..nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
-from ..pipeline import HEADER_PASSES, Compilation, PartialLoader, run
+from ..compile.pipeline import HEADER_PASSES, Compilation, PartialLoader, run
+from ..facts.diagnostics import Diagnostic, SourceText, Span
+from ..facts.language import BOUNDARIES, PARTIAL_PREFIX, RESOURCE_SUFFIX, ROLES, SOURCE_SUFFIX, STD_PREFIX, TARGETS
+from ..passes.context import Context, SourceTree
 from ..std import STD_DISPLAY, std_partials
+from ..syntax.nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
 from .workspace import Project
 
 SOURCE_NAME = "promptc"
@@ -290,7 +282,7 @@ def hover(view: FileView, position: types.Position) -> types.Hover | None:
 
 
 def _hover_input(view: FileView, name: str) -> str:
-    from ..inputtypes import describe
+    from ..runtime.inputtypes import describe
 
     header = view.header
     doc = view.document
@@ -555,7 +547,7 @@ def prefix_end(view: FileView) -> PrefixEndInfo | None:
 
 
 def _first_dynamic(view: FileView) -> tuple[str, Span | None]:
-    from ..requestmodel import of_artifact
+    from ..runtime.requestmodel import of_artifact
 
     doc = view.document
     artifact = view.analysis.compiled.artifact  # type: ignore[union-attr]

@@ -21,8 +21,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
-from ..diagnostics import Diagnostic
-from ..language import SOURCE_SUFFIX
+from ..facts.diagnostics import Diagnostic
+from ..facts.language import SOURCE_SUFFIX
 from . import features
 from .workspace import Project, is_foreign
 

@@ -18,11 +18,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..config import Config, find_pyproject, load_config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, SourceText, deduplicated
-from ..language import SOURCE_SUFFIX
-from ..pipeline import Compilation, PartialLoader, compile_prompt
+from ..compile.pipeline import Compilation, PartialLoader, compile_prompt
+from ..facts.config import Config, find_pyproject, load_config
+from ..facts.diagnostics import Diagnostic, SourceText, deduplicated
+from ..facts.language import SOURCE_SUFFIX
+from ..passes.context import SourceTree
 
 #: the first line of a YAML front matter: a Dotprompt or Humanloop `.prompt` file, not promptc's (a
 #: promptc separator has five dashes and a role; `---` alone is text to promptc)
@@ -280,7 +280,7 @@ class Project:
 
     def source_text(self, rel: str, tree: SourceTree | None = None) -> SourceText | None:
         """The normalised text of a file of the tree, as the compiler reads it."""
-        from ..source import decode
+        from ..syntax.source import decode
 
         tree = tree or self.tree()
         try:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Edit, Fix
-from ..language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
-from ..nodes import Comment, Document
+from ..facts import codes
+from ..facts.diagnostics import Edit, Fix
+from ..facts.language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
+from ..syntax.nodes import Comment, Document
+from .context import Context
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")

@@ -1,6 +1,6 @@
 """What a pass sees of its compilation: the config, the source tree, the partials, diagnostics.
 
-The partial loader is handed in by whoever starts the compile (`promptc.pipeline`): the context
+The partial loader is handed in by whoever starts the compile (`promptc.compile.pipeline`): the context
 never makes one, so nothing here imports the front end or a pass.
 """
 
@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from .codes import Code
-from .config import Config
-from .diagnostics import Diagnostic, Fix, SourceText, Span, make
-from .language import SOURCE_SUFFIX
+from ..facts.codes import Code
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make
+from ..facts.language import SOURCE_SUFFIX
 
 if TYPE_CHECKING:
-    from .nodes import Header, Item
+    from ..syntax.nodes import Header, Item
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class SourceTree:
 
 
 class LoadedPartial(Protocol):
-    """A partial as the partial's stages leave it (`promptc.pipeline.Partial`)."""
+    """A partial as the partial's stages leave it (`promptc.compile.pipeline.Partial`)."""
 
     @property
     def key(self) -> str: ...
@@ -59,7 +59,7 @@ class LoadedPartial(Protocol):
 
 class Partials(Protocol):
     """What the include and resources passes ask of the build's partial loader
-    (`promptc.pipeline.PartialLoader`, injected by whoever starts the compile)."""
+    (`promptc.compile.pipeline.PartialLoader`, injected by whoever starts the compile)."""
 
     #: the include pass keeps each partial's expansion here (includes spliced in), by key
     expanded: dict[str, object]

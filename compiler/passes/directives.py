@@ -12,13 +12,13 @@ import math
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..codes import CODES
-from ..context import Context
-from ..diagnostics import Edit, Fix, Span, replace_word
-from ..language import BOUNDARIES, BUDGET_LIMITS, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
-from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
-from ..suggest import did_you_mean
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Edit, Fix, Span, replace_word
+from ..facts.language import BOUNDARIES, BUDGET_LIMITS, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
+from ..facts.suggest import did_you_mean
+from ..syntax.nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
+from .context import Context
 
 #: Keys with a meaning of their own; anything else is generic metadata.
 RESERVED_KEYS = (
@@ -57,7 +57,7 @@ _ALIASES = {
     "ttl": "cache_ttl",
     "budgets": "budget",
 }
-#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.budget)
+#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.backend.budget)
 _MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
 _PARAM_KEYS = ("model", "temperature", "max_tokens", "top_p", "top_k", "stop", "seed")
@@ -111,7 +111,7 @@ def _unrepresentable(value: object):
     of range inside a list or object), as `jsonfile.unrepresentable` says, or None."""
     if isinstance(value, (int, float, bool)) or value is None:
         return None  # a top-level number out of range is kept as its text by `typed_value`
-    from ..jsonfile import unrepresentable
+    from ..syntax.jsonfile import unrepresentable
 
     return unrepresentable(value)
 
@@ -206,7 +206,7 @@ class _HeaderBuilder:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
         not parse, located at the offending part of the type). `at`: the offset of `written` in
         the directive's value (else the type is looked for by its text)."""
-        from ..inputtypes import TypeSyntaxError, parse_type
+        from ..runtime.inputtypes import TypeSyntaxError, parse_type
 
         text = written.strip()
         # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:` (matched at the last `(` only:
@@ -379,7 +379,7 @@ class _HeaderBuilder:
                 return
             self.budget = [(limit, count, _name_span(d, piece)) for limit, count, piece in limits]
             self.budget_span = d.value_span
-        elif key == "promptc":  # `/// promptc: allow W706`: applied by promptc.suppress, never metadata
+        elif key == "promptc":  # `/// promptc: allow W706`: applied by promptc.backend.suppress, never metadata
             _, problem = parse_allow(d.value)
             if problem:
                 ctx.report(codes.MALFORMED_DIRECTIVE, problem, d.value_span if d.value else d.span, None)

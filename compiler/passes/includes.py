@@ -13,11 +13,12 @@ from __future__ import annotations
 import posixpath
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Fix, replace_word
-from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX, STD_PREFIX
-from ..nodes import (
+from ..facts import codes
+from ..facts.diagnostics import Fix, replace_word
+from ..facts.language import PARTIAL_PREFIX, SOURCE_SUFFIX, STD_PREFIX
+from ..facts.suggest import did_you_mean
+from ..std import std_partials
+from ..syntax.nodes import (
     IMPLICIT_SECTION,
     Block,
     Document,
@@ -30,8 +31,7 @@ from ..nodes import (
     Separator,
     Text,
 )
-from ..std import std_partials
-from ..suggest import did_you_mean
+from .context import Context
 
 
 def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:

@@ -10,15 +10,16 @@ import dataclasses
 import re
 from dataclasses import replace
 
-from .. import codes, template
 from ..analysis.inference import ShapeUse, analyse
-from ..codes import CODES
-from ..context import Context
-from ..diagnostics import Fix, SourceText, Span, insert, replace_word
-from ..language import IDENTIFIER
-from ..nodes import Block, Document, Message, Placeholder, Section, section_text
-from ..suggest import did_you_mean
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Fix, SourceText, Span, insert, replace_word
+from ..facts.language import IDENTIFIER
+from ..facts.suggest import did_you_mean
+from ..runtime import template
+from ..syntax.nodes import Block, Document, Message, Placeholder, Section, section_text
 from . import jinja_habits
+from .context import Context
 
 #: what compiling a section can find that the analysis did not (structure is the parser's)
 _COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION})
@@ -182,7 +183,7 @@ def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
         close = did_you_mean(attr, names, limit=1)
         listed = ", ".join(f"`{n}`" for n in names) or "none"
         return None, f"has no property `{attr}` (its schema lists {listed})" + (f"\0{close}" if close else "")
-    from ..inputtypes import describe
+    from ..runtime.inputtypes import describe
 
     return None, f"is {describe(schema)}, which has no keys or attributes"
 
@@ -244,7 +245,7 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
     if use.kind == "iter":
         kinds = _kinds(schema)
         if kinds is not None and kinds <= _NOT_ITERABLE:
-            from ..inputtypes import describe
+            from ..runtime.inputtypes import describe
 
             ctx.report(
                 codes.TYPE_CONTRADICTED,

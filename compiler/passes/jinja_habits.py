@@ -24,11 +24,11 @@ import ast
 import re
 from dataclasses import dataclass, replace
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Span
-from ..language import IDENTIFIER_PATTERN
-from ..nodes import Block, Section
+from ..facts import codes
+from ..facts.diagnostics import Span
+from ..facts.language import IDENTIFIER_PATTERN
+from ..syntax.nodes import Block, Section
+from .context import Context
 
 JINJA_FILTERS = frozenset(
     "abs attr batch capitalize center count default dictsort e escape filesizeformat first float forceescape format "

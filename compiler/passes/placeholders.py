@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
-from ..nodes import Block, Document, Escape, Message, Placeholder, Section, Text
+from ..facts import codes
+from ..facts.language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
+from ..syntax.nodes import Block, Document, Escape, Message, Placeholder, Section, Text
+from .context import Context
 from .roles import trim
 
 

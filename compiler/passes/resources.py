@@ -23,13 +23,13 @@ import posixpath
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Diagnostic, Fix, SourceText, Span, make, replace_word
-from ..jsonfile import locate, token_length
-from ..language import RESOURCE_SUFFIX, TOOL_NAME
-from ..nodes import Document, Item, ResourceRef
-from ..suggest import did_you_mean
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make, replace_word
+from ..facts.language import RESOURCE_SUFFIX, TOOL_NAME
+from ..facts.suggest import did_you_mean
+from ..syntax.jsonfile import locate, token_length
+from ..syntax.nodes import Document, Item, ResourceRef
+from .context import Context
 
 TOOL_KEYS = ("name", "description", "input_schema")
 
@@ -448,7 +448,7 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
 def _check_input_schema(ctx: Context, key: str) -> _Checked:
     """An input's type from a schema file: a valid JSON Schema, using only the keywords the
     runtimes check (E825 at the first one they would skip)."""
-    from ..inputtypes import CHECKED_KEYWORDS, unchecked_keywords
+    from ..runtime.inputtypes import CHECKED_KEYWORDS, unchecked_keywords
 
     def check(checker: _FileChecker, value: Any, read_diagnostics: tuple[Diagnostic, ...]) -> _Checked:
         if not (checker.schema(value, (), "input schema", object_root=False) and isinstance(value, dict)):

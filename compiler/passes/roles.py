@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Span, replace_word
-from ..language import ROLES, SYSTEM_ROLES
-from ..nodes import (
+from ..facts import codes
+from ..facts.diagnostics import Span, replace_word
+from ..facts.language import ROLES, SYSTEM_ROLES
+from ..facts.suggest import did_you_mean
+from ..syntax.nodes import (
     IMPLICIT_SECTION,
     Block,
     Document,
@@ -29,7 +29,7 @@ from ..nodes import (
     Separator,
     Text,
 )
-from ..suggest import did_you_mean
+from .context import Context
 
 #: section names promptc generates (the frame of the user_context sections)
 GENERATED_SECTIONS = frozenset({"user_context.intro", "user_context.disclaimer"})

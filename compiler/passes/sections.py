@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..nodes import Block, Document, Message, Section, Text
+from ..facts import codes
+from ..syntax.nodes import Block, Document, Message, Section, Text
+from .context import Context
 from .inference import first_use
 from .roles import has_content
 

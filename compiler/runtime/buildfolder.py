@@ -5,13 +5,13 @@ else; promptc's state about it lives beside it, in `.promptc-cache/` (the lock, 
 cache, the shadow set, the trash, the record of the folders promptc made). This module is the one
 place that knows those names and reads or changes those files:
 
-- reading (`BuildFolder`): the manifest and the artifacts, typed (`promptc.model`), each
+- reading (`BuildFolder`): the manifest and the artifacts, typed (`promptc.runtime.model`), each
   artifact checked against the manifest's sha256 and kept inside the folder; the runtime, `diff`,
   `cost`, `report`, the bindings and the driver read a build through it;
 - writing (`write_output`): the new set assembled beside the folder and swapped in with one
   atomic exchange, under a lock, the exchanged-out set kept as the shadow for the next build;
   only folders promptc made are ever moved or deleted (`claim_output`, `recover`, `_Owned`), and a
-  failure leaves the previous build exactly as it was. Single files go through `promptc.atomic`.
+  failure leaves the previous build exactly as it was. Single files go through `promptc.runtime.atomic`.
 
 Standard library only: the runtime that applications ship reads build folders with it.
 """
@@ -35,10 +35,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import codes
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, make
+from ..facts.language import CACHE_DIR, MANIFEST
 from .atomic import ABSENT, read_file, write_file
-from .diagnostics import Diagnostic, make
-from .language import CACHE_DIR, MANIFEST
 from .model import Artifact, ArtifactError, Manifest, ManifestEntry
 
 __all__ = [

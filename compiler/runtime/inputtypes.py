@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .language import IDENTIFIER_PATTERN
+from ..facts.language import IDENTIFIER_PATTERN
 
 __all__ = [
     "TypeSyntaxError",

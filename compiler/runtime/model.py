@@ -57,7 +57,7 @@ __all__ = [
     "Totals",
 ]
 
-from .language import (
+from ..facts.language import (
     ARTIFACT_SCHEMA,
     BOUNDARIES,
     CACHE_TTLS,
@@ -682,7 +682,7 @@ class HeadPart:
 class CacheKey:
     """What `prefix_sha256` covers besides the prefix bytes: the encoding, the provider, the model
     as the provider resolves it (an alias counts as its dated snapshot), and the request parameters
-    the provider's cache keys on that the prefix reaches (`promptc.requestmodel`)."""
+    the provider's cache keys on that the prefix reaches (`promptc.runtime.requestmodel`)."""
 
     encoding: str
     provider: str | None
@@ -706,7 +706,7 @@ class CacheKey:
 class Cache:
     """The cache analysis: the cache-stable prefix (None/0 when the prompt has none) and breakpoints.
 
-    The prefix covers the request in the provider's cache order (`promptc.requestmodel`): the head
+    The prefix covers the request in the provider's cache order (`promptc.runtime.requestmodel`): the head
     (`head`: the tools, and the output schema where the provider caches it; `head_chars`/
     `head_tokens` count the cached ones), then the messages. `cacheable_tokens` is what the
     provider profile caches of it (None without a profile); `ttl` the Anthropic breakpoint
@@ -1183,7 +1183,7 @@ class Manifest:
         """The manifest of a build: entries sorted by name, grouped by prefix (groups sorted by
         sha256, names sorted within), as `promptc build` writes it."""
         if compiler_version is None:
-            from . import __version__
+            from .. import __version__
 
             compiler_version = __version__
         items = entries.items() if isinstance(entries, Mapping) else entries

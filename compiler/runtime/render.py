@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES
+from ..facts.suggest import suggestions
 from . import template
 from .buildfolder import BuildFolder, BuildFolderError
-from .language import JOINER, PLACEHOLDER_PATH, SHAPES
 from .model import Artifact, ArtifactError, Manifest, OutputSchema, Tool
-from .suggest import suggestions
 
 __all__ = [
     "load",
@@ -65,8 +65,8 @@ __all__ = [
 ]
 
 
-_shapes: Any = None  # promptc.shapes, imported at the first `as_shape`
-_usage: Any = None  # promptc.usage, imported at the first `usage`
+_shapes: Any = None  # promptc.runtime.shapes, imported at the first `as_shape`
+_usage: Any = None  # promptc.runtime.usage, imported at the first `usage`
 
 
 class RenderError(ValueError):
@@ -195,7 +195,7 @@ class Rendered:
         timestamp: Any = None,
         started: Any = None,
     ) -> Any:
-        """The usage record (`promptc.usage.UsageRecord`) of the provider's `response` to this
+        """The usage record (`promptc.runtime.usage.UsageRecord`) of the provider's `response` to this
         request: an SDK response object or its decoded JSON. `shape` is the shape it was sent as
         (read from the response when left out), `model` the model it went to when not the
         artifact's; `timestamp` when the response came and `started` when the request was sent
@@ -214,7 +214,7 @@ class Rendered:
 
     def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
         """The request in a provider's shape: the keyword arguments of its official SDK call
-        (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.shapes`).
+        (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.runtime.shapes`).
         `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
         computed for its own model) and must be one of the shape's provider; a shape of another
         provider than the artifact's needs it. A request that cannot be sent (no model, no user
@@ -655,7 +655,7 @@ def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str,
 
 class Runtime:
     """A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily (through
-    `promptc.buildfolder`, which checks each artifact against the manifest's sha256)."""
+    `promptc.runtime.buildfolder`, which checks each artifact against the manifest's sha256)."""
 
     def __init__(self, build_dir: str | Path) -> None:
         self.build_dir = Path(build_dir)

@@ -16,7 +16,7 @@ size, what it is, and where it is written:
                                (an opening system message is Anthropic's and Gemini's system part)
 
 What each provider keys on is data, `promptc/data/providers.json` (`cache_key`, `cache_order`,
-`model_aliases`, each with its source), read through `promptc.profiles`; a prompt without a
+`model_aliases`, each with its source), read through `promptc.facts.profiles`; a prompt without a
 profile is read in the generic order (tools, output schema, messages) with no identity.
 
 Everything about the cache is read from this model, never computed again elsewhere:
@@ -44,8 +44,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .language import JOINER, SYSTEM_ROLES, unescape
-from .profiles import Profile, resolve, resolve_model
+from ..facts.language import JOINER, SYSTEM_ROLES, unescape
+from ..facts.profiles import Profile, resolve, resolve_model
 
 if TYPE_CHECKING:
     from .model import Artifact, Cache, Message, OutputSchema, Tool

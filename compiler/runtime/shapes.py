@@ -17,7 +17,7 @@ A request goes to the provider of its shape: rendering a shape of another provid
 artifact's model needs a model of that provider (`model=`), else it is refused with the reason;
 a request the provider's API refuses (no user turn for Anthropic and Gemini, `shapes.*.requires`)
 is a `ShapeError` naming the shape. The cache breakpoints are the artifact's: `cache_control` goes
-exactly where the build recorded it (`promptc.requestmodel` places it on a non-empty stable block
+exactly where the build recorded it (`promptc.runtime.requestmodel` places it on a non-empty stable block
 or the last tool), never moved at render; `prompt_cache_key` is the prefix hash, sent when the
 request goes to the artifact's own OpenAI model (the hash covers the model).
 
@@ -41,11 +41,11 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .language import SHAPES, SYSTEM_ROLES
-from .profiles import data, provider_of_model, shape_params, shape_provider, shape_requires
+from ..facts.language import SHAPES, SYSTEM_ROLES
+from ..facts.profiles import data, provider_of_model, shape_params, shape_provider, shape_requires
 
 if TYPE_CHECKING:
-    from .runtime import Rendered
+    from .render import Rendered
 
 __all__ = ["SHAPES", "body", "build", "strict_compatible"]
 

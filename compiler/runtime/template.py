@@ -80,9 +80,9 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
-from . import codes
-from .codes import Code
-from .language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, JINJA_TAGS, MAX_NESTING, OPENERS
+from ..facts import codes
+from ..facts.codes import Code
+from ..facts.language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, JINJA_TAGS, MAX_NESTING, OPENERS
 
 __all__ = [
     "APPEND",

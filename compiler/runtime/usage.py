@@ -28,7 +28,7 @@ current OpenTelemetry span as the GenAI attributes (`gen_ai.provider.name`,
 `gen_ai.response.model`) plus `promptc.prompt`, `promptc.artifact_sha256`,
 `promptc.prefix_sha256`, `promptc.shape`. OpenTelemetry is imported only then.
 
-`promptc reconcile` (promptc.reconcile) reads these records back. Standard library only: the
+`promptc reconcile` (promptc.tools.reconcile) reads these records back. Standard library only: the
 runtime that applications ship imports this module (runtime-js/src/usage.js is its port and
 writes the same records).
 """

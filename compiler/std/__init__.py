@@ -1,7 +1,7 @@
 """The partials shipped with promptc (`/// include: std/env`), and the names they go by.
 
 Standard library only. The files are package data of this folder; a compile reads them through the
-build's partial loader (`promptc.pipeline.PartialLoader`), never from the source tree.
+build's partial loader (`promptc.compile.pipeline.PartialLoader`), never from the source tree.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from ..language import SOURCE_SUFFIX, STD_PREFIX
+from ..facts.language import SOURCE_SUFFIX, STD_PREFIX
 
 #: how diagnostics name the built-in partials' files: `<std>/env.prompt`
 STD_DISPLAY = "<std>"

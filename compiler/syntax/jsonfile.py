@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from . import codes
-from .diagnostics import Diagnostic, SourceText, make
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, SourceText, make
 from .source import decode
 
 #: Deepest nesting of objects and lists accepted. Real tool schemas nest a handful of levels; the

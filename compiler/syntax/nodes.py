@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from . import language as _language
-from .diagnostics import SourceText, Span
+from ..facts import language as _language
+from ..facts.diagnostics import SourceText, Span
 
 # --------------------------------------------------------------------------------------------
 # Items: what the grammar recognises

@@ -16,10 +16,10 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from . import codes
-from .codes import CODES
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
-from .language import (
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
+from ..facts.language import (
     CLOSERS,
     DELIMITERS,
     DIRECTIVE,
@@ -30,16 +30,18 @@ from .language import (
     STMT_KEYWORDS,
     TEMPLATE_ESCAPES,
 )
+from ..runtime.template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
-from .template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
 
 
 def grammar_text() -> str:
-    """The grammar ships inside the wheel as package data (`compiler/grammar/prompt.lark`)."""
+    """The grammar ships inside the wheel as package data (`promptc.grammar`, from the top-level
+    `grammar/prompt.lark` of the repository)."""
     try:
         return resources.files("promptc.grammar").joinpath("prompt.lark").read_text(encoding="utf-8")
     except ModuleNotFoundError:  # running from a source checkout that is not installed
-        return (Path(__file__).resolve().parent.parent / "grammar" / "prompt.lark").read_text(encoding="utf-8")
+        root = Path(__file__).resolve().parent.parent.parent
+        return (root / "grammar" / "prompt.lark").read_text(encoding="utf-8")
 
 
 def _cache_path(grammar: str) -> str | None:

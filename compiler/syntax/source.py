@@ -5,9 +5,9 @@ Every rejection is a located diagnostic, never an exception.
 
 from __future__ import annotations
 
-from . import codes
-from .codes import Code
-from .diagnostics import Diagnostic, SourceText, Span, file_span, make
+from ..facts import codes
+from ..facts.codes import Code
+from ..facts.diagnostics import Diagnostic, SourceText, Span, file_span, make
 
 #: Largest source file promptc reads (bytes). Bigger files get E105 before any parsing, which keeps
 #: time and memory bounded whatever lands in the source folder.

@@ -36,10 +36,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import codes
-from .buildfolder import BuildFolder
-from .diagnostics import Diagnostic, make
-from .model import Artifact, Manifest
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, make
+from ..runtime.buildfolder import BuildFolder
+from ..runtime.model import Artifact, Manifest
 
 __all__ = [
     "COST_SCHEMA",
@@ -139,7 +139,7 @@ class PriceTable:
             return Unpriced("no model")
         providers = self.document.get("providers", {})
         if not provider:
-            from .profiles import provider_of_model
+            from ..facts.profiles import provider_of_model
 
             provider = provider_of_model(model)
         entry = providers.get(provider or "")
@@ -231,7 +231,7 @@ def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
     """(tokens, placeholder path) of the stable text in the first dynamic section after the prefix
     end when one placeholder alone makes it dynamic (no template block; one input): the layout W710
     warns about, whose stable text moving the placeholder would cache. (0, None) otherwise."""
-    from .template import scan
+    from ..runtime.template import scan
 
     end = artifact.cache.prefix_end
     after = (-1, -1) if end is None or end.message is None else (end.message, end.block)
@@ -257,7 +257,7 @@ def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
     if not literal.strip():
         return 0, None
     try:
-        from .meter import meter
+        from ..backend.meter import meter
 
         count = meter(artifact.tokenizer.name).tokens(literal)
     except Exception:  # noqa: BLE001 - an unavailable tokenizer: the section's count, by characters
@@ -267,8 +267,8 @@ def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
 
 def facts_from_artifact(artifact: Any) -> PromptFacts:
     """The facts of a `model.Artifact`; what is stable after the prefix is read from its request
-    model (`promptc.requestmodel`): the stable blocks after the part where the walk stops."""
-    from .requestmodel import of_artifact
+    model (`promptc.runtime.requestmodel`): the stable blocks after the part where the walk stops."""
+    from ..runtime.requestmodel import of_artifact
 
     request = of_artifact(artifact)
     stop = request.prefix().stop
@@ -333,7 +333,7 @@ def facts_of_build(manifest: Manifest, folder: Path | None) -> tuple[dict[str, P
 def read_traffic(path: str | Path) -> tuple[dict[str, Decimal] | None, list[Diagnostic]]:
     """`{"prompt name": requests per day, …}` from a JSON file: (traffic, diagnostics). Traffic is
     None when the file cannot be used (an E945 or E946 error says where and why)."""
-    from .jsonfile import locate, read_json, token_length
+    from ..syntax.jsonfile import locate, read_json, token_length
 
     display = str(path)
     try:
@@ -423,9 +423,9 @@ def check_traffic(
 ) -> list[Diagnostic]:
     """W947 for each traffic entry that names no prompt of the build (with "did you mean"). Names
     in `other_names` (the old build's, for diff) count as known."""
-    from .jsonfile import locate, token_length
-    from .source import decode
-    from .suggest import did_you_mean
+    from ..facts.suggest import did_you_mean
+    from ..syntax.jsonfile import locate, token_length
+    from ..syntax.source import decode
 
     known = set(names) | set(other_names)
     unknown = [name for name in traffic if name not in known]
@@ -941,7 +941,7 @@ def _choices(f: PromptFacts, price: Price) -> tuple[list[str], bool]:
     """The TTLs a prompt can choose and whether `none` is one (a provider whose breakpoints the
     request sends: Anthropic; OpenAI and Gemini cache automatically)."""
     ttls = [name for name, _ in price.cache_write]
-    from .profiles import resolve
+    from ..facts.profiles import resolve
 
     profile = resolve(f.provider, f.model) if f.provider or f.model else None
     breakpoints = profile is not None and profile.shape == "anthropic"

@@ -20,14 +20,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .diagnostics import github_escape
-from .model import ArtifactError, Manifest
+from ..facts.diagnostics import github_escape
+from ..runtime.model import ArtifactError, Manifest
 
 if TYPE_CHECKING:
     from .divergence import FirstDifference
 
 #: The kinds of change `--fail-on` can name.
-from .language import FAIL_KINDS
+from ..facts.language import FAIL_KINDS
 
 DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference
 
@@ -195,7 +195,7 @@ def manifest_of(manifest: Manifest | Any, which: str) -> Manifest:
 
 
 def _type_changes(old: dict[str, Any], new: dict[str, Any], names: set[str]) -> tuple[TypeChange, ...]:
-    from .inputtypes import accepts, describe
+    from ..runtime.inputtypes import accepts, describe
 
     old_props, new_props = old.get("properties", {}), new.get("properties", {})
     old_required, new_required = set(old.get("required", ())), set(new.get("required", ()))
@@ -449,7 +449,7 @@ def render_markdown(
     cached of them, the first line that differs), the input contract changes, the cost (with
     `--traffic`) and the prompts added, removed and changed. Every name from a source is escaped:
     it is text, never markup."""
-    from .diagnostics import markdown_escape as esc
+    from ..facts.diagnostics import markdown_escape as esc
 
     failed = list(failing)
     lines = [f"### {esc(title)}", ""]

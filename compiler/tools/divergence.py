@@ -1,7 +1,7 @@
 """Where two builds of one prompt first differ: the first character of the cache-stable prefix that
 is not the same, as a place in each source tree (`promptc diff --old-src`, `--against`).
 
-A prefix is read as one stream: the parts the request model hashes (`promptc.requestmodel`), in
+A prefix is read as one stream: the parts the request model hashes (`promptc.runtime.requestmodel`), in
 the provider's cache order — the provider and the model, the parameters its cache keys on, the
 tools and output schema, then each block with the role the provider sees — with the source spans
 of the compiled document, so that every character knows where it came from (a `/// param:` line, a
@@ -18,15 +18,15 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
-from . import requestmodel
-from .config import Config
-from .context import SourceTree
-from .diagnostics import Span
-from .language import JOINER
-from .model import Artifact
-from .nodes import Document, Escape, Text
-from .pipeline import Compilation, compile_prompt
-from .prefix import block_sections
+from ..backend.prefix import block_sections
+from ..compile.pipeline import Compilation, compile_prompt
+from ..facts.config import Config
+from ..facts.diagnostics import Span
+from ..facts.language import JOINER
+from ..passes.context import SourceTree
+from ..runtime import requestmodel
+from ..runtime.model import Artifact
+from ..syntax.nodes import Document, Escape, Text
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +261,7 @@ def _head_point(compiled: Compilation, other: Compilation) -> SourcePoint | None
     file that defines them: the line of the tool's edited description, not line 1 of the file."""
     import json as _json
 
-    from .jsonfile import locate
+    from ..syntax.jsonfile import locate
 
     tree = compiled.tree
     mine = [t.to_json() for t in _artifact(compiled).tools]
@@ -297,7 +297,7 @@ def _head_point(compiled: Compilation, other: Compilation) -> SourcePoint | None
             prefix = (next(i for i, v in enumerate(value) if want(v)),)
         else:
             continue
-        from .diagnostics import SourceText
+        from ..facts.diagnostics import SourceText
 
         src = SourceText.of(compiled.root + rel, text.replace("\r\n", "\n"))
         place = src.span(locate(src.text, (*prefix, *inner)))

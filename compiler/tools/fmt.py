@@ -44,10 +44,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import codes
-from .config import Config
-from .diagnostics import Diagnostic, DiagnosticSink, file_span, has_errors, make
-from .language import DIRECTIVE, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, DiagnosticSink, file_span, has_errors, make
+from ..facts.language import DIRECTIVE, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
 
 __all__ = [
     "DIRECTIVE_ORDER",
@@ -110,9 +110,9 @@ class _Line:
 
 def _classify(text: str) -> tuple[list[_Line], list[Diagnostic]]:
     """The lines of `text`, each with what the parser says it is."""
-    from .diagnostics import SourceText
-    from .nodes import Block, Comment, Directive, Separator
-    from .parse import parse
+    from ..facts.diagnostics import SourceText
+    from ..syntax.nodes import Block, Comment, Directive, Separator
+    from ..syntax.parse import parse
 
     src = SourceText.of("<fmt>", text)
     sink = DiagnosticSink(src)
@@ -438,8 +438,8 @@ class _Compiler:
         self._before: dict[str, Any] = {}
 
     def compile(self, rel: str, files=None):
-        from .compile import compile_source
-        from .context import SourceTree
+        from ..compile import compile_source
+        from ..passes.context import SourceTree
 
         if files is None:
             if rel not in self._before:
@@ -484,8 +484,8 @@ def format_tree(
     file in it) under the safety rule. Nothing is written: the result holds each file's formatted
     text; `write_results` writes the changed ones. `tree` (a `SourceTree`) is used instead of
     reading `root` when given; `formatter` is the transform under test (the default is `layout`)."""
-    from .driver.sources import is_prompt, read_tree
-    from .pipeline import read_source
+    from ..compile.pipeline import read_source
+    from ..driver.sources import is_prompt, read_tree
 
     # Every text of the artifact (messages, sections, tools, schema) is compared byte for byte, so
     # when the texts agree the counts of any tokenizer agree: the check meters with the byte
@@ -505,7 +505,7 @@ def format_tree(
             return FormatResult((), (problem,))
         tree, read_diagnostics = read_tree(root, Path(config.out))
         diagnostics += read_diagnostics
-    from .driver.sources import LooseFiles
+    from ..driver.sources import LooseFiles
 
     # a loose file's folder (`promptc fmt ~/notes.prompt`) is never read whole: its files are
     # read when a compile asks for them (the tree is a `LooseFiles`)
@@ -613,7 +613,7 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
     changed = {r.rel: r for r in results if r.status == "changed"}
     if len(changed) < 2:
         return results
-    from .driver.sources import is_prompt
+    from ..driver.sources import is_prompt
 
     feeds: dict[str, list[str]] = {}
     for rel in changed:
@@ -642,14 +642,14 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
 
 
 def write_results(result: FormatResult, root: Path | str) -> list[Diagnostic]:
-    """Write every changed file atomically (`promptc.atomic`: a temporary file beside it, flushed,
+    """Write every changed file atomically (`promptc.runtime.atomic`: a temporary file beside it, flushed,
     then renamed over it), keeping its permissions, and only if it still holds the bytes fmt read:
     a save that lands while fmt runs is kept, never overwritten. A symlinked source stays a link
     (its target is rewritten). Returns E933 for each file that was not written (the file is as it
     was); the caller must not count those as reformatted."""
     import os
 
-    from .atomic import ChangedOnDisk, reason, write_file
+    from ..runtime.atomic import ChangedOnDisk, reason, write_file
 
     problems = []
     done: dict[str, bytes] = {}  # real path → bytes written (a symlink and its target are one file)
@@ -697,7 +697,7 @@ def format_text(
     `text`, checked like `promptc fmt` checks a file: it must compile, to the same artifact after
     formatting. Raises `FormatError` (with the diagnostics) when it cannot. `partials` maps
     source-relative paths to the text of the files it includes (and of tools and schemas)."""
-    from .context import SourceTree
+    from ..passes.context import SourceTree
 
     rel = f"{name}{SOURCE_SUFFIX}"
     files = {rel: text.encode("utf-8")}

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import Config
-from .context import Context, SourceTree
-from .diagnostics import Diagnostic, DiagnosticSink, SourceText
-from .nodes import (
+from ..compile.pipeline import HEADER_PASSES, PartialLoader, run
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText
+from ..passes.context import Context, SourceTree
+from ..passes.roles import trim
+from ..syntax.nodes import (
     Block,
     Comment,
     Directive,
@@ -25,9 +27,7 @@ from .nodes import (
     Separator,
     Text,
 )
-from .parse import parse
-from .passes.roles import trim
-from .pipeline import HEADER_PASSES, PartialLoader, run
+from ..syntax.parse import parse
 
 
 @dataclass(frozen=True)

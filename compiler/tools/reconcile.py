@@ -2,7 +2,7 @@
 
 The build proves, per prompt, how many tokens of every request the provider can serve from its
 cache (`cache.cacheable_tokens`: the prediction). The runtimes write one usage record per
-response (promptc.usage). This module reads those records — promptc's JSONL, or an OpenTelemetry
+response (promptc.runtime.usage). This module reads those records — promptc's JSONL, or an OpenTelemetry
 JSON export of spans carrying the `promptc.*` attributes — in one pass, and classifies every
 request:
 
@@ -25,7 +25,7 @@ Records are read in order of when their requests started (`started_at`, else the
 `window` seconds); appending processes write them out of order by at most their latency, so a
 reorder buffer of `horizon` seconds puts them back in order. Memory is bounded by that buffer and
 a few numbers per prompt and cache entry, whatever the file's size. Money is priced with
-promptc's price table and cost model (promptc.cost): what each request cost against what it
+promptc's price table and cost model (promptc.tools.cost): what each request cost against what it
 would have cost had the prediction held (a hit, or the expected write).
 
 Malformed records are W951 diagnostics with `path:line:col`; a file that cannot be read is E950.
@@ -42,10 +42,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from . import codes
-from .diagnostics import Diagnostic, Span, make
-from .language import MANIFEST
-from .usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, Span, make
+from ..facts.language import MANIFEST
+from ..runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
 
 __all__ = [
     "CAUSES",
@@ -324,7 +324,7 @@ def records_problem(path: str) -> Diagnostic | None:
             reason = exc.strerror or str(exc)
     else:
         reason = "no such file" if not target.exists() else "not a file"
-    from .diagnostics import file_span
+    from ..facts.diagnostics import file_span
 
     return make(
         codes.RECORDS_UNREADABLE,
@@ -668,7 +668,7 @@ def _facts(artifact: Any, table: Any) -> _Facts:
 
 def _cost(price: Any, ttl: str | None, total: int, read: int, written: int) -> Decimal:
     """What a request of `total` input tokens costs with `read` of them read from the cache and
-    `written` written to it (promptc.cost's rates)."""
+    `written` written to it (promptc.tools.cost's rates)."""
     if price is None:
         return Decimal(0)
     rate_in = price.input
@@ -695,8 +695,8 @@ def reconcile(
     """Classify every record against `artifacts` (the current build's, by prompt name). See the
     module docstring; `old_prefixes` are the prefix hashes of revision `against`, by prompt.
     `observe(line, prompt, kind)` is called with each record's classification."""
+    from ..facts.profiles import resolve_model
     from .cost import prices
-    from .profiles import resolve_model
 
     table = table or prices()
     locator = locator or Locator()
@@ -986,8 +986,8 @@ def render_text(rec: Reconciliation, *, color: bool = False) -> str:
 
 
 def render_github(rec: Reconciliation, failing: Iterable[str] = ()) -> list[str]:
+    from ..facts.diagnostics import github_escape
     from .cost import money
-    from .diagnostics import github_escape
 
     out = []
     for p in sorted(rec.prompts.values(), key=lambda r: r.name):
@@ -1020,7 +1020,7 @@ def location_of_tokens(compiled: Any, offset: int, count: Callable[[str], int]) 
     """The source span (and its character offset) of the `offset`-th token of a compiled prompt's
     request, in its provider's cache order: where a provider's cache read of `offset` tokens
     stopped. None when the offset is past the prefix."""
-    from . import requestmodel
+    from ..runtime import requestmodel
     from .divergence import _pieces
 
     doc, artifact = compiled.document, compiled.artifact
@@ -1093,7 +1093,7 @@ class SourceLocator(Locator):
         return None if compiled is None else self._where(compiled.document.header.cache_ttl_span)
 
     def tokens(self, artifact: Any, offset: int) -> Where | None:
-        from .meter import meter
+        from ..backend.meter import meter
 
         compiled = self._compile(artifact)
         if compiled is None:
@@ -1134,8 +1134,8 @@ def reconcile_file(
     `SourceTree` of revision `against`, the line a bust changed). Raises OSError when the
     records cannot be read and `ValueError` for a build folder without a readable manifest;
     malformed records are diagnostics on the result's `stats`."""
-    from .buildfolder import BuildFolder, BuildFolderError
-    from .config import Config
+    from ..facts.config import Config
+    from ..runtime.buildfolder import BuildFolder, BuildFolderError
     from .cost import facts_of_build
 
     folder = Path(build_dir)
@@ -1146,7 +1146,7 @@ def reconcile_file(
     _, artifacts = facts_of_build(manifest, folder)
     locator: Locator = Locator()
     if src is not None and Path(src).is_dir():
-        from .driver.sources import read_tree
+        from ..driver.sources import read_tree
 
         tree, _ = read_tree(Path(src), folder)
         locator = SourceLocator(tree, config or Config(src=str(src)), old_tree)

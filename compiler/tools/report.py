@@ -70,10 +70,10 @@ class PrefixNode:
 
 def prompt_segments(artifact: Any) -> list[Segment]:
     """The cache-stable prefix of an artifact as segments: the parts its request model hashes
-    (`promptc.requestmodel`), in the provider's cache order — the identity (provider and model)
+    (`promptc.runtime.requestmodel`), in the provider's cache order — the identity (provider and model)
     and the parameters the cache keys on (no tokens of their own: two models never share a
     branch), the tools and output schema, the blocks."""
-    from .requestmodel import of_artifact
+    from ..runtime.requestmodel import of_artifact
 
     out: list[Segment] = []
     if artifact.cache.prefix_end is None:

@@ -1,4 +1,4 @@
-// Checking input values against a prompt's `input_schema`: a port of `promptc.inputtypes`
+// Checking input values against a prompt's `input_schema`: a port of `promptc.runtime.inputtypes`
 // (`check_value`, `describe`), with the same messages, in the same order. Iterative.
 
 import { codePoints, entries, isPlainObject, jsonDumps } from "./python.js";

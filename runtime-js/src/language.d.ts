@@ -1,4 +1,4 @@
-// Generated from promptc.language by runtime-js/gen_constants.py: do not edit.
+// Generated from promptc.facts.language by runtime-js/gen_constants.py: do not edit.
 
 export type Shape = "plain" | "anthropic" | "openai" | "openai-responses" | "gemini";
 export declare const JOINER: "\n\n";

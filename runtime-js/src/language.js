@@ -1,4 +1,4 @@
-// Generated from promptc.language by runtime-js/gen_constants.py: do not edit.
+// Generated from promptc.facts.language by runtime-js/gen_constants.py: do not edit.
 
 // Between the sections of a block and between the blocks of a message.
 export const JOINER = "\n\n";

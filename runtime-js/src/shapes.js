@@ -1,4 +1,4 @@
-// Request shapes: a port of `promptc.shapes`. The same keys in the same order, the same refusals
+// Request shapes: a port of `promptc.runtime.shapes`. The same keys in the same order, the same refusals
 // with the same messages, and the same bytes: `body(rendered, shape)` writes what the pinned
 // Python SDK sends (`SHAPE_INFO[shape].body`, generated from providers.json).
 //

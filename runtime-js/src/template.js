@@ -1,4 +1,4 @@
-// Reading artifact text: a port of `promptc.template.scan` for what a placeholder-renderer
+// Reading artifact text: a port of `promptc.runtime.template.scan` for what a placeholder-renderer
 // artifact holds. Left to right, at each position the first that applies: a backslash before an
 // opener (a literal opener), `${…}` up to the first `}` on the same line (a placeholder), `{{ … }}`
 // up to the first `}}` and `{# … #}` up to the first `#}` across lines, `{% … %}` up to the first
@@ -7,7 +7,7 @@
 
 import { TEMPLATE_ESCAPES } from "./language.js";
 
-// a backslash before an opener, or an opener: the openers as `promptc.language` has them
+// a backslash before an opener, or an opener: the openers as `promptc.facts.language` has them
 const OPENER = TEMPLATE_ESCAPES.map((opener) => opener.replace(/[$\\{}#%]/g, "\\$&")).join("|");
 const CANDIDATE = new RegExp(`\\\\(?=${OPENER})|${OPENER}`, "g");
 

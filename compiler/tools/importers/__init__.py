@@ -1,6 +1,6 @@
 """Bring your prompts: Dotprompt, Prompty and Jinja2 sources → `.prompt` sources.
 
-    from promptc.importers import import_tree, convert, audit
+    from promptc.tools.importers import import_tree, convert, audit
 
     result = import_tree("prompty", "prompts/", "prompts_src/")      # writes, like `promptc import`
     result = import_tree("dotprompt", "prompts/", "prompts_src/", check=True)   # and compares renders
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import codes
-from ..config import Config
-from ..diagnostics import Diagnostic, file_span, has_errors, make, ordered
-from ..source import decode
+from ...facts import codes
+from ...facts.config import Config
+from ...facts.diagnostics import Diagnostic, file_span, has_errors, make, ordered
+from ...syntax.source import decode
 from .common import Converted, owned, refusal_diagnostic
 from .ir import Refusal
 
@@ -287,9 +287,9 @@ def compile_converted(converted: list[Converted], config: Config | None = None, 
     """Compile the converted files in memory, as `promptc build` of the output folder would.
     Returns (the source tree, {target: CompiledPrompt}) and marks a file that does not compile as
     refused (E971, at the foreign file; the compiler's own diagnostic is quoted)."""
-    from ..compile import compile_source
-    from ..context import SourceTree
-    from ..pipeline import PartialLoader
+    from ...compile import compile_source
+    from ...compile.pipeline import PartialLoader
+    from ...passes.context import SourceTree
 
     config = config or Config()
     files: dict[str, bytes] = {}

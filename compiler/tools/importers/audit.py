@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..diagnostics import Diagnostic, ordered
+from ...facts.config import Config
+from ...facts.diagnostics import Diagnostic, ordered
 
 PROVIDERS = ("anthropic", "openai", "gemini")
 
@@ -78,7 +78,7 @@ class AuditReport:
 
 def audit(kind: str, src: Path | str, config: Config | None = None, *, role: str = "system") -> AuditReport:
     """The cache analysis of the foreign prompts under `src`, imported in memory."""
-    from ..driver.manifest import manifest_for
+    from ...driver.manifest import manifest_for
     from . import CACHE_CODES, compile_converted, convert, read_folder
 
     config = config or Config()
@@ -120,9 +120,9 @@ def audit(kind: str, src: Path | str, config: Config | None = None, *, role: str
 def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]:
     """name → (artifact, None), or (None, the first error) when the prompt does not compile for
     this config (Anthropic requires `max_tokens`, E709)."""
-    from ..compile import compile_source
-    from ..context import SourceTree
-    from ..pipeline import PartialLoader
+    from ...compile import compile_source
+    from ...compile.pipeline import PartialLoader
+    from ...passes.context import SourceTree
 
     files: dict[str, bytes] = {}
     for c in converted:
@@ -144,7 +144,7 @@ def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]
 
 def _to_foreign(d: Diagnostic, c) -> Diagnostic:
     """A compile diagnostic of the imported text, moved to the foreign file where the text came from."""
-    from ..diagnostics import make
+    from ...facts.diagnostics import make
 
     if c.foreign is None or c.origin is None or d.span is None:
         return d
@@ -155,6 +155,6 @@ def _to_foreign(d: Diagnostic, c) -> Diagnostic:
     src = c.foreign
     line = max(1, min(line, len(src.line_starts)))
     offset = min(src.line_starts[line - 1] + column - 1, len(src.text))
-    from ..codes import CODES
+    from ...facts.codes import CODES
 
     return make(CODES[d.code], d.message, src.span(offset, offset + 1), d.hint, source=src)

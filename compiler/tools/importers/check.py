@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import codes
-from ..diagnostics import Diagnostic, file_span, make
-from ..language import IDENTIFIER_PATTERN
+from ...facts import codes
+from ...facts.diagnostics import Diagnostic, file_span, make
+from ...facts.language import IDENTIFIER_PATTERN
 from .common import Converted
 
 ENGINES = {"dotprompt": "dotpromptz", "prompty": "prompty", "jinja": "jinja2"}
@@ -111,7 +111,7 @@ def _read_inputs(path: Path | str, names: set[str]) -> tuple[dict[str, list[dict
     for name, value in data.items():
         sets = value if isinstance(value, list) else [value]
         if name not in names:
-            from ..suggest import did_you_mean
+            from ...facts.suggest import did_you_mean
 
             close = did_you_mean(name, sorted(names))
             hint = (
@@ -204,7 +204,7 @@ def run_checks(
 
 
 def _compare(c: Converted, artifact, engine, label: str, values: dict[str, Any]) -> Diagnostic | None:
-    from ..runtime import RenderError, render_artifact
+    from ...runtime.render import RenderError, render_artifact
 
     assert c.foreign is not None
     try:

@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import codes
-from ..diagnostics import Diagnostic, SourceText, make
-from ..language import IDENTIFIER
+from ...facts import codes
+from ...facts.diagnostics import Diagnostic, SourceText, make
+from ...facts.language import IDENTIFIER
 from .ir import Refusal
 
 #: the first line of every `.prompt` file promptc import writes: `promptc import` rewrites a file

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import codes
-from ..diagnostics import SourceText
+from ...facts import codes
+from ...facts.diagnostics import SourceText
 from . import handlebars
 from .common import (
     Converted,

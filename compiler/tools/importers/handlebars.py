@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import codes
-from ..language import IDENTIFIER
+from ...facts import codes
+from ...facts.language import IDENTIFIER
 from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string
 
 MAX_DEPTH = 64

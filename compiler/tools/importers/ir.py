@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import codes
-from ..codes import Code
-from ..language import SEPARATOR
+from ...facts import codes
+from ...facts.codes import Code
+from ...facts.language import SEPARATOR
 
 
 class Refusal(Exception):

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import codes
-from ..language import IDENTIFIER_PATTERN
+from ...facts import codes
+from ...facts.language import IDENTIFIER_PATTERN
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string
 
 #: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import codes
-from ..diagnostics import SourceText
+from ...facts import codes
+from ...facts.diagnostics import SourceText
 from . import jinja
 from .common import (
     Converted,
@@ -165,7 +165,7 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
                         key,
                     )
             elif key == "provider":
-                from ..profiles import provider_of_model
+                from ...facts.profiles import provider_of_model
 
                 if value != provider_of_model(str(model.get("id") or "")):
                     drop(

@@ -1,4 +1,4 @@
-"""`promptc import`'s writes, through promptc's one atomic writer (`promptc.atomic`): a temporary
+"""`promptc import`'s writes, through promptc's one atomic writer (`promptc.runtime.atomic`): a temporary
 file beside the target, then a rename, so a reader or a crash sees the old bytes or the new ones.
 Compare-and-swap: the file is replaced only if it still holds what the import read when it decided
 the file was its own (an edit that lands in between is kept), and a link is never written through."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import ABSENT, write_file
+from ...runtime.atomic import ABSENT, write_file
 
 
 def write_atomic(path: Path, text: str, read: bytes | None = None) -> bool:
