@@ -212,7 +212,9 @@ def test_write_leaves_a_file_saved_meanwhile(tmp_path: Path, monkeypatch) -> Non
         escalate.write_text(escalate.read_text() + "\n/// an edit saved while promptc ran\n")
         return writes
 
-    monkeypatch.setattr(cost, "plan_writes", plan_then_edit)
+    import promptc.cli.cost as cost_command
+
+    monkeypatch.setattr(cost_command, "plan_writes", plan_then_edit)  # what `promptc cost --advise` calls
     done = run_promptc("cost", "--advise", "--traffic", "traffic.json", "--write", cwd=root)
     assert done.returncode == 1
     assert "error[E952]: the file changed on disk since it was read" in done.stderr

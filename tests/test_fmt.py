@@ -201,7 +201,8 @@ def test_pre_commit_hooks_name_real_commands() -> None:
     for hook in hooks:
         argv = shlex.split(hook["entry"]) + list(hook["args"])
         assert argv[0] == "promptc" and hook["language"] == "python" and hook["files"] == r"\.prompt$"
-        command = main.commands[argv[1]]
+        command = main.get_command(None, argv[1])
+        assert command is not None, argv[1]
         options = {opt for param in command.params for opt in param.opts}
         assert all(arg in options for arg in argv[2:] if arg.startswith("-")), hook["id"]
     assert shlex.split(by_id["promptc-fmt"]["entry"]) == ["promptc", "fmt", "--check"]

@@ -141,7 +141,7 @@ FORMATTED = "/// flow: f\nHello.\n"
 
 
 def test_fmt_keeps_a_save_that_lands_while_it_runs(tmp_path: Path, monkeypatch) -> None:
-    import promptc.tools.fmt as fmt_module
+    import promptc.cli.fmt as fmt_module  # what `promptc fmt` calls
 
     path = write(tmp_path, "prompts_src/a.prompt", UNFORMATTED)
     real = fmt_module.format_tree

@@ -37,6 +37,10 @@ from typing import Any
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, Span, make
 from ..facts.language import BUDGET_LIMITS
+from ..facts.profiles import context_window, window_includes_output
+from ..runtime.template import scan
+from ..syntax.nodes import Block, Placeholder
+from .meter import APPROX
 
 __all__ = ["LIMITS", "JUNCTION_TOKENS", "WorstCase", "check", "worst_case"]
 
@@ -124,8 +128,6 @@ def _py_str(value: Any) -> str:
 
 
 def _tokens_of_bytes(tokenizer: str, count: int) -> int:
-    from .meter import APPROX
-
     if tokenizer == APPROX:
         return (count + 3) // 4
     return count  # a byte-level BPE token is at least one byte
@@ -135,8 +137,6 @@ def worst_case(artifact: Any, doc: Any, count: Callable[[str], int] | None) -> W
     """The worst case of `artifact`'s request (see the module docstring). With `count` None the
     literal text is bounded by its UTF-8 bytes instead of counted (no tokenizer runs: a quick
     upper bound, enough to see that a request is far from a context window)."""
-    from ..runtime.template import scan
-
     if count is None:
         tokenizer = artifact.tokenizer.name
 
@@ -185,14 +185,10 @@ def _items(doc: Any):
 
 
 def _placeholder_span(doc: Any, path: str) -> Span | None:
-    from ..syntax.nodes import Placeholder
-
     return next((i.span for i in _items(doc) if isinstance(i, Placeholder) and i.path == path), None)
 
 
 def _block_span(doc: Any) -> Span | None:
-    from ..syntax.nodes import Block
-
     return next((i.span for i in _items(doc) if isinstance(i, Block)), None)
 
 
@@ -203,8 +199,6 @@ def _block_span(doc: Any) -> Span | None:
 def check(artifact: Any, doc: Any, count: Callable[[str], int]) -> list[Diagnostic]:
     """E720 (over a budget), E721 (a budget that cannot be checked), E722 (over the model's
     context window)."""
-    from ..facts.profiles import context_window, window_includes_output
-
     header = doc.header
     src = doc.source
     budget = header.budget

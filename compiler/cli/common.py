@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+import orjson
 
 from ..backend.meter import TokenizerError, meter
 from ..facts import codes
-from ..facts.config import Invalid, options, validate
+from ..facts.config import Invalid, allow_codes, find_pyproject, load_config, options, validate
+from ..facts.diagnostics import render_github, render_markdown, render_sarif, render_text, summary_line, use_color
 from ..facts.language import IDENTIFIER
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,8 +49,6 @@ class Settings:
     """The project configuration as read by the group, kept on the click context (`ctx.obj`)."""
 
     def __init__(self) -> None:
-        from ..facts.config import find_pyproject, load_config
-
         self.pyproject = find_pyproject(Path.cwd())
         self.config, self.diagnostics = load_config(self.pyproject)
         #: `--color` (auto | always | never)
@@ -136,7 +136,6 @@ def with_allowed(config: Config, allow: tuple[str, ...]) -> Config:
     """`config` with the `--allow` codes added to its `allow`; a usage error for a bad code."""
     if not allow:
         return config
-    from ..facts.config import allow_codes
 
     names, problem = allow_codes(allow)
     if problem:
@@ -199,15 +198,11 @@ class Reporter:
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]
 
     def emit(self, diagnostics, files: int | None = None, extra: dict | None = None, summary: str | None = None) -> int:
-        from ..facts.diagnostics import render_github, render_text, summary_line, use_color
-
         diagnostics = self.promote(diagnostics)
         errors = any(d.severity == "error" for d in diagnostics)
         # a configuration or tokenizer error is a usage error: exit 2, as for a bad flag
         status = USAGE_ERROR if any(d.code in _USAGE_CODES and d.severity == "error" for d in diagnostics) else 1
         if self.fmt == "json":
-            import orjson
-
             command = click.get_current_context().info_name or "promptc"
             payload = envelope(command, diagnostics=[d.to_json() for d in diagnostics], **(extra or {}))
             payload["errors"] = sum(1 for d in diagnostics if d.severity == "error")
@@ -216,16 +211,11 @@ class Reporter:
             return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
         if self.fmt == "markdown":
-            from ..facts.diagnostics import render_markdown
-
             command = click.get_current_context().info_name or "promptc"
             click.echo(render_markdown(shown, f"promptc {summary or command}", files))
             return status if errors else 0
         if self.fmt == "sarif":
             # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
-            import orjson
-
-            from ..facts.diagnostics import render_sarif
 
             click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
@@ -239,34 +229,3 @@ class Reporter:
             line = summary_line(diagnostics, files)
             click.echo(f"{summary}: {line}" if summary else line)
         return status if errors else 0
-
-
-class interrupted:
-    """`with interrupted("build", out):` — Ctrl-C (SIGINT) or SIGTERM during a build ends the
-    command with one line on stderr and exit status 128 + the signal (130, 143), as a shell reports
-    a process the signal ended: no traceback from the command or its process pool, and the output
-    folder holds a complete build (it is only ever swapped whole)."""
-
-    def __init__(self, command: str, out: str | Path) -> None:
-        self.command, self.out = command, out
-
-    def __enter__(self) -> None:
-        from ..driver.pool import stop_on_sigterm
-
-        self._sigterm = stop_on_sigterm()
-        self._sigterm.__enter__()
-
-    def __exit__(self, kind, value, traceback) -> bool:
-        self._sigterm.__exit__(kind, value, traceback)
-        if kind is None or not issubclass(kind, KeyboardInterrupt):
-            return False
-        import signal
-        import sys
-
-        signum = getattr(value, "signum", signal.SIGINT)
-        name = signal.Signals(signum).name
-        click.echo(
-            f"promptc {self.command}: interrupted ({name}); `{Path(self.out).as_posix()}` holds the last complete build",
-            err=True,
-        )
-        sys.exit(128 + int(signum))

@@ -7,13 +7,36 @@ and picks exit codes (2 for a traffic file or a build that cannot be read, as fo
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+import orjson
 
-from .common import USAGE_ERROR, settings
+from ..driver.sources import read_tree
+from ..facts import codes
+from ..facts.diagnostics import github_escape, make, render_text, use_color
+from ..runtime.atomic import ChangedOnDisk, reason, write_file
+from ..runtime.buildfolder import BuildFolderError, manifest_path, read_document
+from ..runtime.model import ArtifactError, Manifest
+from ..runtime.usage import parse_timestamp
+from ..tools.cost import (
+    NO_CACHE,
+    advise,
+    check_traffic,
+    diff_cost,
+    facts_of_build,
+    money,
+    parse_fail_on_cost,
+    plan_writes,
+    prices,
+    read_traffic,
+    tree_cost,
+)
+from ..tools.reconcile import ReadStats, read_records, records_problem
+from .common import USAGE_ERROR, envelope, settings
 
 if TYPE_CHECKING:
     from ..runtime.model import Manifest
@@ -37,8 +60,6 @@ class FailOnType(click.ParamType):
         return "[" + "|".join(self.kinds) + "|cost>AMOUNT]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from ..tools.cost import parse_fail_on_cost
-
         text = str(value).strip()
         if text in self.kinds:
             return text
@@ -52,8 +73,6 @@ class FailOnType(click.ParamType):
 
 
 def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
-    from ..tools.cost import parse_fail_on_cost
-
     limits = []
     for value in fail_on:
         parsed = parse_fail_on_cost(value)
@@ -65,9 +84,6 @@ def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
 def load_traffic(command: str, path: str, names: list[str], other_names: list[str] = ()) -> dict[str, Decimal]:
     """The traffic file, or exit 2 after printing its diagnostics (E945, E946). W947 warnings are
     printed and the command goes on."""
-    from ..facts.diagnostics import render_text, use_color
-    from ..tools.cost import check_traffic, read_traffic
-
     traffic, diagnostics = read_traffic(path)
     if traffic is not None:
         diagnostics += check_traffic(traffic, names, path, other_names=other_names)
@@ -83,10 +99,6 @@ def load_traffic(command: str, path: str, names: list[str], other_names: list[st
 def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(manifest, facts by name, artifacts by name) of a build folder or a manifest file; exit 2
     when there is no readable manifest."""
-    from ..runtime.buildfolder import BuildFolderError, manifest_path, read_document
-    from ..runtime.model import ArtifactError, Manifest
-    from ..tools.cost import facts_of_build
-
     path = manifest_path(folder)
     try:
         manifest = Manifest.from_json(read_document(path))
@@ -99,8 +111,6 @@ def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str
 
 
 def _dollars(value: Decimal) -> str:
-    from ..tools.cost import money
-
     text = money(value)
     return f"-${text[1:]}" if text.startswith("-") else f"${text}"
 
@@ -110,8 +120,6 @@ def _signed(value: Decimal) -> str:
 
 
 def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
-    from ..tools.cost import money
-
     lines = [f"prices: {tree.table.label}, US dollars" + (f"; traffic: {traffic_path}" if traffic_path else "")]
     header = ["prompt", "model", "tokens", "cached", "share", "$/req uncached", "$/req hit"]
     if tree.traffic:
@@ -233,8 +241,6 @@ def cost_cmd(
     request (and per day with --traffic), and the prompts whose layout leaves the most stable
     tokens out of the cached prefix. With --advise, the TTL each prompt's traffic makes cheapest.
     Prices: promptc/data/prices.json (docs/cost.md)."""
-    from ..tools.cost import tree_cost
-
     if (records or write) and not advise:
         _fail("cost", "--records and --write go with --advise")
     if advise:
@@ -245,10 +251,6 @@ def cost_cmd(
     traffic = load_traffic("cost", traffic_path, list(facts)) if traffic_path else None
     tree = tree_cost(facts.values(), traffic)
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope("cost", out=folder, traffic=traffic_path, **tree.to_json())
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
@@ -256,10 +258,6 @@ def cost_cmd(
 
 
 def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, write: bool, fmt: str) -> None:
-    from pathlib import Path
-
-    from ..tools.cost import advise, plan_writes, prices
-
     if (traffic_path is None) == (records is None):
         _fail("cost", "--advise needs the traffic: --traffic FILE (requests per day) or --records FILE (timestamps)")
     config = settings().config
@@ -276,8 +274,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         basis = f"records: {records}, over their timestamps"
     writes = []
     if write:
-        from ..driver.sources import read_tree
-
         src = Path(config.src)
         if not src.is_dir():
             _fail("cost", f"--write needs the source folder ({config.src}) to change the `/// cache_ttl:` lines")
@@ -286,10 +282,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         writes = _apply(writes, src)
     table = prices()
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope(
             "cost",
             out=folder,
@@ -311,8 +303,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
             click.echo("run `promptc build` to compile the new TTLs")
     failed = [w for w in writes if w.diagnostic is not None]
     if failed:
-        from ..facts.diagnostics import render_text
-
         for w in failed:
             assert w.diagnostic is not None
             click.echo(render_text(w.diagnostic), err=True)
@@ -321,10 +311,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
 
 def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
     """When each prompt's requests started, from a records file (streamed; the times are kept)."""
-
-    from ..facts.diagnostics import render_text
-    from ..runtime.usage import parse_timestamp
-    from ..tools.reconcile import ReadStats, read_records, records_problem
 
     problem = records_problem(records)
     if problem is not None:
@@ -343,12 +329,6 @@ def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
 def _apply(writes: list[Any], src: Path) -> list[Any]:
     """Write each planned change atomically, only over the bytes that were read (a file saved in
     the meantime is left alone: E952)."""
-    from dataclasses import replace
-
-    from ..facts import codes
-    from ..facts.diagnostics import make
-    from ..runtime.atomic import ChangedOnDisk, reason, write_file
-
     done = []
     for w in writes:
         if w.diagnostic is None and w.text is not None:
@@ -383,8 +363,6 @@ def _apply(writes: list[Any], src: Path) -> list[Any]:
 
 
 def render_advice_text(advice: list[Any], basis: str) -> str:
-    from ..tools.cost import NO_CACHE
-
     lines = [f"advice ({basis}):"]
     for a in advice:
         f = a.facts[0]
@@ -444,8 +422,6 @@ class DiffMoney:
         return render_diff_text(self.cost, self.traffic_path)
 
     def github_lines(self) -> list[str]:
-        from ..facts.diagnostics import github_escape
-
         level = "error" if self.failing else "notice"
         message = "; ".join(line.strip() for line in self.text_lines()[1:])
         title = github_escape("promptc: cost", prop=True)
@@ -477,7 +453,6 @@ def diff_money(
         if limits:
             _fail("diff", "--fail-on cost>AMOUNT needs --traffic FILE (requests per day of each prompt)")
         return None
-    from ..tools.cost import diff_cost, facts_of_build
 
     old_facts = facts_of_build(old_manifest, _folder_of(old_arg))[0]
     new_facts = facts_of_build(new_manifest, _folder_of(new_arg))[0]

@@ -8,10 +8,27 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import orjson
 
+from ..driver import compile_tree
+from ..driver.sources import read_tree
+from ..facts import diagnostics
 from ..facts.language import FAIL_KINDS, MANIFEST
-from .common import USAGE_ERROR, settings
-from .cost import FailOnType
+from ..runtime.buildfolder import BuildFolderError, manifest_path, parse_document, read_document
+from ..runtime.model import Manifest
+from ..tools.diff import (
+    ManifestError,
+    diff_manifests,
+    locate_busts,
+    manifest_of,
+    render_github,
+    render_markdown,
+    render_text,
+    summary_line,
+)
+from .common import USAGE_ERROR, envelope, settings
+from .cost import FailOnType, diff_money
+from .oldtree import OldTreeError, from_folder, from_revision
 
 
 def _usage_error(message: str) -> NoReturn:
@@ -21,8 +38,6 @@ def _usage_error(message: str) -> NoReturn:
 
 def _read_manifest(arg: str) -> dict[str, Any]:
     """A manifest from a file, a build folder (its manifest.json), or `-` for stdin."""
-    from ..runtime.buildfolder import BuildFolderError, manifest_path, parse_document, read_document
-
     try:
         if arg == "-":
             return parse_document(sys.stdin.buffer.read(), "stdin")
@@ -34,24 +49,16 @@ def _read_manifest(arg: str) -> dict[str, Any]:
 
 def _fail_with(diagnostic, fmt: str) -> NoReturn:
     """An old tree that cannot be read (E940–E943): the diagnostic, exit 2."""
-    from ..facts.diagnostics import render_github, render_text
-
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope("diff", diagnostics=[diagnostic.to_json()], errors=1, warnings=0)
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
-        click.echo(render_github(diagnostic))
+        click.echo(diagnostics.render_github(diagnostic))
     elif fmt == "markdown":
-        from ..facts.diagnostics import render_markdown
-
-        click.echo(render_markdown([diagnostic], "promptc diff: the old tree cannot be read"))
-        click.echo(render_text(diagnostic), err=True)
+        click.echo(diagnostics.render_markdown([diagnostic], "promptc diff: the old tree cannot be read"))
+        click.echo(diagnostics.render_text(diagnostic), err=True)
     else:
-        click.echo(render_text(diagnostic), err=True)
+        click.echo(diagnostics.render_text(diagnostic), err=True)
     sys.exit(USAGE_ERROR)
 
 
@@ -120,10 +127,6 @@ def diff_cmd(
     Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest or the old
     tree cannot be read.
     """
-    from ..runtime.model import Manifest
-    from ..tools.diff import ManifestError, diff_manifests, locate_busts, manifest_of, render_github, render_text
-    from .oldtree import OldTreeError, from_folder, from_revision
-
     config = settings().config
     if against is not None and old_manifest is not None and new_manifest is not None:
         _usage_error("give OLD_MANIFEST or --against REV, not both")
@@ -145,15 +148,11 @@ def diff_cmd(
     old: Manifest | dict[str, Any]
     if old_tree is not None and old_manifest is None:
         if old_tree.manifest is not None:
-            from ..runtime.buildfolder import BuildFolderError, parse_document
-
             try:
                 old = parse_document(old_tree.manifest, f"{against}:{config.out}/{MANIFEST}")
             except BuildFolderError as exc:
                 _usage_error(str(exc))
         else:
-            from ..driver import compile_tree
-
             old = compile_tree(old_tree.sources, config)[1]
     else:
         assert old_manifest is not None
@@ -165,24 +164,17 @@ def diff_cmd(
     except ManifestError as exc:
         _usage_error(str(exc))
     if old_tree is not None and diff.busts:
-        from ..driver.sources import read_tree
-
         src = Path(config.src)
         if src.is_dir():
             new_tree, _ = read_tree(src, Path(config.out))
             diff = locate_busts(diff, old_tree.sources, new_tree, config)
     failing = diff.failing(fail_on)
-    from .cost import diff_money
 
     # with --against the old artifacts stay in git: the old sizes are estimated (the output says so)
     money = diff_money(old_typed, old_manifest or "-", new_typed, new_manifest, traffic_path, fail_on)
     if money is not None:
         failing += money.failing
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         data = diff.to_json()
         data.pop("schema", None)  # the envelope's schema names the document; the diff's fields follow
         if money is not None:
@@ -194,12 +186,9 @@ def diff_cmd(
             click.echo(line)
         for line in money.github_lines() if money is not None else ():
             click.echo(line)
-        from ..tools.diff import summary_line
 
         click.echo(f"diff: {summary_line(diff)}")
     elif fmt == "markdown":
-        from ..tools.diff import render_markdown
-
         lines = money.text_lines() if money is not None else ()
         click.echo(render_markdown(diff, failing, lines, title=f"promptc diff against {against or old_manifest}"))
     else:

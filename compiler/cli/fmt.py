@@ -7,6 +7,11 @@ from pathlib import Path
 
 import click
 
+from ..driver.sources import loose_tree, read_tree
+from ..facts import codes
+from ..facts.diagnostics import make
+from ..facts.language import SOURCE_SUFFIX
+from ..tools.fmt import format_tree, unified_diff, write_results
 from .common import FORMATS, Reporter, project_config
 
 
@@ -26,10 +31,6 @@ def _targets(paths: tuple[str, ...], src: Path):
     """(root, prefix or file under it) for every PATH, and E934 for those that are not sources.
     A path inside the configured source folder is formatted as part of it (so its includes
     resolve); any other folder is a source folder of its own, any other file is read in its own."""
-    from ..facts import codes
-    from ..facts.diagnostics import make
-    from ..facts.language import SOURCE_SUFFIX
-
     wanted: dict[Path, list[tuple[str, bool]]] = {}
     problems = []
     for given in paths or (str(src),):
@@ -68,9 +69,6 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     The compiled artifact of every file stays byte-identical: fmt compiles each file before and
     after (in memory) and refuses, exit 1, any file that does not compile or whose artifact would
     change. See docs/formatter.md."""
-    from ..driver.sources import loose_tree, read_tree
-    from ..tools.fmt import format_tree, unified_diff, write_results
-
     config, config_diags = project_config({})
     targets, diagnostics = _targets(paths, Path(config.src))
     diagnostics = [*config_diags, *diagnostics]

@@ -9,8 +9,11 @@ from __future__ import annotations
 import sys
 
 import click
+import orjson
 
-from .common import FORMATS, Reporter, envelope
+from ..facts.diagnostics import render_text, summary_line, use_color
+from ..tools.importers import audit, import_tree
+from .common import FORMATS, Reporter, envelope, settings
 
 KINDS = ("dotprompt", "prompty", "jinja")
 ROLES = ("system", "developer", "user", "assistant")
@@ -47,9 +50,6 @@ def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) 
     Each file is either written — it compiles, and with --check renders the same messages as its
     own engine — or refused with a located diagnostic and not written. Existing files are replaced
     only when promptc import wrote them and nobody edited them since (or with --force)."""
-    from ..tools.importers import import_tree
-    from .common import settings
-
     config = settings().config
     out = out or config.src
     result = import_tree(
@@ -97,14 +97,8 @@ def audit_cmd(kind, src, role, fmt) -> None:
 
     For each prompt: its cache-stable prefix, where and why it ends (in the foreign file), what
     each provider would cache of it; the prefixes prompts share; W705/W710."""
-    from ..facts.diagnostics import render_text, summary_line, use_color
-    from ..tools.importers import audit
-    from .common import settings
-
     report = audit(kind, src, settings().config, role=role)
     if fmt == "json":
-        import orjson
-
         payload = envelope("audit", **report.to_json(), diagnostics=[d.to_json() for d in report.diagnostics])
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         sys.exit(1 if report.refused else 0)

@@ -10,6 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..driver.sources import read_tree
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, file_span, make
 from ..facts.language import MANIFEST
@@ -36,8 +37,6 @@ def _fail(code, message: str, path: str, hint: str | None = None) -> OldTreeErro
 
 
 def from_folder(folder: str) -> OldTree:
-    from ..driver.sources import read_tree
-
     path = Path(folder)
     if not path.is_dir():
         raise _fail(

@@ -16,9 +16,15 @@ import click
 if TYPE_CHECKING:
     from ..runtime.model import Artifact
 
+import json
+from pathlib import Path
+
 from ..facts.language import PLACEHOLDER_PATH
 from ..facts.language import SHAPES as SHAPE_CHOICES
-from .common import config_options
+from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+from ..runtime.inputtypes import from_text
+from ..runtime.render import MissingInputsError, RenderError, load
+from .common import Settings, config_options, envelope, settings
 
 
 def _fail(message: str) -> None:
@@ -29,8 +35,6 @@ def _fail(message: str) -> None:
 @contextmanager
 def _one_line_errors():
     """Render errors (and anything unexpected) become one line on stderr and exit 1, never a traceback."""
-    from ..runtime.render import RenderError
-
     try:
         yield
     except RenderError as exc:
@@ -45,7 +49,6 @@ def _build_dir(out: str | None) -> str:
     """The build folder: `--out`, else `out` from [tool.promptc], else `build`."""
     if out is not None:
         return out
-    from .common import settings
 
     return settings().config.out or "build"
 
@@ -72,8 +75,6 @@ def _parse_var(raw: str, into: dict[str, Any]) -> None:
 def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """`--var` values parsed by the input's declared type (`true`, `3`, JSON for lists and
     objects); untyped inputs, and strings, stay as written. A mismatch is a usage error."""
-    from ..runtime.inputtypes import from_text
-
     properties = schema.get("properties", {})
     typed: dict[str, Any] = {}
     for key, value in texts.items():
@@ -88,9 +89,6 @@ def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_vars(path: str) -> dict[str, Any]:
-    import json
-    from pathlib import Path
-
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -108,11 +106,7 @@ def _read_vars(path: str) -> dict[str, Any]:
 
 def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion for NAME: the prompts of the build folder (`-o`, else config `out`)."""
-    from ..runtime.render import RenderError, load
-
     try:
-        from .common import Settings  # completion runs without an active click context
-
         out = ctx.params.get("out") or Settings().config.out
         return [name for name in load(out).names() if name.startswith(incomplete)]
     except (RenderError, OSError, RuntimeError):
@@ -154,20 +148,15 @@ def render_cmd(
     out: str | None,
 ) -> None:
     """Render prompt NAME from the build folder and print the request as JSON."""
-    import json
-
     inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
     texts: dict[str, Any] = {}
     for raw in variables:
         _parse_var(raw, texts)
-    from ..runtime.render import MissingInputsError, load
 
     with _one_line_errors():
         runtime = load(_build_dir(out))
         inputs = {**inputs, **_typed(texts, runtime.artifact(name).input_schema)} if texts else inputs
         if std_inputs:
-            from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
-
             wanted = set(runtime.artifact(name).inputs)
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
@@ -177,16 +166,12 @@ def render_cmd(
         except MissingInputsError as exc:
             _fail(_with_std_hint(exc, std_inputs))
         if fmt == "body":
-            import sys
-
             sys.stdout.flush()
             sys.stdout.buffer.write(rendered.body(shape, model=model))
             sys.stdout.buffer.flush()
             return
         payload = rendered.as_shape(shape, model=model)
     if fmt == "json":
-        from .common import envelope
-
         payload = envelope("render", prompt=name, shape=shape, request=payload)
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
@@ -194,8 +179,6 @@ def render_cmd(
 def _with_std_hint(exc: Exception, std_inputs: bool) -> str:
     """A missing-inputs error that names `--std-inputs` when the missing inputs are the std
     partials' (`env_cwd`, `git_branch`, `today` …), which that flag fills from this machine."""
-    from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS
-
     std = [m for m in getattr(exc, "missing", ()) if m in (*ENV_KEYS, *GIT_KEYS, *DATE_KEYS)]
     if not std or std_inputs:
         return str(exc)
@@ -328,18 +311,11 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def inspect_cmd(name: str, out: str | None, fmt: str) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
-    from ..runtime.render import load
-
     with _one_line_errors():
         artifact = load(_build_dir(out)).artifact(name)
     if fmt == "json":
-        import json
-
-        from .common import envelope
-
         click.echo(json.dumps(envelope("inspect", out=_build_dir(out), artifact=artifact.to_json()), indent=2))
         return
-    from .common import settings
 
     click.echo("\n".join(inspect_lines(artifact, settings().config.src)))
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import click
+import orjson
 from click.core import ParameterSource
 
+from ..driver.watch import watch
 from ..facts.config import coerce
+from ..facts.diagnostics import render_text, summary_line, use_color
 from .common import Reporter, common_options, config_options, parse_defines, project_config, settings, with_allowed
 
 
@@ -70,12 +76,6 @@ class _TextReport:
         self._delta(record, previous, current)
 
     def _delta(self, record: Any, previous: list[Any], current: list[Any]) -> None:
-        import os
-        from collections import Counter
-
-        from ..facts.diagnostics import render_text, summary_line, use_color
-        from .common import settings
-
         before = Counter(_key(d) for d in previous)
         now = Counter(_key(d) for d in current)
         edited = {os.path.abspath(path) for path in record.changes}
@@ -117,8 +117,6 @@ class _TextReport:
 
 def _report_build_json(record: Any, reporter: Any) -> None:
     """One compact JSON object per line (a stream a tool can read line by line)."""
-    import orjson
-
     payload: dict[str, Any] = {
         "event": "build",
         "seq": record.seq,
@@ -162,10 +160,6 @@ def watch_cmd(debounce, fmt, strict, allow, quiet, defines, **options) -> None:
     prompts are still written, and the configured bindings follow each build. Changes to
     pyproject.toml reload the configuration and rebuild everything.
     """
-    from dataclasses import replace
-
-    from ..driver.watch import watch
-
     if fmt in ("sarif", "markdown"):
         raise click.BadParameter(
             f"a {fmt} report is one document per run; use `promptc check --format {fmt}` (or --format json, "

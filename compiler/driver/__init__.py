@@ -34,7 +34,7 @@ from ..backend.emit import dumps
 from ..backend.suppress import allowed
 from ..compile.pipeline import CompiledPrompt
 from ..facts import codes
-from ..facts.config import Config
+from ..facts.config import Config, load_config
 from ..facts.diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
 from ..facts.language import SOURCE_SUFFIX
 from ..passes.context import SourceTree
@@ -246,7 +246,6 @@ def build(
 def _config(config: Config | None) -> tuple[Config, list[Diagnostic]]:
     if config is not None:
         return config, []
-    from ..facts.config import load_config
 
     return load_config()
 

@@ -17,14 +17,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+import orjson
+
+from ..backend.meter import TokenizerError, meter
 from ..compile.pipeline import CompiledPrompt, name_of
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
+from ..facts.version import VERSION
 from ..passes.context import SourceTree
 from ..runtime.atomic import read_file, write_file
 from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
 from ..runtime.model import Manifest, ManifestEntry
+from ..syntax.parse import grammar_text
 
 
 @dataclass(slots=True)
@@ -59,8 +63,6 @@ class Plan:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
         rebuild after an edit that leaves the texts alone (a comment, a directive) or changes one
         section never loads the tokenizer for the rest."""
-        from ..backend.meter import TokenizerError, meter
-
         folder = BuildFolder(out)
         for rel in rels:
             artifact = folder.artifact_file(name_of(rel))
@@ -82,8 +84,6 @@ class Plan:
 
 def load_plan(out: Path, config: Config) -> Plan:
     """The cache for `out`, or an empty plan (with the fingerprint) when it is stale or unreadable."""
-    import orjson
-
     fingerprint = compiler_fingerprint(config)
     try:
         # never through a link, never a pipe: a cache entry promptc did not write is no cache
@@ -100,8 +100,6 @@ def load_plan(out: Path, config: Config) -> Plan:
 
 def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: SourceTree) -> None:
     """Record what this build wrote, for the next one to plan with."""
-    import orjson
-
     shas = tree.shas
     files = {rel: [*stat, shas[rel]] for rel, stat in tree.stats.items() if rel in shas}
     entries = {}
@@ -152,9 +150,8 @@ def compiler_fingerprint(config: Config) -> str:
 @cache
 def _package_digest() -> str:
     # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
-    from ..syntax.parse import grammar_text
 
-    digest = hashlib.sha256(__version__.encode())
+    digest = hashlib.sha256(VERSION.encode())
     digest.update(grammar_text().encode())
     package = Path(__file__).resolve().parent.parent
     for path in sorted(package.rglob("*")):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +19,7 @@ from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
 from ..facts.config import Config
 from ..passes.context import SourceTree
 from ..runtime.buildfolder import artifact_path, write_new_file
+from ..syntax.parse import parser
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -84,8 +89,6 @@ def _worker_init() -> None:
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
         if os.getppid() == 1:  # the parent died before the call
@@ -157,8 +160,6 @@ def _workers() -> int:
 
 
 def _can_fork() -> bool:
-    import multiprocessing
-
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -177,10 +178,6 @@ def compile_many(
     partials = PartialLoader(config, tree)  # each partial is parsed once per process
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
-        import multiprocessing
-
-        from ..syntax.parse import parser
-
         # The parser is loaded once here and inherited by the forked workers. The tokenizer is not:
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE
         # tables out of the main process, the one that holds the whole build's results.
@@ -190,8 +187,6 @@ def compile_many(
             # concurrent.futures, not multiprocessing.Pool: a worker that a signal killed (Ctrl-C
             # and CI's SIGTERM reach the whole process group) breaks the executor cleanly, where
             # Pool.terminate() waits forever for a queue lock the dead worker held.
-            from concurrent.futures import ProcessPoolExecutor
-            from concurrent.futures.process import BrokenProcessPool
 
             ctx = multiprocessing.get_context("fork")
             executor = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init)

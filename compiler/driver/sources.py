@@ -14,6 +14,8 @@ from ..facts import codes
 from ..facts.diagnostics import Diagnostic, file_span, make
 from ..facts.language import PARTIAL_PREFIX, RESOURCE_SUFFIX, SOURCE_SUFFIX
 from ..passes.context import SourceTree
+from ..runtime.atomic import read_file
+from ..syntax.source import MAX_SOURCE_BYTES
 
 # ---------------------------------------------------------------------------------------------
 # Reading the source tree
@@ -83,8 +85,6 @@ class LooseFiles(Mapping[str, bytes]):
     `/` costs what that file and its includes cost, not a walk of every JSON file beneath."""
 
     def __init__(self, folder: Path, *, limit: int | None = None, listed: int = 1000) -> None:
-        from ..syntax.source import MAX_SOURCE_BYTES
-
         self.folder = Path(os.path.realpath(folder))
         self.limit = MAX_SOURCE_BYTES if limit is None else limit
         self.listed = listed
@@ -116,7 +116,6 @@ class LooseFiles(Mapping[str, bytes]):
         path = self._path(rel)
         if path is None:
             raise KeyError(rel)
-        from ..runtime.atomic import read_file
 
         try:
             data = read_file(path, limit=self.limit)

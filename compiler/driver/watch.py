@@ -21,8 +21,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from ..facts.config import Config, find_pyproject
+from ..facts.diagnostics import has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
 from ..runtime.buildfolder import CACHE_DIR, STAGING_MARK
+from . import build
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
@@ -104,7 +120,6 @@ class WatchBuild:
         """Prompts compiled by this build (a failing prompt counts; artifacts reused unchanged do not)."""
         if self.result is None:
             return 0
-        from ..facts.diagnostics import has_errors
 
         return sum(1 for p in self.result.prompts if not p.reused or has_errors(p.diagnostics))
 
@@ -163,8 +178,6 @@ class Watcher:
         builder: Builder | None = None,
         strict: bool = False,
     ) -> None:
-        from ..facts.config import Config, find_pyproject
-
         self.src = Path(src)
         self.out = Path(out)
         self.config = config or Config(src=str(src), out=str(out))
@@ -297,17 +310,6 @@ class Watcher:
 
     def _sync_watches(self) -> None:
         """Schedule what should be watched now; called before every build (cheap when nothing moved)."""
-        from watchdog.events import (
-            DirCreatedEvent,
-            DirDeletedEvent,
-            DirMovedEvent,
-            FileClosedEvent,
-            FileCreatedEvent,
-            FileDeletedEvent,
-            FileModifiedEvent,
-            FileMovedEvent,
-        )
-
         observer = self._observer
         if observer is None:
             return
@@ -344,9 +346,6 @@ class Watcher:
             # any other OSError (the inotify watch limit) propagates: a watcher that cannot watch must say so
 
     def _open(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-
         watcher = self
 
         class _Handler(FileSystemEventHandler):
@@ -402,9 +401,7 @@ class Watcher:
                     self._artifact_names = None  # a new output folder: nothing was removed from it
                 self.src, self.out = Path(config.src), Path(config.out)
             self._sync_watches()
-            builder = self._builder
-            if builder is None:
-                from . import build as builder
+            builder = self._builder or build
             # A config change rebuilds everything: the cache would notice a changed config on its
             # own, but a full build is the answer that does not depend on it.
             result = builder(

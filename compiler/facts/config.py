@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from . import codes
+from .codes import CODES
 from .diagnostics import Diagnostic, SourceText, Span, file_span, make
 from .language import APPROX_TOKENIZER, CACHE_TTLS, OFFLINE_TOKENIZERS, ROLES
-from .profiles import Profile, resolve
+from .profiles import Profile, providers, resolve
 from .suggest import did_you_mean
 
 T = TypeVar("T")
@@ -412,8 +413,6 @@ def tokenizer_problem(name: str) -> tuple[str, str] | None:
 def allow_codes(values) -> tuple[tuple[str, ...], str | None]:
     """The warning codes of `allow` (config) or `--allow` (CLI), upper-cased, sorted, without
     repeats; or the problem: a name that is no code, or an error's code (errors cannot be allowed)."""
-    from .codes import CODES
-
     names = sorted({str(value).strip().upper() for value in values if str(value).strip()})
     for name in names:
         if name not in CODES:
@@ -426,8 +425,6 @@ def allow_codes(values) -> tuple[tuple[str, ...], str | None]:
 
 def validate(config: Config) -> str | None:
     """Cross-field checks, after file values and CLI flags are merged."""
-    from .profiles import providers
-
     if config.provider and config.provider not in providers():
         close = did_you_mean(config.provider.split(":")[0], providers())
         extra = f"; did you mean `{close}`?" if close else ""

@@ -7,12 +7,18 @@ Only the CLI turns diagnostics into text and exit codes.
 from __future__ import annotations
 
 import bisect
+import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from . import codes
 from .codes import CODES, Code, Severity
+from .version import VERSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,9 +330,6 @@ def use_color(choice: str = "auto", stream=None) -> bool:
     """Whether to colour output: `always`/`never` decide; `auto` colours a terminal unless
     `NO_COLOR` is set (https://no-color.org), `TERM` is `dumb` or a CI runner is detected;
     `FORCE_COLOR` colours anyway."""
-    import os
-    import sys
-
     if choice == "always":
         return True
     if choice == "never":
@@ -417,10 +420,6 @@ def _sarif_uri(path: str) -> str:
     """A diagnostic's path as a SARIF `artifactLocation.uri`: relative paths stay relative (to the
     folder promptc ran in, the repository root in CI), percent-encoded; absolute ones are `file:`
     URIs. `<std>/env.prompt` (a partial shipped with promptc) keeps its name, encoded."""
-    import os
-    from pathlib import Path
-    from urllib.parse import quote
-
     if os.path.isabs(path):
         return Path(path).as_uri()
     # `:` encoded: in a first segment it would read as a scheme
@@ -429,8 +428,6 @@ def _sarif_uri(path: str) -> str:
 
 def _rule_names() -> dict[str, str]:
     """E501 → `UndeclaredInput`: the constant's name in `codes`, as SARIF rule names read."""
-    from . import codes
-
     return {
         str(value): "".join(part.capitalize() for part in name.split("_"))
         for name, value in vars(codes).items()
@@ -445,7 +442,7 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
     message (code scanning shows only the message), and also in `properties` with the prompts that
     reported a partial's diagnostic. Deterministic: the same diagnostics give the same bytes."""
     if version is None:
-        from .. import __version__ as version
+        version = VERSION
     items = list(diagnostics)
     names = _rule_names()
     used = sorted({d.code for d in items})

@@ -12,15 +12,22 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from ..compile.pipeline import HEADER_PASSES, Compilation, PartialLoader, run
+from ..driver.sources import is_prompt
 from ..facts.diagnostics import Diagnostic, SourceText, Span
 from ..facts.language import BOUNDARIES, PARTIAL_PREFIX, RESOURCE_SUFFIX, ROLES, SOURCE_SUFFIX, STD_PREFIX, TARGETS
 from ..passes.context import Context, SourceTree
+from ..passes.directives import RESERVED_KEYS
+from ..passes.includes import resolve as resolve_include
+from ..passes.resources import resolve as resolve_resource
+from ..runtime.inputtypes import describe
+from ..runtime.requestmodel import of_artifact
 from ..std import STD_DISPLAY, std_partials
 from ..syntax.nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
 from .workspace import Project
@@ -87,8 +94,6 @@ def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree |
     own compile, with its first two passes over what it wrote (its includes, sections and
     resource references, before the includes are spliced); a partial's stages, as the build's
     partial loader runs them."""
-    from ..driver.sources import is_prompt
-
     tree = tree or project.tree()
     display = project.display(rel)
     loader = PartialLoader(project.config, tree)
@@ -208,16 +213,12 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
     ctx = view.context()
     for inc in view.includes:
         if inc.span.line == line:
-            from ..passes.includes import resolve
-
-            key, _code, problem = resolve(ctx, view.rel, inc.path)
+            key, _code, problem = resolve_include(ctx, view.rel, inc.path)
             return Target("include", inc.path, inc.span, key, problem)
     for ref in view.resources:
         if ref.span.line == line:
-            from ..passes.resources import resolve
-
             chosen = next(((p, s) for p, s in ref.paths if s.start <= offset <= s.end), ref.paths[0])
-            key, problem = resolve(ctx, view.rel, chosen[0])
+            key, problem = resolve_resource(ctx, view.rel, chosen[0])
             # an `@schemas/x.json` input type is a reference of kind "input": a path, not an input
             kind = "schema" if ref.kind == "input" else ref.kind
             return Target(kind, chosen[0], chosen[1], key, problem)
@@ -226,9 +227,7 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
             for match in re.finditer(r"@([^\s,|\]\[]+)", d.value):
                 start = d.value_span.start + match.start()
                 if start <= offset <= start + len(match.group(0)):
-                    from ..passes.resources import resolve
-
-                    key, problem = resolve(ctx, view.rel, match.group(1))
+                    key, problem = resolve_resource(ctx, view.rel, match.group(1))
                     return Target(
                         "schema", match.group(1), view.src.span(start, start + len(match.group(0))), key, problem
                     )
@@ -241,8 +240,6 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
 def path_of(view: FileView, key: str) -> Path | None:
     """The file a resolved include, tool or schema key names on disk."""
     if key.startswith(STD_PREFIX):
-        from importlib import resources
-
         return Path(str(resources.files("promptc.std").joinpath(f"{key[len(STD_PREFIX) :]}{SOURCE_SUFFIX}")))
     return view.project.src / key
 
@@ -282,8 +279,6 @@ def hover(view: FileView, position: types.Position) -> types.Hover | None:
 
 
 def _hover_input(view: FileView, name: str) -> str:
-    from ..runtime.inputtypes import describe
-
     header = view.header
     doc = view.document
     artifact = view.analysis.compiled.artifact if view.analysis is not None else None
@@ -400,8 +395,6 @@ _PLACEHOLDER_OPEN = re.compile(r"(?<!\\)\$\{([A-Za-z0-9_]*)$")
 
 
 def completion(view: FileView, position: types.Position) -> list[types.CompletionItem]:
-    from ..passes.directives import RESERVED_KEYS
-
     offset = view.offset(position)
     at = view.src.span(offset)
     line_start = view.src.line_starts[at.line - 1]
@@ -547,8 +540,6 @@ def prefix_end(view: FileView) -> PrefixEndInfo | None:
 
 
 def _first_dynamic(view: FileView) -> tuple[str, Span | None]:
-    from ..runtime.requestmodel import of_artifact
-
     doc = view.document
     artifact = view.analysis.compiled.artifact  # type: ignore[union-attr]
     stop = of_artifact(artifact).prefix().stop  # where the request model's walk stops
@@ -583,12 +574,10 @@ def _key_of(view: FileView, path: str) -> str:
 
 def _include_line(view: FileView, key: str) -> tuple[int, int] | None:
     """The line of this file's `/// include:` that brings in `key` (directly or through partials)."""
-    from ..passes.includes import resolve
-
     loader = view.loader
     ctx = view.context()
     for inc in view.includes:
-        start, _, _ = resolve(ctx, view.rel, inc.path)
+        start, _, _ = resolve_include(ctx, view.rel, inc.path)
         if start is None:
             continue
         seen = {start}
@@ -600,7 +589,7 @@ def _include_line(view: FileView, key: str) -> tuple[int, int] | None:
             partial = loader.load(current)
             for item in partial.items:
                 if isinstance(item, Include):
-                    found, _, _ = resolve(ctx, current, item.path)
+                    found, _, _ = resolve_include(ctx, current, item.path)
                     if found is not None and found not in seen:
                         seen.add(found)
                         stack.append(found)

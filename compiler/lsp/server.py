@@ -8,12 +8,14 @@ workspace and never writes anything, `build/` included.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -68,8 +70,6 @@ _ANSWERED = object()
 def _what_failed(error: JsonRpcException) -> str | None:
     """`Invalid Params: invalid value @ $.params.position (Position.line should be in range
     [0:2147483647], but was -1.)`: where the params failed, from cattrs, and why."""
-    import cattrs
-
     cause = error.__cause__
     if not isinstance(cause, cattrs.ClassValidationError):
         return None
@@ -259,8 +259,6 @@ class _LooseProject(Project):
 
 
 def _relative(folder: Path, root: Path) -> str:
-    import os
-
     try:
         return Path(os.path.relpath(folder, root)).as_posix()
     except ValueError:

@@ -19,10 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..compile.pipeline import Compilation, PartialLoader, compile_prompt
+from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts.config import Config, find_pyproject, load_config
 from ..facts.diagnostics import Diagnostic, SourceText, deduplicated
 from ..facts.language import SOURCE_SUFFIX
 from ..passes.context import SourceTree
+from ..syntax.source import decode
 
 #: the first line of a YAML front matter: a Dotprompt or Humanloop `.prompt` file, not promptc's (a
 #: promptc separator has five dashes and a role; `---` alone is text to promptc)
@@ -179,12 +181,8 @@ class Project:
 
     def _disk_tree(self) -> SourceTree:
         if self._disk is None or time.monotonic() - self._scanned_at > RESCAN_AFTER_S:
-            from ..driver.sources import read_tree
-
             started = time.time_ns()
             if not self.scan:
-                from ..driver.sources import LooseFiles
-
                 tree = SourceTree(files=LooseFiles(self.src))
             elif self.src.is_dir():
                 with _cwd(self.root):
@@ -207,8 +205,6 @@ class Project:
         )
 
     def prompts(self, tree: SourceTree) -> list[str]:
-        from ..driver.sources import is_prompt
-
         return [rel for rel in tree.files if is_prompt(rel)]
 
     # -- compiling ----------------------------------------------------------------------------
@@ -257,8 +253,6 @@ class Project:
         diagnostics; for a partial, what the prompts that include it report in it (each naming
         those prompts), one per place and problem; for a partial nothing includes, what reading it
         finds."""
-        from ..driver.sources import is_prompt
-
         tree = tree or self.tree()
         own = self.display(rel)
         found: list[Diagnostic] = []
@@ -280,8 +274,6 @@ class Project:
 
     def source_text(self, rel: str, tree: SourceTree | None = None) -> SourceText | None:
         """The normalised text of a file of the tree, as the compiler reads it."""
-        from ..syntax.source import decode
-
         tree = tree or self.tree()
         try:
             data = tree.files[rel]

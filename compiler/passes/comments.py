@@ -21,6 +21,7 @@ from ..facts.diagnostics import Edit, Fix
 from ..facts.language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
 from ..syntax.nodes import Comment, Document
 from .context import Context
+from .directives import RESERVED_KEYS
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
@@ -42,8 +43,6 @@ _VALUE_SHAPES = {
 def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
     """(message, hint, fix) when the comment line looks like a directive with a slip; the fix is
     (start, end, text) within the line."""
-    from .directives import RESERVED_KEYS
-
     cased = _CASED.match(line)
     if cased and cased.group(1) != cased.group(1).lower() and cased.group(1).lower() in RESERVED_KEYS:
         key = cased.group(1)

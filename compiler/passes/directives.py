@@ -17,6 +17,8 @@ from ..facts.codes import CODES
 from ..facts.diagnostics import Edit, Fix, Span, replace_word
 from ..facts.language import BOUNDARIES, BUDGET_LIMITS, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
 from ..facts.suggest import did_you_mean
+from ..runtime.inputtypes import TypeSyntaxError, parse_type
+from ..syntax.jsonfile import unrepresentable
 from ..syntax.nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
 from .context import Context
 
@@ -111,7 +113,6 @@ def _unrepresentable(value: object):
     of range inside a list or object), as `jsonfile.unrepresentable` says, or None."""
     if isinstance(value, (int, float, bool)) or value is None:
         return None  # a top-level number out of range is kept as its text by `typed_value`
-    from ..syntax.jsonfile import unrepresentable
 
     return unrepresentable(value)
 
@@ -206,8 +207,6 @@ class _HeaderBuilder:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
         not parse, located at the offending part of the type). `at`: the offset of `written` in
         the directive's value (else the type is looked for by its text)."""
-        from ..runtime.inputtypes import TypeSyntaxError, parse_type
-
         text = written.strip()
         # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:` (matched at the last `(` only:
         # linear on any text)

@@ -17,6 +17,7 @@ from ..facts.diagnostics import Fix, SourceText, Span, insert, replace_word
 from ..facts.language import IDENTIFIER
 from ..facts.suggest import did_you_mean
 from ..runtime import template
+from ..runtime.inputtypes import describe
 from ..syntax.nodes import Block, Document, Message, Placeholder, Section, section_text
 from . import jinja_habits
 from .context import Context
@@ -183,7 +184,6 @@ def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
         close = did_you_mean(attr, names, limit=1)
         listed = ", ".join(f"`{n}`" for n in names) or "none"
         return None, f"has no property `{attr}` (its schema lists {listed})" + (f"\0{close}" if close else "")
-    from ..runtime.inputtypes import describe
 
     return None, f"is {describe(schema)}, which has no keys or attributes"
 
@@ -245,8 +245,6 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
     if use.kind == "iter":
         kinds = _kinds(schema)
         if kinds is not None and kinds <= _NOT_ITERABLE:
-            from ..runtime.inputtypes import describe
-
             ctx.report(
                 codes.TYPE_CONTRADICTED,
                 f"`{{% for %}}` over `{use.name}`, which is declared {describe(schema)}{where}: it cannot be iterated",

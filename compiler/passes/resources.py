@@ -19,17 +19,24 @@ schema's `$ref` to a remote URL is not followed (only the meta-schema check runs
 
 from __future__ import annotations
 
+import json
 import posixpath
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make, replace_word
 from ..facts.language import RESOURCE_SUFFIX, TOOL_NAME
+from ..facts.lazy import lazy_import
 from ..facts.suggest import did_you_mean
+from ..runtime.inputtypes import CHECKED_KEYWORDS, unchecked_keywords
 from ..syntax.jsonfile import locate, token_length
 from ..syntax.nodes import Document, Item, ResourceRef
 from .context import Context
+
+#: importing jsonschema takes a tenth of a second: only a prompt with tools or a schema needs it
+jsonschema = lazy_import("jsonschema")
 
 TOOL_KEYS = ("name", "description", "input_schema")
 
@@ -163,9 +170,7 @@ def _explain(error: Any) -> Problem:
     if validator in ("minimum", "exclusiveMinimum"):
         return path, f"{label} must be at least {error.validator_value}, not {instance!r}", None
     if validator in ("anyOf", "oneOf") and error.context:
-        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
-
-        inner = best_match(error.context)
+        inner = jsonschema.exceptions.best_match(error.context)
         if inner is not None and tuple(inner.absolute_path) != path:
             return _explain(inner)
         kinds = sorted({_expected(e.validator_value) for e in error.context if e.validator == "type"})
@@ -219,11 +224,9 @@ def schema_problems(schema: Any, object_root: bool = True) -> list[Problem]:
     type any value). At most MAX_SCHEMA_PROBLEMS, the last one counting the rest."""
     if not isinstance(schema, dict):
         return [((), "a JSON Schema here is an object", None)]
-    import warnings
-
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-    from jsonschema.exceptions import relevance  # type: ignore[import-untyped]
-    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+    Draft202012Validator = jsonschema.Draft202012Validator
+    relevance = jsonschema.exceptions.relevance
+    validator_for = jsonschema.validators.validator_for
 
     declared = schema.get("$schema")
     with warnings.catch_warnings():
@@ -271,8 +274,6 @@ class _FileChecker:
         text = self.src.text
         offset = locate(text, path)
         if on_key and path and isinstance(path[-1], str):
-            import json
-
             quoted = json.dumps(path[-1])
             key = text.rfind(quoted, 0, offset)
             if key != -1 and not text[key + len(quoted) : offset].strip(" \t\r\n:"):
@@ -448,7 +449,6 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
 def _check_input_schema(ctx: Context, key: str) -> _Checked:
     """An input's type from a schema file: a valid JSON Schema, using only the keywords the
     runtimes check (E825 at the first one they would skip)."""
-    from ..runtime.inputtypes import CHECKED_KEYWORDS, unchecked_keywords
 
     def check(checker: _FileChecker, value: Any, read_diagnostics: tuple[Diagnostic, ...]) -> _Checked:
         if not (checker.schema(value, (), "input schema", object_root=False) and isinstance(value, dict)):

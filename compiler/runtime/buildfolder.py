@@ -38,8 +38,16 @@ from typing import Any
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
 from ..facts.language import CACHE_DIR, MANIFEST
+from ..facts.lazy import lazy_import
 from .atomic import ABSENT, read_file, write_file
 from .model import Artifact, ArtifactError, Manifest, ManifestEntry
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: the lock is filelock's (LockFileEx on Windows)
+    fcntl = None  # type: ignore[assignment]
+#: only where there is no `fcntl`: importing it would cost every fresh `promptc build` 60 ms
+filelock = lazy_import("filelock")
 
 __all__ = [
     "CACHE_DIR",
@@ -737,17 +745,11 @@ def output_lock(out: Path, timeout: float = 120.0) -> Iterator[None]:
     link (E913)."""
     lock_dir = cache_folder(out)
     lock_path = lock_dir / f"{out.name}.lock"
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None
     if fcntl is None:
-        from filelock import FileLock, Timeout
-
         try:
-            with FileLock(lock_path, timeout=timeout, poll_interval=0.02):
+            with filelock.FileLock(lock_path, timeout=timeout, poll_interval=0.02):
                 yield
-        except Timeout:
+        except filelock.Timeout:
             raise TimeoutError(f"another promptc build still holds {lock_path} after {timeout:g}s") from None
         return
     try:

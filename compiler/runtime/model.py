@@ -70,6 +70,7 @@ from ..facts.language import (
     Role,
     Target,
 )
+from ..facts.version import VERSION
 
 #: How an artifact's text renders: placeholders only, or the compiled Python of its blocks.
 Renderer = Literal["placeholder", "python"]
@@ -1183,9 +1184,7 @@ class Manifest:
         """The manifest of a build: entries sorted by name, grouped by prefix (groups sorted by
         sha256, names sorted within), as `promptc build` writes it."""
         if compiler_version is None:
-            from .. import __version__
-
-            compiler_version = __version__
+            compiler_version = VERSION
         items = entries.items() if isinstance(entries, Mapping) else entries
         artifacts = dict(sorted(items, key=lambda item: item[0]))
         groups: dict[str, tuple[int, list[str]]] = {}

@@ -47,8 +47,9 @@ from typing import Any
 
 from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES
 from ..facts.suggest import suggestions
-from . import template
+from . import shapes, template, usage
 from .buildfolder import BuildFolder, BuildFolderError
+from .inputtypes import check_value, predicate
 from .model import Artifact, ArtifactError, Manifest, OutputSchema, Tool
 
 __all__ = [
@@ -63,10 +64,6 @@ __all__ = [
     "TemplateError",
     "SHAPES",
 ]
-
-
-_shapes: Any = None  # promptc.runtime.shapes, imported at the first `as_shape`
-_usage: Any = None  # promptc.runtime.usage, imported at the first `usage`
 
 
 class RenderError(ValueError):
@@ -114,8 +111,6 @@ def _checked(
 ) -> Mapping[str, Any]:
     """`inputs` checked against the declared types (every problem reported at once); an optional
     input left out renders as None."""
-    from .inputtypes import check_value
-
     properties = schema.get("properties", {})
     problems: list[str] = []
     absent = [n for n in names if n not in inputs]
@@ -203,13 +198,10 @@ class Rendered:
         path, a callable, or a list of them) and, with `otel=True`, onto the current
         OpenTelemetry span (GenAI attributes).
         A response whose usage cannot be read is a RenderError."""
-        global _usage
-        if _usage is None:
-            from . import usage as _usage
         try:
-            record = _usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
-            return _usage.emit(record, to, otel=otel)
-        except _usage.UsageError as exc:
+            record = usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
+            return usage.emit(record, to, otel=otel)
+        except usage.UsageError as exc:
             raise RenderError(f"prompt `{self.name}`: {exc}") from None
 
     def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
@@ -219,24 +211,18 @@ class Rendered:
         computed for its own model) and must be one of the shape's provider; a shape of another
         provider than the artifact's needs it. A request that cannot be sent (no model, no user
         turn, another provider's model) is a RenderError that names the shape."""
-        global _shapes
-        if _shapes is None:
-            from . import shapes as _shapes
         try:
-            return _shapes.build(self, shape, model)
-        except _shapes.ShapeError as exc:
+            return shapes.build(self, shape, model)
+        except shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
     def body(self, shape: str, *, model: str | None = None) -> bytes:
         """The exact bytes of the request body the pinned Python SDK sends for `as_shape(shape)`
         (its key order and JSON options; Gemini's REST body): what to POST to send the same bytes
         from anywhere (the JavaScript runtime's `rendered.body(shape)` writes them too)."""
-        global _shapes
-        if _shapes is None:
-            from . import shapes as _shapes
         try:
-            return _shapes.body(self, shape, model)
-        except _shapes.ShapeError as exc:
+            return shapes.body(self, shape, model)
+        except shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
 
@@ -506,8 +492,6 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
     properties = schema.get("properties", {})
     optional = tuple(n for n in artifact.inputs if n not in required)
     if any(properties.get(n) for n in artifact.inputs):
-        from .inputtypes import predicate
-
         checks = tuple((n, predicate(properties[n])) for n in artifact.inputs if properties.get(n))
         lines.append(
             f"    inputs = _checked_fast({constant(artifact.name)}, {constant(checks)}, {constant(schema)},"

@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..facts.language import JOINER, SYSTEM_ROLES, unescape
 from ..facts.profiles import Profile, resolve, resolve_model
+from .model import Breakpoint, CacheKey, HeadPart, PrefixEnd
+from .model import Cache as CacheModel
 
 if TYPE_CHECKING:
     from .model import Artifact, Cache, Message, OutputSchema, Tool
@@ -418,9 +420,6 @@ def cache(
     """The artifact's `cache`, from the model: the prefix of the prompt's own provider, the
     anthropic shape's markers, the head and the key. `where(stop)` locates the first dynamic part
     (or the end of the request, for None) in the source: (source, line, column, reason)."""
-    from .model import Breakpoint, CacheKey, HeadPart, PrefixEnd
-    from .model import Cache as CacheModel
-
     counted: dict[str, int] = {}
     measure = count
 

@@ -45,6 +45,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..facts.lazy import lazy_import
+
+#: the OpenTelemetry API, imported only by `to_current_span` (`otel=True`): an optional dependency
+opentelemetry_trace = lazy_import("opentelemetry.trace")
+
 __all__ = [
     "USAGE_SCHEMA",
     "OTEL_PROVIDER_NAMES",
@@ -425,12 +430,11 @@ def to_current_span(record: UsageRecord) -> bool:
     """Set the record's attributes on the current OpenTelemetry span. Imports opentelemetry (only
     here); raises UsageError when it is not installed. False when no span is recording."""
     try:
-        from opentelemetry import trace
+        span = opentelemetry_trace.get_current_span()
     except ImportError:
         raise UsageError(
             "otel=True needs the OpenTelemetry API (`pip install opentelemetry-api`, and an SDK to export spans)"
         ) from None
-    span = trace.get_current_span()
     if not span.is_recording():
         return False
     span.set_attributes(span_attributes(record))

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 
+import platformdirs
+
 
 def cache_folder() -> str | None:
     """promptc's folder in the user's cache folder (platformdirs knows it on Linux, macOS and
     Windows; `XDG_CACHE_HOME` wins where set), created if needed, or None when it is unusable."""
-    import platformdirs
-
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = os.path.join(xdg, "promptc") if xdg else platformdirs.user_cache_dir("promptc", appauthor=False)
     # Lark unpickles the cache file: only a folder of the user's own may hold it. When that folder

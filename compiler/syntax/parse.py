@@ -15,6 +15,7 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..facts import codes
 from ..facts.codes import CODES
@@ -30,7 +31,14 @@ from ..facts.language import (
     STMT_KEYWORDS,
     TEMPLATE_ESCAPES,
 )
+from ..facts.lazy import lazy_import
 from ..runtime.template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
+from .caches import cache_folder
+
+if TYPE_CHECKING:
+    import lark
+else:  # a build that compiles nothing (everything reused) never needs the parser
+    lark = lazy_import("lark")
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 
 
@@ -46,10 +54,6 @@ def grammar_text() -> str:
 
 def _cache_path(grammar: str) -> str | None:
     """Where Lark keeps the analysed grammar, or None for no cache."""
-    import lark
-
-    from .caches import cache_folder
-
     base = cache_folder()
     if base is None:
         return None
@@ -59,17 +63,15 @@ def _cache_path(grammar: str) -> str | None:
 
 @cache
 def parser():
-    from lark import Lark
-
     grammar = grammar_text()
     options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
     path = _cache_path(grammar)
     if path is not None:
         try:
-            return Lark(grammar, cache=path, **options)
+            return lark.Lark(grammar, cache=path, **options)
         except OSError:  # an unwritable or corrupt cache must never stop a build
             Path(path).unlink(missing_ok=True)
-    return Lark(grammar, **options)
+    return lark.Lark(grammar, **options)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,9 +226,7 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
 def _lexer():
     """Lark's lexer for the grammar's terminals, in the grammar's priorities: the same tokens the
     LALR parser consumes, built once (Lark's own `Lark.lex` rebuilds it on every call)."""
-    from lark.lexer import BasicLexer
-
-    return BasicLexer(parser().lexer_conf)
+    return lark.lexer.BasicLexer(parser().lexer_conf)
 
 
 #: openers, with escaped ones first so they are skipped as the lexer skips them (ESCAPE)
@@ -294,14 +294,12 @@ def _mark_unterminated(text: str) -> str | None:
 
 def _unmark(toks, original: str):
     """Tokens of the marked text, read back against the original text."""
-    from lark import Token
-
     for tok in toks:
         if _MARK not in tok.value:
             yield tok
             continue
         kind = "UNTERMINATED" if tok.type == "UNTERMINATED_MARK" else tok.type
-        yield Token.new_borrow_pos(kind, original[tok.start_pos : tok.start_pos + len(tok.value)], tok)
+        yield lark.Token.new_borrow_pos(kind, original[tok.start_pos : tok.start_pos + len(tok.value)], tok)
 
 
 def tokens(text: str, *, full_parse: bool = False):
@@ -318,19 +316,15 @@ def tokens(text: str, *, full_parse: bool = False):
     if full_parse:
         found = parser().parse(lexed).children
     else:
-        from lark.lexer import LexerThread
-
-        found = LexerThread.from_text(_lexer(), lexed).lex(None)
+        found = lark.lexer.LexerThread.from_text(_lexer(), lexed).lex(None)
     return found if marked is None else _unmark(found, text)
 
 
 def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) -> tuple[Item, ...]:
     """Parse a normalised source into items. Errors go to `sink`; the result is always usable."""
-    from lark.exceptions import LarkError
-
     try:
         items = _tokens_to_items(tokens(src.text, full_parse=full_parse), src, sink)
-    except (LarkError, RecursionError) as exc:  # the grammar accepts any text; keep a net anyway
+    except (lark.exceptions.LarkError, RecursionError) as exc:  # the grammar accepts any text; keep a net anyway
         line = getattr(exc, "line", 1) or 1
         col = getattr(exc, "column", 1) or 1
         offset = src.line_starts[min(line, len(src.line_starts)) - 1] + col - 1

@@ -30,16 +30,26 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from dataclasses import replace as copy
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..backend.meter import meter
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
+from ..facts.profiles import provider_of_model, resolve
+from ..facts.suggest import did_you_mean
 from ..runtime.buildfolder import BuildFolder
 from ..runtime.model import Artifact, Manifest
+from ..runtime.requestmodel import of_artifact
+from ..runtime.template import scan
+from ..syntax.jsonfile import locate, read_json, token_length
+from ..syntax.source import decode
+from .divergence import prompt_in
+from .fmt import DIRECTIVE_ORDER, _classify, _directive
 
 __all__ = [
     "COST_SCHEMA",
@@ -139,8 +149,6 @@ class PriceTable:
             return Unpriced("no model")
         providers = self.document.get("providers", {})
         if not provider:
-            from ..facts.profiles import provider_of_model
-
             provider = provider_of_model(model)
         entry = providers.get(provider or "")
         if entry is None:
@@ -231,8 +239,6 @@ def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
     """(tokens, placeholder path) of the stable text in the first dynamic section after the prefix
     end when one placeholder alone makes it dynamic (no template block; one input): the layout W710
     warns about, whose stable text moving the placeholder would cache. (0, None) otherwise."""
-    from ..runtime.template import scan
-
     end = artifact.cache.prefix_end
     after = (-1, -1) if end is None or end.message is None else (end.message, end.block)
     block = next(
@@ -257,8 +263,6 @@ def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
     if not literal.strip():
         return 0, None
     try:
-        from ..backend.meter import meter
-
         count = meter(artifact.tokenizer.name).tokens(literal)
     except Exception:  # noqa: BLE001 - an unavailable tokenizer: the section's count, by characters
         count = section.tokens * len(literal) // max(1, len(section.text))
@@ -268,8 +272,6 @@ def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
 def facts_from_artifact(artifact: Any) -> PromptFacts:
     """The facts of a `model.Artifact`; what is stable after the prefix is read from its request
     model (`promptc.runtime.requestmodel`): the stable blocks after the part where the walk stops."""
-    from ..runtime.requestmodel import of_artifact
-
     request = of_artifact(artifact)
     stop = request.prefix().stop
     after, past = 0, False
@@ -333,8 +335,6 @@ def facts_of_build(manifest: Manifest, folder: Path | None) -> tuple[dict[str, P
 def read_traffic(path: str | Path) -> tuple[dict[str, Decimal] | None, list[Diagnostic]]:
     """`{"prompt name": requests per day, …}` from a JSON file: (traffic, diagnostics). Traffic is
     None when the file cannot be used (an E945 or E946 error says where and why)."""
-    from ..syntax.jsonfile import locate, read_json, token_length
-
     display = str(path)
     try:
         data = Path(path).read_bytes()
@@ -423,10 +423,6 @@ def check_traffic(
 ) -> list[Diagnostic]:
     """W947 for each traffic entry that names no prompt of the build (with "did you mean"). Names
     in `other_names` (the old build's, for diff) count as known."""
-    from ..facts.suggest import did_you_mean
-    from ..syntax.jsonfile import locate, token_length
-    from ..syntax.source import decode
-
     known = set(names) | set(other_names)
     unknown = [name for name in traffic if name not in known]
     if not unknown:
@@ -941,7 +937,6 @@ def _choices(f: PromptFacts, price: Price) -> tuple[list[str], bool]:
     """The TTLs a prompt can choose and whether `none` is one (a provider whose breakpoints the
     request sends: Anthropic; OpenAI and Gemini cache automatically)."""
     ttls = [name for name, _ in price.cache_write]
-    from ..facts.profiles import resolve
 
     profile = resolve(f.provider, f.model) if f.provider or f.model else None
     breakpoints = profile is not None and profile.shape == "anthropic"
@@ -1088,8 +1083,6 @@ def with_cache_ttl(text: str, ttl: str) -> str:
     existing line changed (its inline comment kept), or a new line added among the file-level
     directives at the top where `promptc fmt` orders it (after `param`, before `input`). Nothing
     else of the file changes."""
-    from .fmt import DIRECTIVE_ORDER, _classify, _directive
-
     lines, _ = _classify(text)
     raw = text.split("\n")
     existing = [line for line in lines if line.kind == "directive" and line.key == "cache_ttl"]
@@ -1150,10 +1143,6 @@ def plan_writes(advice: Iterable[Advice], tree: Any, config: Any) -> list[Advice
     """For every prompt whose entry's best TTL differs from its own (and whose provider takes
     one): its source with the new `/// cache_ttl:` line, checked by compiling both texts: the
     artifacts must be the same but for the TTL. Nothing is written here."""
-    from dataclasses import replace as copy
-
-    from .divergence import prompt_in
-
     out: list[AdviceWrite] = []
     for item in advice:
         if not item.choosable or item.best is None or item.short_by is not None or item.saving <= 0:

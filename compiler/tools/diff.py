@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     from .divergence import FirstDifference
 
 #: The kinds of change `--fail-on` can name.
+from dataclasses import replace
+
+from ..facts.diagnostics import markdown_escape as esc
 from ..facts.language import FAIL_KINDS
+from ..runtime.inputtypes import accepts, describe
+from .divergence import first_difference, prompt_in
 
 DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference
 
@@ -195,8 +200,6 @@ def manifest_of(manifest: Manifest | Any, which: str) -> Manifest:
 
 
 def _type_changes(old: dict[str, Any], new: dict[str, Any], names: set[str]) -> tuple[TypeChange, ...]:
-    from ..runtime.inputtypes import accepts, describe
-
     old_props, new_props = old.get("properties", {}), new.get("properties", {})
     old_required, new_required = set(old.get("required", ())), set(new.get("required", ()))
     changes = []
@@ -335,10 +338,6 @@ def locate_busts(diff: ManifestDiff, old_tree, new_tree, config) -> ManifestDiff
     """`diff` with each cache bust's first differing character located in the old and new source
     trees (`SourceTree`s; either may be None: not given). Compiles only the busted prompts, in
     memory, with `config`."""
-    from dataclasses import replace
-
-    from .divergence import first_difference, prompt_in
-
     if old_tree is None or new_tree is None or not diff.busts:
         return diff
     located = []
@@ -449,8 +448,6 @@ def render_markdown(
     cached of them, the first line that differs), the input contract changes, the cost (with
     `--traffic`) and the prompts added, removed and changed. Every name from a source is escaped:
     it is text, never markup."""
-    from ..facts.diagnostics import markdown_escape as esc
-
     failed = list(failing)
     lines = [f"### {esc(title)}", ""]
     if failed:

@@ -15,17 +15,19 @@ Pure: the trees are in memory (`SourceTree`); nothing here reads files or runs g
 from __future__ import annotations
 
 import bisect
+import json as _json
 from dataclasses import dataclass
 from typing import Any
 
 from ..backend.prefix import block_sections
 from ..compile.pipeline import Compilation, compile_prompt
 from ..facts.config import Config
-from ..facts.diagnostics import Span
+from ..facts.diagnostics import SourceText, Span
 from ..facts.language import JOINER
 from ..passes.context import SourceTree
 from ..runtime import requestmodel
 from ..runtime.model import Artifact
+from ..syntax.jsonfile import locate
 from ..syntax.nodes import Document, Escape, Text
 
 
@@ -259,10 +261,6 @@ def _json_difference(a: Any, b: Any) -> tuple[tuple[str | int, ...], bool]:
 def _head_point(compiled: Compilation, other: Compilation) -> SourcePoint | None:
     """Where the tools or the output schema of `compiled` first differ from `other`'s, in the JSON
     file that defines them: the line of the tool's edited description, not line 1 of the file."""
-    import json as _json
-
-    from ..syntax.jsonfile import locate
-
     tree = compiled.tree
     mine = [t.to_json() for t in _artifact(compiled).tools]
     theirs = [t.to_json() for t in _artifact(other).tools]
@@ -297,7 +295,6 @@ def _head_point(compiled: Compilation, other: Compilation) -> SourcePoint | None
             prefix = (next(i for i, v in enumerate(value) if want(v)),)
         else:
             continue
-        from ..facts.diagnostics import SourceText
 
         src = SourceText.of(compiled.root + rel, text.replace("\r\n", "\n"))
         place = src.span(locate(src.text, (*prefix, *inner)))

@@ -36,18 +36,27 @@ between paragraphs, indentation, and everything inside `${…}`, `{{ }}`, `{# #}
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import os
 import posixpath
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..compile import compile_source
+from ..compile.pipeline import read_source
+from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts import codes
 from ..facts.config import Config
-from ..facts.diagnostics import Diagnostic, DiagnosticSink, file_span, has_errors, make
+from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
 from ..facts.language import DIRECTIVE, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
+from ..passes.context import SourceTree
+from ..runtime.atomic import ChangedOnDisk, reason, write_file
+from ..syntax.nodes import Block, Comment, Directive, Separator
+from ..syntax.parse import parse
 
 __all__ = [
     "DIRECTIVE_ORDER",
@@ -110,10 +119,6 @@ class _Line:
 
 def _classify(text: str) -> tuple[list[_Line], list[Diagnostic]]:
     """The lines of `text`, each with what the parser says it is."""
-    from ..facts.diagnostics import SourceText
-    from ..syntax.nodes import Block, Comment, Directive, Separator
-    from ..syntax.parse import parse
-
     src = SourceText.of("<fmt>", text)
     sink = DiagnosticSink(src)
     items = parse(src, sink)
@@ -124,8 +129,6 @@ def _classify(text: str) -> tuple[list[_Line], list[Diagnostic]]:
     starts = src.line_starts
 
     def index(offset: int) -> int:
-        import bisect
-
         return bisect.bisect_right(starts, offset) - 1
 
     for item in items:
@@ -438,9 +441,6 @@ class _Compiler:
         self._before: dict[str, Any] = {}
 
     def compile(self, rel: str, files=None):
-        from ..compile import compile_source
-        from ..passes.context import SourceTree
-
         if files is None:
             if rel not in self._before:
                 self._before[rel] = compile_source(rel, self.tree.files[rel], self.config, self.tree)
@@ -457,7 +457,6 @@ def _merged(files, *layers: dict[str, bytes]):
         for layer in layers:
             merged.update(layer)
         return merged
-    from collections import ChainMap
 
     return ChainMap(*reversed(layers), files)
 
@@ -484,9 +483,6 @@ def format_tree(
     file in it) under the safety rule. Nothing is written: the result holds each file's formatted
     text; `write_results` writes the changed ones. `tree` (a `SourceTree`) is used instead of
     reading `root` when given; `formatter` is the transform under test (the default is `layout`)."""
-    from ..compile.pipeline import read_source
-    from ..driver.sources import is_prompt, read_tree
-
     # Every text of the artifact (messages, sections, tools, schema) is compared byte for byte, so
     # when the texts agree the counts of any tokenizer agree: the check meters with the byte
     # estimate, which loads nothing (a real tokenizer takes a second to load).
@@ -505,7 +501,6 @@ def format_tree(
             return FormatResult((), (problem,))
         tree, read_diagnostics = read_tree(root, Path(config.out))
         diagnostics += read_diagnostics
-    from ..driver.sources import LooseFiles
 
     # a loose file's folder (`promptc fmt ~/notes.prompt`) is never read whole: its files are
     # read when a compile asks for them (the tree is a `LooseFiles`)
@@ -613,7 +608,6 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
     changed = {r.rel: r for r in results if r.status == "changed"}
     if len(changed) < 2:
         return results
-    from ..driver.sources import is_prompt
 
     feeds: dict[str, list[str]] = {}
     for rel in changed:
@@ -647,10 +641,6 @@ def write_results(result: FormatResult, root: Path | str) -> list[Diagnostic]:
     a save that lands while fmt runs is kept, never overwritten. A symlinked source stays a link
     (its target is rewritten). Returns E933 for each file that was not written (the file is as it
     was); the caller must not count those as reformatted."""
-    import os
-
-    from ..runtime.atomic import ChangedOnDisk, reason, write_file
-
     problems = []
     done: dict[str, bytes] = {}  # real path → bytes written (a symlink and its target are one file)
     for item in result.changed:
@@ -697,8 +687,6 @@ def format_text(
     `text`, checked like `promptc fmt` checks a file: it must compile, to the same artifact after
     formatting. Raises `FormatError` (with the diagnostics) when it cannot. `partials` maps
     source-relative paths to the text of the files it includes (and of tools and schemas)."""
-    from ..passes.context import SourceTree
-
     rel = f"{name}{SOURCE_SUFFIX}"
     files = {rel: text.encode("utf-8")}
     files.update({path: body.encode("utf-8") for path, body in (partials or {}).items()})

@@ -42,10 +42,18 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from ..backend.meter import meter
+from ..driver.sources import read_tree
 from ..facts import codes
-from ..facts.diagnostics import Diagnostic, Span, make
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, Span, file_span, github_escape, make
 from ..facts.language import MANIFEST
+from ..facts.profiles import resolve_model
+from ..runtime import requestmodel
+from ..runtime.buildfolder import BuildFolder, BuildFolderError
 from ..runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
+from .cost import Price, facts_of_build, money, prices
+from .divergence import _pieces, first_difference, prompt_in
 
 __all__ = [
     "CAUSES",
@@ -324,7 +332,6 @@ def records_problem(path: str) -> Diagnostic | None:
             reason = exc.strerror or str(exc)
     else:
         reason = "no such file" if not target.exists() else "not a file"
-    from ..facts.diagnostics import file_span
 
     return make(
         codes.RECORDS_UNREADABLE,
@@ -522,8 +529,6 @@ class Reconciliation:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        from .cost import money
-
         prompts = []
         for p in sorted(self.prompts.values(), key=lambda r: r.name):
             causes = []
@@ -594,7 +599,6 @@ class FailOn:
     def __str__(self) -> str:
         if self.kind == "hit":
             return f"hit<{self.value.normalize():f}"
-        from .cost import money
 
         return f"lost>{money(self.value)}"
 
@@ -644,8 +648,6 @@ class _Facts:
 
 
 def _facts(artifact: Any, table: Any) -> _Facts:
-    from .cost import Price
-
     provider = None if artifact.provider is None else artifact.provider.name
     price = table.lookup(provider, artifact.model)
     price = price if isinstance(price, Price) else None
@@ -695,9 +697,6 @@ def reconcile(
     """Classify every record against `artifacts` (the current build's, by prompt name). See the
     module docstring; `old_prefixes` are the prefix hashes of revision `against`, by prompt.
     `observe(line, prompt, kind)` is called with each record's classification."""
-    from ..facts.profiles import resolve_model
-    from .cost import prices
-
     table = table or prices()
     locator = locator or Locator()
     facts = {name: _facts(artifact, table) for name, artifact in artifacts.items()}
@@ -942,8 +941,6 @@ def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, agains
 
 
 def render_text(rec: Reconciliation, *, color: bool = False) -> str:
-    from .cost import money
-
     def dollars(value: Decimal) -> str:
         return "$" + money(value)
 
@@ -986,9 +983,6 @@ def render_text(rec: Reconciliation, *, color: bool = False) -> str:
 
 
 def render_github(rec: Reconciliation, failing: Iterable[str] = ()) -> list[str]:
-    from ..facts.diagnostics import github_escape
-    from .cost import money
-
     out = []
     for p in sorted(rec.prompts.values(), key=lambda r: r.name):
         for kind in CAUSES:
@@ -1020,9 +1014,6 @@ def location_of_tokens(compiled: Any, offset: int, count: Callable[[str], int]) 
     """The source span (and its character offset) of the `offset`-th token of a compiled prompt's
     request, in its provider's cache order: where a provider's cache read of `offset` tokens
     stopped. None when the offset is past the prefix."""
-    from ..runtime import requestmodel
-    from .divergence import _pieces
-
     doc, artifact = compiled.document, compiled.artifact
     request = requestmodel.of_artifact(artifact, param_spans=dict(doc.header.param_spans), pieces=_pieces(doc))
     before = 0
@@ -1067,8 +1058,6 @@ class SourceLocator(Locator):
         self._compiled: dict[tuple[str, bool], Any] = {}
 
     def _compile(self, artifact: Any, old: bool = False) -> Any:
-        from .divergence import prompt_in
-
         key = (artifact.source, old)
         if key not in self._compiled:
             tree = self.old_tree if old else self.tree
@@ -1093,8 +1082,6 @@ class SourceLocator(Locator):
         return None if compiled is None else self._where(compiled.document.header.cache_ttl_span)
 
     def tokens(self, artifact: Any, offset: int) -> Where | None:
-        from ..backend.meter import meter
-
         compiled = self._compile(artifact)
         if compiled is None:
             return None
@@ -1107,8 +1094,6 @@ class SourceLocator(Locator):
         return self._where(*found)
 
     def bust(self, artifact: Any) -> Where | None:
-        from .divergence import first_difference
-
         new, old = self._compile(artifact), self._compile(artifact, old=True)
         difference = first_difference(old, new)
         if difference is None or difference.new is None:
@@ -1134,10 +1119,6 @@ def reconcile_file(
     `SourceTree` of revision `against`, the line a bust changed). Raises OSError when the
     records cannot be read and `ValueError` for a build folder without a readable manifest;
     malformed records are diagnostics on the result's `stats`."""
-    from ..facts.config import Config
-    from ..runtime.buildfolder import BuildFolder, BuildFolderError
-    from .cost import facts_of_build
-
     folder = Path(build_dir)
     try:
         manifest = BuildFolder(folder).manifest
@@ -1146,8 +1127,6 @@ def reconcile_file(
     _, artifacts = facts_of_build(manifest, folder)
     locator: Locator = Locator()
     if src is not None and Path(src).is_dir():
-        from ..driver.sources import read_tree
-
         tree, _ = read_tree(Path(src), folder)
         locator = SourceLocator(tree, config or Config(src=str(src)), old_tree)
     stats = ReadStats()

@@ -28,6 +28,10 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
+from ..runtime.requestmodel import of_artifact
+from .cost import money
+from .reconcile import CAUSES
+
 __all__ = ["PrefixNode", "prefix_tree", "report_html"]
 
 
@@ -73,8 +77,6 @@ def prompt_segments(artifact: Any) -> list[Segment]:
     (`promptc.runtime.requestmodel`), in the provider's cache order — the identity (provider and model)
     and the parameters the cache keys on (no tokens of their own: two models never share a
     branch), the tools and output schema, the blocks."""
-    from ..runtime.requestmodel import of_artifact
-
     out: list[Segment] = []
     if artifact.cache.prefix_end is None:
         return out
@@ -382,8 +384,6 @@ def report_html(
     """The page. `artifacts` by name (`model.Artifact`); `diff` a `diff.ManifestDiff` against an
     old build; `cost` a `cost.TreeCost` of the build; `diff_cost` a `cost.DiffCost`; `observed` a
     `reconcile.Reconciliation` of usage records against the build."""
-    from .cost import money
-
     names = sorted(artifacts)
     busted = {b.name for b in diff.busts} if diff is not None else set()
     minimums = {
@@ -545,8 +545,6 @@ def _cost_section(cost: Any, money: Any) -> str:
 def _observed_section(observed: Any, money: Any) -> str:
     """Promised against observed hits (`promptc reconcile`): per prompt, and each gap's cause with
     its source line."""
-    from .reconcile import CAUSES
-
     rows = []
     causes = []
     for p in sorted(observed.prompts.values(), key=lambda r: r.name):

@@ -18,8 +18,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ...compile import compile_source
+from ...compile.pipeline import PartialLoader
+from ...driver.manifest import manifest_for
+from ...facts.codes import CODES
 from ...facts.config import Config
-from ...facts.diagnostics import Diagnostic, ordered
+from ...facts.diagnostics import Diagnostic, make, ordered
+from ...passes.context import SourceTree
+from .convert import CACHE_CODES, compile_converted, convert, read_folder
 
 PROVIDERS = ("anthropic", "openai", "gemini")
 
@@ -78,9 +84,6 @@ class AuditReport:
 
 def audit(kind: str, src: Path | str, config: Config | None = None, *, role: str = "system") -> AuditReport:
     """The cache analysis of the foreign prompts under `src`, imported in memory."""
-    from ...driver.manifest import manifest_for
-    from . import CACHE_CODES, compile_converted, convert, read_folder
-
     config = config or Config()
     files, diagnostics = read_folder(kind, src)
     shown = Path(src).as_posix() if Path(src).is_dir() else Path(src).parent.as_posix()
@@ -120,10 +123,6 @@ def audit(kind: str, src: Path | str, config: Config | None = None, *, role: str
 def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]:
     """name → (artifact, None), or (None, the first error) when the prompt does not compile for
     this config (Anthropic requires `max_tokens`, E709)."""
-    from ...compile import compile_source
-    from ...compile.pipeline import PartialLoader
-    from ...passes.context import SourceTree
-
     files: dict[str, bytes] = {}
     for c in converted:
         files[c.target] = c.text.encode("utf-8")
@@ -144,8 +143,6 @@ def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]
 
 def _to_foreign(d: Diagnostic, c) -> Diagnostic:
     """A compile diagnostic of the imported text, moved to the foreign file where the text came from."""
-    from ...facts.diagnostics import make
-
     if c.foreign is None or c.origin is None or d.span is None:
         return d
     where = c.origin(d.span.line, d.span.col)
@@ -155,6 +152,5 @@ def _to_foreign(d: Diagnostic, c) -> Diagnostic:
     src = c.foreign
     line = max(1, min(line, len(src.line_starts)))
     offset = min(src.line_starts[line - 1] + column - 1, len(src.text))
-    from ...facts.codes import CODES
 
     return make(CODES[d.code], d.message, src.span(offset, offset + 1), d.hint, source=src)

@@ -15,7 +15,10 @@ Every other byte counts.
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +27,16 @@ from typing import Any
 from ...facts import codes
 from ...facts.diagnostics import Diagnostic, file_span, make
 from ...facts.language import IDENTIFIER_PATTERN
+from ...facts.lazy import lazy_import
+from ...facts.suggest import did_you_mean
+from ...runtime.render import RenderError, render_artifact
 from .common import Converted
+
+# The original engines, imported only when `--check` runs one (each is an optional extra).
+jinja2 = lazy_import("jinja2")
+prompty = lazy_import("prompty")
+dotpromptz = lazy_import("dotpromptz")
+dotpromptz_typing = lazy_import("dotpromptz.typing")
 
 ENGINES = {"dotprompt": "dotpromptz", "prompty": "prompty", "jinja": "jinja2"}
 
@@ -111,8 +123,6 @@ def _read_inputs(path: Path | str, names: set[str]) -> tuple[dict[str, list[dict
     for name, value in data.items():
         sets = value if isinstance(value, list) else [value]
         if name not in names:
-            from ...facts.suggest import did_you_mean
-
             close = did_you_mean(name, sorted(names))
             hint = (
                 f"did you mean `{close}`?"
@@ -158,10 +168,8 @@ def _engine_missing(kind: str, src: Path) -> Diagnostic:
 def run_checks(
     kind: str, src: Path, converted: list[Converted], compiled: dict, inputs: Path | str | None, checked: dict[str, int]
 ) -> list[Diagnostic]:
-    from importlib.util import find_spec
-
     try:
-        found = find_spec(ENGINES[kind]) is not None
+        found = importlib.util.find_spec(ENGINES[kind]) is not None
     except (ImportError, ValueError):  # a module that is there but cannot be imported
         found = False
     if not found:
@@ -204,8 +212,6 @@ def run_checks(
 
 
 def _compare(c: Converted, artifact, engine, label: str, values: dict[str, Any]) -> Diagnostic | None:
-    from ...runtime.render import RenderError, render_artifact
-
     assert c.foreign is not None
     try:
         theirs = engine(c, values)
@@ -269,8 +275,6 @@ def _engine(kind: str, root: Path, converted: list[Converted]):
 
 
 def _jinja_engine(root: Path, converted: list[Converted]):
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)))
 
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:
@@ -282,10 +286,6 @@ def _jinja_engine(root: Path, converted: list[Converted]):
 
 
 def _prompty_engine(root: Path):
-    import os
-
-    import prompty
-
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:
         assert c.foreign is not None
         # `${env:NAME}` without a default fails Prompty's load; those values only say how it
@@ -312,11 +312,7 @@ def _prompty_engine(root: Path):
 
 
 def _dotprompt_engine(converted: list[Converted]):
-    import asyncio
-
-    from dotpromptz import Dotprompt
-    from dotpromptz.typing import DataArgument
-
+    Dotprompt, DataArgument = dotpromptz.Dotprompt, dotpromptz_typing.DataArgument
     partials = {}
     for c in converted:
         if c.partial and c.foreign is not None:

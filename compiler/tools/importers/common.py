@@ -3,6 +3,7 @@ line that says promptc import wrote a file, and the mapping of model parameters.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -12,6 +13,7 @@ from typing import Any
 from ...facts import codes
 from ...facts.diagnostics import Diagnostic, SourceText, make
 from ...facts.language import IDENTIFIER
+from ..fmt import layout
 from .ir import Refusal
 
 #: the first line of every `.prompt` file promptc import writes: `promptc import` rewrites a file
@@ -178,10 +180,6 @@ def assemble(
     """The whole `.prompt` file: the marker, the header directives, a blank line, the body, in
     `promptc fmt`'s layout (so `fmt --check` passes on what import writes). With `marks` (from
     `ir.emit_marked`), sets `into.origin`: a position in the file → the foreign file's."""
-    import bisect
-
-    from ..fmt import layout
-
     text = "\n".join(header) + ("\n\n" if header else "") + body
     laid = layout(text, partial=partial)
     if marks is not None and into is not None:

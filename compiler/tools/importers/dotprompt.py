@@ -4,6 +4,7 @@ schemas) and the partials (`_name.prompt` files beside the prompt)."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
@@ -182,8 +183,6 @@ def _resolver(rel: str, sources: dict[str, Any], target_of, partials=None):
     def resolve(name: str) -> str | None:
         for candidate in (f"{folder}_{name}.prompt", f"_{name}.prompt"):
             if candidate in sources:
-                import posixpath
-
                 target = target_of(candidate, True)
                 here = posixpath.dirname(target_of(rel, False)) or "."
                 converted = partials.get(candidate) if partials is not None else None
@@ -367,8 +366,6 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
 def _check_partials(nodes, translator, rel, sources, partials, translated, inputs, target_of) -> None:
     """A partial is converted once, with the types its own use implies; a prompt may include it only
     when it gives those inputs the same types (else promptc would print them differently)."""
-    import posixpath
-
     here = posixpath.dirname(target_of(rel, False))
     for node in walk(nodes):
         if not isinstance(node, Include):

@@ -25,13 +25,17 @@ nothing of its content) and printing a list, an object or an untyped value.
 
 from __future__ import annotations
 
+import ast
+import bisect
+import builtins
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...facts import codes
 from ...facts.language import IDENTIFIER
-from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string
+from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, walk
 
 MAX_DEPTH = 64
 _ROLES = {"system": "system", "user": "user", "model": "assistant", "assistant": "assistant"}
@@ -70,8 +74,6 @@ def lex(text: str, base_line: int = 1) -> list[Tag]:
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def where(offset: int) -> tuple[int, int]:
-        import bisect
-
         index = bisect.bisect_right(starts, offset) - 1
         return index + base_line, offset - starts[index] + 1
 
@@ -314,8 +316,6 @@ class Translator:
     def value(self, tag: Tag, token: tuple[str, str], scopes: list[_Scope]) -> _Value:
         kind, text = token
         if kind == "string":
-            import ast
-
             return _Value(py_string(ast.literal_eval(text)), {"type": "string"}, False, False, None)
         if kind == "number":
             return _Value(text, {"type": "number" if "." in text else "integer"}, False, False, None)
@@ -389,9 +389,6 @@ class Translator:
         if not IDENTIFIER.fullmatch(name):
             self.fail(tag, f"the name `{name}` is not imported", hint="promptc input names are identifiers")
         if value.code == "":  # a root input
-            import builtins
-            import keyword
-
             if keyword.iskeyword(name) or name in dir(builtins):
                 self.fail(
                     tag, f"the input name `{name}` is a Python name promptc's template code cannot read as an input"
@@ -736,7 +733,6 @@ class Translator:
         index_name = f"index_{node.target.split(', ')[-1].removeprefix('item_')}"
         marker = f"{scope.iterable}#i"
         used = False
-        from .ir import walk
 
         for child in walk(node.body):
             for attr in ("code",):

@@ -22,6 +22,7 @@ construct for it. The parser is iterative with an explicit depth bound, linear i
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import keyword
 import re
@@ -31,7 +32,7 @@ from typing import Any
 
 from ...facts import codes
 from ...facts.language import IDENTIFIER_PATTERN
-from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string
+from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string, walk
 
 #: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)
 MAX_DEPTH = 40
@@ -139,8 +140,6 @@ class _Lines:
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def at(self, offset: int) -> tuple[int, int]:
-        import bisect
-
         index = bisect.bisect_right(self.starts, offset) - 1
         return index + 1, offset - self.starts[index] + 1
 
@@ -832,8 +831,6 @@ def _codes(node: Node) -> str:
 
 
 def _all(nodes: list[Node]):
-    from .ir import walk
-
     return walk(nodes)
 
 

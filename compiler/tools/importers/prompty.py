@@ -8,6 +8,7 @@ from typing import Any
 
 from ...facts import codes
 from ...facts.diagnostics import SourceText
+from ...facts.profiles import provider_of_model
 from . import jinja
 from .common import (
     Converted,
@@ -165,8 +166,6 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
                         key,
                     )
             elif key == "provider":
-                from ...facts.profiles import provider_of_model
-
                 if value != provider_of_model(str(model.get("id") or "")):
                     drop(
                         f"`model.provider: {value}` is not imported: promptc picks the provider profile from the model",

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 MAX_HEADER_CHARS = 256 * 1024
 MAX_DEPTH = 64
 
@@ -63,8 +65,6 @@ class Header:
 
 def parse(text: str) -> Header:
     """Parse header text (between the `---` lines). Empty text is an empty mapping."""
-    import yaml
-
     if len(text) > MAX_HEADER_CHARS:
         raise YamlError(f"the header is {len(text):,} characters; the limit is {MAX_HEADER_CHARS:,}", 1, 1)
     try:
@@ -88,8 +88,6 @@ def parse(text: str) -> Header:
 
 def _build(root: Any, path: tuple, positions: dict[tuple, tuple[int, int]]) -> Any:
     """Plain values from the node tree, iteratively (no recursion limit)."""
-    import yaml
-
     result: dict[str, Any] = {}
     # work items: (node, path, container, key) — the value is stored into container[key]
     stack: list[tuple[Any, tuple, Any, Any]] = [(root, path, result, "value")]
@@ -135,7 +133,6 @@ def _build(root: Any, path: tuple, positions: dict[tuple, tuple[int, int]]) -> A
 
 def _loader() -> Any:
     """SafeLoader that refuses anchors and aliases while composing (so none is ever expanded)."""
-    import yaml
 
     class Loader(yaml.SafeLoader):
         depth = 0
@@ -170,8 +167,6 @@ def _mark(node: Any) -> tuple[int, int]:
 
 
 def _scalar(node: Any) -> Any:
-    import yaml
-
     if node.tag == "tag:yaml.org,2002:str" or node.style in ("'", '"', "|", ">"):
         return node.value
     constructor = yaml.SafeLoader.yaml_constructors.get(node.tag)
