@@ -1,4 +1,4 @@
-"""Which names a section's template reads from its inputs (SPEC §5), found without running anything.
+"""Which names a section's template reads from its inputs (docs/language.md, "Inputs"), found without running anything.
 
 promplate compiles a template into *one* Python function: literal text becomes `__append__(...)`,
 `{{ e }}` becomes `__append__(e)`, `{# code #}` is pasted in, and `{% if/for/while %}` open indented
@@ -933,7 +933,7 @@ class _Analyser:
                 self.expr(case.guard)
             self.stmts(case.body)
 
-            # captures count as bound inside their case only (SPEC; Python keeps them, so this
+            # captures count as bound inside their case only (promptc's rule; Python keeps them, so this
             # only ever adds inputs)
             def drop(state: _State, fresh: frozenset[str] = captures - start.names) -> _State:
                 return _State(state.names - fresh, state.live)
@@ -1439,7 +1439,7 @@ def _attribute_uses(entries: Iterable[_Parsed | None]) -> list[ShapeUse]:
 
 
 def analyse(items: Sequence[Item]) -> Analysis:
-    """Infer the inputs and helpers of one section's items (SPEC §5). Never raises for any input:
+    """Infer the inputs and helpers of one section's items. Never raises for any input:
     problems come back as diagnostics."""
     events = list(_flatten(items))
     parsed: dict[int, _Parsed | None] = {}

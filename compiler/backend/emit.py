@@ -1,4 +1,4 @@
-"""Emit: the compiled document → the artifact (SPEC §8), metered, with its cache-stable prefix.
+"""Emit: the compiled document → the artifact (`promptc.runtime.model`), metered, with its cache-stable prefix.
 
 Artifact text (`content`, block `text`, section `text`) is *template text*: literal text in which
 `${path}` placeholders and promplate blocks stand for runtime values, and a backslash before

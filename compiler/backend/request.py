@@ -1,5 +1,5 @@
 """The request around the messages: which model, which provider profile, which tokenizer, and the
-checks that only a profile makes possible (SPEC §10).
+checks that only a profile makes possible (docs/caching.md).
 
 `settle(doc, config)` decides, for one compiled document, the model (`/// param: model=`, else
 config `model`), the profile (config `provider`, else the model's provider), the tokenizer (config

@@ -3,7 +3,7 @@
 A compile is `STAGES`, and each stage is a function of the compilation's typed state
 (`Compilation`), in the spirit of sqlglot's `RULES` and the named stages of mkdocs' `build()`:
 
-- `FRONT`, the front end: `decode` (bytes → normalised text, SPEC §1) and `parse` (text → items);
+- `FRONT`, the front end: `decode` (bytes → normalised text) and `parse` (text → items);
 - `passes`, which runs `PASSES` (comments, directives, includes, resources, roles, placeholders,
   inference, sections) over the document;
 - `BACK`, the back stages: `settle` (model, provider profile, tokenizer, TTL), `emit` (the

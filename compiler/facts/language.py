@@ -1,4 +1,4 @@
-"""The facts of the promptc source language and of artifact template text, in one place (SPEC §1–§4, §6).
+"""The facts of the promptc source language and of artifact template text, in one place (docs/language.md).
 
 Everything that reads or writes prompt text — the parser (`parse.py`), the passes, the inference
 (`analysis/inference.py`), emit (`emit.py`), the template reader and code generator (`template.py`)

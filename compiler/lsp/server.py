@@ -22,9 +22,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
-from .. import __version__
 from ..facts.diagnostics import Diagnostic
 from ..facts.language import SOURCE_SUFFIX
+from ..facts.version import VERSION
 from . import features
 from .workspace import Project, is_foreign
 
@@ -121,7 +121,7 @@ class PromptServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             "promptc",
-            __version__,
+            VERSION,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=_Protocol,
         )

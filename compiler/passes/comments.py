@@ -1,4 +1,4 @@
-"""Pass 1 — comment elimination (SPEC §1).
+"""The comments pass: comment elimination (docs/language.md, "Comments").
 
 The grammar already decided what is a comment (URL protection, `\\///`, full-line vs inline): a
 full-line comment token spans its whole line including the newline, an inline one includes the

@@ -1,4 +1,4 @@
-"""Pass 2 — directive collection (SPEC §2).
+"""The directives pass: directive collection (docs/language.md, "Directives").
 
 File-scoped directives (`param`, `flow`, `node`, `tag`, `input`, `role`, generic keys) become the
 document header wherever they stand. Positional ones (`section`, `include`) stay in the item stream
@@ -37,7 +37,7 @@ RESERVED_KEYS = (
     "cache_ttl",
     "budget",
 )
-#: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
+#: Directives a partial may not hold: they describe a whole prompt, not a piece of one.
 #: (`tools` is allowed: a shared identity often comes with its tools.)
 PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl", "budget")
 

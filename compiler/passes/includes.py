@@ -1,4 +1,4 @@
-"""Pass 3 — includes (SPEC §7): resolve, check and splice partials in place.
+"""The includes pass (docs/language.md, "Partials and includes"): resolve, check and splice partials in place.
 
 The pass reads nothing itself: `ctx.partials` (the build's `PartialLoader`) hands it each partial
 already parsed, comments removed and directives collected, once per build. The pass resolves the

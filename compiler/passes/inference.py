@@ -1,4 +1,4 @@
-"""Pass 6 — variable inference (SPEC §5) and the `/// input:` contract check.
+"""The inference pass: variable inference (docs/language.md, "Inputs") and the `/// input:` contract check.
 
 Each section is analysed on its own (sections render independently, so a name assigned in one
 section is not visible in another). The analysis itself lives in `promptc.analysis.inference`.

@@ -1,4 +1,4 @@
-"""Pass 5 — placeholder binding (SPEC §4): `${name}` is a build-time constant or a runtime input.
+"""The placeholders pass: `${name}` is a build-time constant or a runtime input.
 
 A placeholder whose root names a define (`-D name=value`, config `defines`) is replaced by the
 define's text here; every other root becomes an input of its section.

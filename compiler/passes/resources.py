@@ -1,4 +1,4 @@
-"""Pass 4 — tools and the output schema (`/// tools:`, `/// output:`; SPEC §10).
+"""The resources pass: tools and the output schema (`/// tools:`, `/// output:`; docs/language.md, "Tools and output schema").
 
 The directive pass left each `/// tools:` and `/// output:` where it stood, and the include pass
 spliced a partial's in with the partial's path as their base, so the references arrive in the order

@@ -1,4 +1,4 @@
-"""Pass 4 — role splitting (SPEC §3), and cutting each message into its sections (§6).
+"""The roles pass: role splitting, and cutting each message into its sections (docs/language.md, "Messages").
 
 `----- role -----` lines start messages; `/// section:` markers start sections within a message.
 Text before the first section directive of a message is the implicit section `body`.

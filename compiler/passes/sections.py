@@ -1,4 +1,4 @@
-"""Pass 7 — section partitioning (SPEC §6, the sysprompt model).
+"""The sections pass: section partitioning (docs/language.md, "Sections"; the sysprompt model).
 
 Every section gets its boundary (declared, or inferred: dynamic when it uses a runtime input or
 holds template code, whose output cannot be known without running it), and the messages are

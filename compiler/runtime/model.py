@@ -1,7 +1,7 @@
 """The artifact model: typed, frozen Python values for the two documents a build writes.
 
-A build writes one *artifact* per prompt (`build/<name>.json`, schema `promptc.artifact/1`) and one
-*manifest* (`build/manifest.json`, schema `promptc.manifest/1`). This module is the single
+A build writes one *artifact* per prompt (`build/<name>.json`, schema `ARTIFACT_SCHEMA`) and one
+*manifest* (`build/manifest.json`, schema `MANIFEST_SCHEMA`). This module is the single
 definition of their shape: `emit` builds an `Artifact`, and everything that reads a build — the
 runtime, `diff`, `inspect` and the incremental build cache — goes through `Artifact.from_json` and
 `Manifest.from_json` rather than indexing raw dicts.

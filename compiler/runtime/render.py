@@ -4,7 +4,7 @@ This module is the part of promptc an application ships with, so it is kept ligh
 library only (no lark, no tiktoken, no compiler passes). It reads `manifest.json` on first use and
 each artifact the first time it is asked for.
 
-Rendering rules (SPEC §4, §6, §9):
+Rendering rules (docs/language.md, "Artifact text"):
 
 * Every input the artifact lists (`inputs` and `helpers`) is required; a missing one raises
   `MissingInputsError`, whose message names every missing input at once. Extra inputs are ignored,

@@ -23,7 +23,7 @@ Everything about the cache is read from this model, never computed again elsewhe
 
 - `Request.prefix()` is *the* walk: the cache-stable prefix (the parts up to the first dynamic
   content part, empty parts skipped as the shapes skip them, key parts only when content after
-  them is in the prefix), its hash (`promptc.prefix/3`), size, last part and where it stops;
+  them is in the prefix), its hash (`ENCODING`), size, last part and where it stops;
 - `Request.markers()` places the anthropic shape's `cache_control` markers (on the last tool, or on
   a non-empty stable block: a place the body really has), with the tokens each covers;
 - `cache(...)` turns both into the artifact's `cache` (emit writes it; the runtimes, diff, cost,
@@ -157,7 +157,7 @@ class Marker:
 
 
 def digest(parts: Sequence[Part]) -> str:
-    """SHA-256 of the canonical, injective encoding of a prefix: the tag `promptc.prefix/3\\n`, then
+    """SHA-256 of the canonical, injective encoding of a prefix: the tag `ENCODING` and a newline, then
     for each part its label and its text (UTF-8), each as an 8-byte big-endian length followed by
     the bytes. No text can forge a field boundary."""
     h = hashlib.sha256(ENCODING.encode("ascii") + b"\n")

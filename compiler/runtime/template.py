@@ -1,4 +1,4 @@
-"""The one reader and code generator of promptc's template blocks (promplate syntax, SPEC §4).
+"""The one reader and code generator of promptc's template blocks (promplate syntax, docs/language.md).
 
 The parser (`parse.py`), the inference (`analysis/inference.py`), the build and the runtime
 (`runtime.py`) all read `{{ }}`, `{# #}` and `{% %}` blocks, check their `{% %}` structure and
@@ -507,7 +507,7 @@ class Structure(Generic[W]):
                 ]
             top = stack.pop()
             if top.construct != construct:
-                # reported at the opening tag (SPEC §4): that is the block left without its end
+                # reported at the opening tag: that is the block left without its end
                 closed_at = f" at {self._position(where)}" if self._position is not None else ""
                 return [
                     Problem(

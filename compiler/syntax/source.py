@@ -1,4 +1,4 @@
-"""Turn raw bytes into normalised source text (§1): UTF-8 only, BOM dropped, CRLF/CR → LF.
+"""Turn raw bytes into normalised source text (docs/language.md, "Text"): UTF-8 only, BOM dropped, CRLF/CR → LF.
 
 Every rejection is a located diagnostic, never an exception.
 """

@@ -1,5 +1,5 @@
 """Prompty (`*.prompty`: YAML front matter, a Jinja2 body with `system:` / `user:` role lines) →
-`.prompt` sources. The body goes through `jinja`; this module maps the header (Prompty's spec §2)."""
+`.prompt` sources. The body goes through `jinja`; this module maps the header (the front matter Prompty's specification defines)."""
 
 from __future__ import annotations
 
