@@ -30,10 +30,11 @@ import ast
 import builtins
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from functools import partial
+from typing import Any, NamedTuple
 
 from ..facts import codes
-from ..facts.codes import CODES
+from ..facts.codes import CODES, Code
 from ..facts.diagnostics import Diagnostic, SourceText, Span, make
 from ..runtime import template
 from ..syntax.nodes import Block, Item, Placeholder, Spliced
@@ -471,7 +472,7 @@ class _Analyser:
 
     # -- diagnostics ----------------------------------------------------------------------------
 
-    def report(self, code: str, message: str, node: ast.AST | None, hint: str | None = None) -> None:
+    def report(self, code: Code, message: str, node: ast.AST | None, hint: str | None = None) -> None:
         span: Span | None
         if node is not None and self.mapper is not None:
             span = self.mapper.node_span(node)
@@ -897,7 +898,7 @@ class _Analyser:
             if handler.name:  # Python deletes the name however the handler is left
                 name = handler.name
                 self.unbind(name)
-                self._rewrite_jumps(handler_marks, lambda s, name=name: _State(s.names - {name}, s.live))
+                self._rewrite_jumps(handler_marks, partial(_forget, name))
             ends.append(self.state)
         normal = _join(ends)
         if not node.finalbody:
@@ -1106,7 +1107,12 @@ class _Analyser:
         self.bind(node.name)
 
 
-_STATEMENTS = {
+def _forget(name: str, state: _State) -> _State:
+    """`state` without `name` bound (an `except … as name` handler deletes it however it is left)."""
+    return _State(state.names - {name}, state.live)
+
+
+_STATEMENTS: dict[type[ast.stmt], Callable[[_Analyser, Any], None]] = {
     ast.Expr: _Analyser._expr_stmt,
     ast.Assign: _Analyser._assign,
     ast.AugAssign: _Analyser._aug_assign,
@@ -1135,7 +1141,7 @@ _STATEMENTS = {
     ast.ClassDef: _Analyser._class,
 }
 if hasattr(ast, "TryStar"):  # `except*` (3.11+) flows like `except`
-    _STATEMENTS[ast.TryStar] = _Analyser._try  # type: ignore[index]
+    _STATEMENTS[ast.TryStar] = _Analyser._try
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1165,9 +1171,9 @@ class _TLoop:
         self.in_else = False
 
 
-def _flatten(items: Iterable[Item]) -> Iterator[Item]:
+def _flatten(items: Iterable[Item | Spliced]) -> Iterator[Item]:
     """Items in order, with spliced partials inlined (iteratively: includes may nest deeply)."""
-    stack: list[Iterator[Item]] = [iter(items)]
+    stack: list[Iterator[Item | Spliced]] = [iter(items)]
     while stack:
         for item in stack[-1]:
             if isinstance(item, Spliced):
@@ -1413,8 +1419,8 @@ class _Template:
 def _attribute_uses(entries: Iterable[_Parsed | None]) -> list[ShapeUse]:
     """`name.attr` in template code where `name` is bound nowhere in the section (no assignment,
     parameter or loop target of any scope): the attribute of an input itself (kind "attr")."""
-    entries = [e for e in entries if e is not None]
-    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in entries for n in (*e.body, e.header) if n is not None]
+    parsed = [e for e in entries if e is not None]
+    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in parsed for n in (*e.body, e.header) if n is not None]
     bound: set[str] = set()
     found: list[tuple[_Parsed, ast.Attribute, str]] = []
     for entry, root in roots:
@@ -1438,7 +1444,7 @@ def _attribute_uses(entries: Iterable[_Parsed | None]) -> list[ShapeUse]:
     ]
 
 
-def analyse(items: Sequence[Item]) -> Analysis:
+def analyse(items: Sequence[Item | Spliced]) -> Analysis:
     """Infer the inputs and helpers of one section's items. Never raises for any input:
     problems come back as diagnostics."""
     events = list(_flatten(items))

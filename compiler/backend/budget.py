@@ -30,7 +30,7 @@ Pure: the artifact, the document and a token counter in, diagnostics out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,7 @@ from ..facts.diagnostics import Diagnostic, Span, make
 from ..facts.language import BUDGET_LIMITS
 from ..facts.profiles import context_window, window_includes_output
 from ..runtime.template import scan
-from ..syntax.nodes import Block, Placeholder
+from ..syntax.nodes import Block, Item, Placeholder
 from .meter import APPROX
 
 __all__ = ["LIMITS", "JUNCTION_TOKENS", "WorstCase", "check", "worst_case"]
@@ -114,7 +114,7 @@ def _bytes_bound(schema: Mapping[str, Any]) -> int | None:
     if kind == "boolean":
         return len("False")
     if kind == "string" and isinstance(schema.get("maxLength"), int) and not isinstance(schema["maxLength"], bool):
-        return _BYTES_PER_CHAR * max(0, schema["maxLength"])
+        return _BYTES_PER_CHAR * max(0, int(schema["maxLength"]))
     if kind == "integer":
         low, high = schema.get("minimum"), schema.get("maximum")
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)):
@@ -178,7 +178,7 @@ def worst_case(artifact: Any, doc: Any, count: Callable[[str], int] | None) -> W
     return WorstCase(total, head, text, inputs)
 
 
-def _items(doc: Any):
+def _items(doc: Any) -> Iterator[Item]:
     for message in doc.messages:
         for section in message.sections:
             yield from section.items

@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import marshal
 import os
+from collections.abc import Callable, Sized
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,12 @@ O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
 APPROX = APPROX_TOKENIZER
 
 
+#: what counts a text: its tokens, or anything of the same length (the byte estimate's range)
+Encode = Callable[[str], Sized]
+#: loads an encoding when the first text is counted (raises TokenizerError)
+Loader = Callable[[], Encode]
+
+
 class TokenizerError(Exception):
     pass
 
@@ -60,10 +67,10 @@ class Meter:
 
     __slots__ = ("name", "_encode", "_load", "_memo", "_chars", "encoded")
 
-    def __init__(self, name: str, load) -> None:
+    def __init__(self, name: str, load: Loader) -> None:
         self.name = name
         self._load = load
-        self._encode = None
+        self._encode: Encode | None = None
         self._memo: dict[str, int] = {}
         self._chars = 0
         #: texts actually run through the encoder (the others came from the memo)
@@ -93,7 +100,7 @@ class Meter:
                 self._chars -= len(old)
                 del memo[old]
 
-    def encoder(self):
+    def encoder(self) -> Encode:
         """The encode function, loading the encoding now if needed (raises TokenizerError)."""
         if self._encode is None:
             self._encode = self._load()
@@ -106,8 +113,8 @@ class Meter:
                 self._remember(text, count)
 
 
-def _tiktoken_loader(name: str, encoding_name: str):
-    def load():
+def _tiktoken_loader(name: str, encoding_name: str) -> Loader:
+    def load() -> Encode:
         try:
             return tiktoken.get_encoding(encoding_name).encode_ordinary
         except Exception as exc:  # noqa: BLE001 - tiktoken raises several types; all mean "unavailable"
@@ -152,8 +159,8 @@ def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
     return ranks
 
 
-def _o200k_loader(name: str):
-    def load():
+def _o200k_loader(name: str) -> Loader:
+    def load() -> Encode:
         try:
             public = openai_public
             spec = importlib.util.find_spec("bpe_openai")  # locates the data without importing the package

@@ -19,7 +19,7 @@ from ..facts.diagnostics import Diagnostic, Span, make
 from ..facts.profiles import shape_params, shape_requires
 from ..runtime.model import Artifact
 from ..runtime.requestmodel import opening
-from ..syntax.nodes import Document
+from ..syntax.nodes import Document, Message, Section
 from .emit import Request
 
 #: The tokenizer when neither config nor a profile picks one.
@@ -152,7 +152,7 @@ def _sendable(artifact: Artifact, doc: Document, shape: str, label: str) -> list
     ]
 
 
-def _message_span(message) -> Span | None:
+def _message_span(message: Message) -> Span | None:
     """Where a message starts: its separator, else (the implicit system message) its first text."""
     if message.span is not None:
         return message.span
@@ -174,7 +174,7 @@ def _block_span(doc: Document, message: int | None, block: int | None) -> Span:
     if message is None or block is None or message >= len(doc.messages):
         return doc.source.span(0)
     msg = doc.messages[message]
-    groups: list[list] = []
+    groups: list[list[Section]] = []
     for section in msg.sections:
         if groups and groups[-1][0].boundary == section.boundary:
             groups[-1].append(section)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 import click
 
@@ -17,7 +19,9 @@ from .progress import progress_callback
 @click.command("build")
 @config_options("build")
 @common_options
-def build_cmd(fmt, strict, allow, quiet, defines, **options) -> None:
+def build_cmd(
+    fmt: str, strict: bool, allow: tuple[str, ...], quiet: bool, defines: tuple[str, ...], **options: Any
+) -> None:
     """Compile SRC (config: src; default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
     config, config_diags = project_config(options, defines, allow=allow)
     reporter = Reporter(fmt, strict, quiet)
@@ -37,7 +41,15 @@ def build_cmd(fmt, strict, allow, quiet, defines, **options) -> None:
 @config_options("check")
 @click.option("--locked", is_flag=True, help="Also fail when OUT differs from what build would write.")
 @common_options
-def check_cmd(locked, fmt, strict, allow, quiet, defines, **options) -> None:
+def check_cmd(
+    locked: bool,
+    fmt: str,
+    strict: bool,
+    allow: tuple[str, ...],
+    quiet: bool,
+    defines: tuple[str, ...],
+    **options: Any,
+) -> None:
     """Compile SRC without writing anything; with --locked, fail when OUT is stale."""
     config, config_diags = project_config(options, defines, allow=allow)
     with interrupted("check", config.out):
@@ -65,10 +77,12 @@ class interrupted:
         self._sigterm = stop_on_sigterm()
         self._sigterm.__enter__()
 
-    def __exit__(self, kind, value, traceback) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self._sigterm.__exit__(kind, value, traceback)
         if kind is None or not issubclass(kind, KeyboardInterrupt):
-            return False
+            return
 
         signum = getattr(value, "signum", signal.SIGINT)
         name = signal.Signals(signum).name

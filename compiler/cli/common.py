@@ -8,7 +8,7 @@ Commands import this module; this module imports no command, so there is no impo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,15 +18,24 @@ import orjson
 
 from ..backend.meter import TokenizerError, meter
 from ..facts import codes
-from ..facts.config import Invalid, allow_codes, find_pyproject, load_config, options, validate
-from ..facts.diagnostics import render_github, render_markdown, render_sarif, render_text, summary_line, use_color
+from ..facts.config import Config, Invalid, allow_codes, find_pyproject, load_config, options, validate
+from ..facts.diagnostics import (
+    Diagnostic,
+    render_github,
+    render_markdown,
+    render_sarif,
+    render_text,
+    summary_line,
+    use_color,
+)
 from ..facts.language import IDENTIFIER
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
-    from ..facts.config import Config
-    from ..facts.diagnostics import Diagnostic
+    TextParam = click.ParamType[str]
+else:  # click's ParamType is generic from 8.2 on only
+    TextParam = click.ParamType
 
 FORMATS = ("text", "json", "github", "sarif", "markdown")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
@@ -121,9 +130,9 @@ def project_config(
                 message, param_hint=declared[key].flag[-1] if declared[key].flag else key
             ) from None
     config = with_allowed(replace(current.config, **values), allow)
-    problem = validate(config)
-    if problem:
-        raise click.BadParameter(problem, param_hint="--provider")
+    invalid = validate(config)
+    if invalid:
+        raise click.BadParameter(invalid, param_hint="--provider")
     try:
         if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
             meter(config.tokenizer)
@@ -190,33 +199,38 @@ class Reporter:
         self.strict = strict
         self.quiet = quiet
 
-    def promote(self, diagnostics):
+    def promote(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
         """With `--strict`, warnings shown as the errors they are to the build (the driver already
         made them errors; a command that does not build still fails on them)."""
         if not self.strict:
             return list(diagnostics)
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]
 
-    def emit(self, diagnostics, files: int | None = None, extra: dict | None = None, summary: str | None = None) -> int:
-        diagnostics = self.promote(diagnostics)
-        errors = any(d.severity == "error" for d in diagnostics)
+    def emit(
+        self,
+        diagnostics: Iterable[Diagnostic],
+        files: int | None = None,
+        extra: dict[str, Any] | None = None,
+        summary: str | None = None,
+    ) -> int:
+        promoted = self.promote(diagnostics)
+        errors = any(d.severity == "error" for d in promoted)
         # a configuration or tokenizer error is a usage error: exit 2, as for a bad flag
-        status = USAGE_ERROR if any(d.code in _USAGE_CODES and d.severity == "error" for d in diagnostics) else 1
+        status = USAGE_ERROR if any(d.code in _USAGE_CODES and d.severity == "error" for d in promoted) else 1
         if self.fmt == "json":
             command = click.get_current_context().info_name or "promptc"
-            payload = envelope(command, diagnostics=[d.to_json() for d in diagnostics], **(extra or {}))
-            payload["errors"] = sum(1 for d in diagnostics if d.severity == "error")
-            payload["warnings"] = sum(1 for d in diagnostics if d.severity == "warning")
+            payload = envelope(command, diagnostics=[d.to_json() for d in promoted], **(extra or {}))
+            payload["errors"] = sum(1 for d in promoted if d.severity == "error")
+            payload["warnings"] = sum(1 for d in promoted if d.severity == "warning")
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
-        shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        shown = [d for d in promoted if not (self.quiet and d.severity == "warning")]
         if self.fmt == "markdown":
             command = click.get_current_context().info_name or "promptc"
             click.echo(render_markdown(shown, f"promptc {summary or command}", files))
             return status if errors else 0
         if self.fmt == "sarif":
             # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
-
             click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
         try:
@@ -226,6 +240,6 @@ class Reporter:
         for d in shown:
             click.echo(render_github(d) if self.fmt == "github" else render_text(d, color=color) + "\n", color=color)
         if not self.quiet or errors:
-            line = summary_line(diagnostics, files)
+            line = summary_line(promoted, files)
             click.echo(f"{summary}: {line}" if summary else line)
         return status if errors else 0

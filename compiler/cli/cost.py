@@ -7,10 +7,11 @@ and picks exit codes (2 for a traffic file or a build that cannot be read, as fo
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
 import orjson
@@ -24,6 +25,8 @@ from ..runtime.model import ArtifactError, Manifest
 from ..runtime.usage import parse_timestamp
 from ..tools.cost import (
     NO_CACHE,
+    DiffCost,
+    TreeCost,
     advise,
     check_traffic,
     diff_cost,
@@ -36,11 +39,7 @@ from ..tools.cost import (
     tree_cost,
 )
 from ..tools.reconcile import ReadStats, read_records, records_problem
-from .common import USAGE_ERROR, envelope, settings
-
-if TYPE_CHECKING:
-    from ..runtime.model import Manifest
-    from ..tools.cost import DiffCost, TreeCost
+from .common import USAGE_ERROR, TextParam, envelope, settings
 
 
 def _fail(command: str, message: str) -> NoReturn:
@@ -48,7 +47,7 @@ def _fail(command: str, message: str) -> NoReturn:
     sys.exit(USAGE_ERROR)
 
 
-class FailOnType(click.ParamType):
+class FailOnType(TextParam):
     """`--fail-on`: a kind of change (`bust`, `contract`, …) or `cost>AMOUNT` (dollars)."""
 
     name = "KIND"
@@ -81,7 +80,7 @@ def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
     return limits
 
 
-def load_traffic(command: str, path: str, names: list[str], other_names: list[str] = ()) -> dict[str, Decimal]:
+def load_traffic(command: str, path: str, names: Iterable[str], other_names: Iterable[str] = ()) -> dict[str, Decimal]:
     """The traffic file, or exit 2 after printing its diagnostics (E945, E946). W947 warnings are
     printed and the command goes on."""
     traffic, diagnostics = read_traffic(path)
@@ -151,9 +150,9 @@ def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
     unpriced = [p for p in tree.prompts if p.price is None]
     if unpriced:
         lines.append("not priced: " + ", ".join(f"{p.facts.name} ({p.unpriced})" for p in unpriced))
-    share = tree.cacheable_share()
+    whole = tree.cacheable_share()
     basis = "by traffic" if tree.traffic else "one request of each prompt"
-    total = f"total: cacheable share {share * 100:.1f}% ({basis})" if share is not None else "total: no tokens"
+    total = f"total: cacheable share {whole * 100:.1f}% ({basis})" if whole is not None else "total: no tokens"
     if tree.traffic:
         with_cache, without = tree.day_with(), tree.day_without()
         total += (

@@ -47,7 +47,7 @@ def _read_manifest(arg: str) -> dict[str, Any]:
         _usage_error(str(exc))
 
 
-def _fail_with(diagnostic, fmt: str) -> NoReturn:
+def _fail_with(diagnostic: diagnostics.Diagnostic, fmt: str) -> NoReturn:
     """An old tree that cannot be read (E940–E943): the diagnostic, exit 2."""
     if fmt == "json":
         payload = envelope("diff", diagnostics=[diagnostic.to_json()], errors=1, warnings=0)

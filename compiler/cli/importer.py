@@ -12,11 +12,9 @@ import click
 import orjson
 
 from ..facts.diagnostics import render_text, summary_line, use_color
-from ..tools.importers import audit, import_tree
+from ..facts.language import ROLES
+from ..tools.importers import KINDS, AuditReport, audit, import_tree
 from .common import FORMATS, Reporter, envelope, settings
-
-KINDS = ("dotprompt", "prompty", "jinja")
-ROLES = ("system", "developer", "user", "assistant")
 
 
 @click.command("import")
@@ -44,7 +42,18 @@ ROLES = ("system", "developer", "user", "assistant")
     "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print errors only.")
-def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) -> None:
+def import_cmd(
+    kind: str,
+    src: str,
+    out: str | None,
+    check: bool,
+    inputs: str | None,
+    force: bool,
+    dry_run: bool,
+    role: str,
+    fmt: str,
+    quiet: bool,
+) -> None:
     """Convert KIND sources under SRC (a folder or one file) into `.prompt` sources in OUT.
 
     Each file is either written — it compiles, and with --check renders the same messages as its
@@ -92,7 +101,7 @@ def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) 
 @click.option(
     "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True, help="Output format."
 )
-def audit_cmd(kind, src, role, fmt) -> None:
+def audit_cmd(kind: str, src: str, role: str, fmt: str) -> None:
     """promptc's cache analysis of KIND sources under SRC, imported in memory: nothing is written.
 
     For each prompt: its cache-stable prefix, where and why it ends (in the foreign file), what
@@ -112,7 +121,7 @@ def audit_cmd(kind, src, role, fmt) -> None:
     sys.exit(1 if report.refused else 0)
 
 
-def audit_lines(report) -> list[str]:
+def audit_lines(report: AuditReport) -> list[str]:
     """The prefix analysis `promptc audit` prints (a function so tests can compare it with a build's)."""
     lines = []
     for name, p in report.analysis.get("prompts", {}).items():

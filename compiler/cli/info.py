@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..bindings.python import python_module
 from ..bindings.typescript import typescript_module
 from ..facts.codes import CODES
-from ..facts.diagnostics import render_text
+from ..facts.diagnostics import Diagnostic, render_text
 from ..facts.suggest import did_you_mean
 from ..runtime.atomic import ABSENT, read_file, reason, write_file
 from ..runtime.render import RenderError, load
@@ -31,7 +33,7 @@ def explain_cmd(code: str) -> None:
         known = f"{len(CODES)} codes, {by_number[0]} … {by_number[-1]}"
         raise click.BadParameter(f"no diagnostic code {code!r}{hint} ({known})", param_hint="CODE")
     severity = "error" if entry.severity == "error" else "warning (`--strict` makes it an error)"
-    click.echo(f"{entry.code}: {entry.title}\n\n{entry.explain}\n\nseverity: {severity}")
+    click.echo(f"{entry.code}: {entry.heading}\n\n{entry.explain}\n\nseverity: {severity}")
     example = _example(entry.code)
     if example:
         click.echo(f"\nexample:\n\n{example.rstrip()}")
@@ -64,7 +66,7 @@ def list_cmd(out: str | None, fmt: str) -> None:
     except RenderError as exc:
         click.echo(f"promptc list: {exc}", err=True)
         sys.exit(1)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, entry in sorted(entries.items()):
         cached = None if entry.cacheable_tokens is None else entry.cacheable_tokens > 0
         rows.append(
@@ -83,8 +85,8 @@ def list_cmd(out: str | None, fmt: str) -> None:
         return
     table = [["prompt", "inputs", "model", "prefix", "cached"]]
     for row in rows:
-        cached = "-" if row["cached"] is None else ("yes" if row["cached"] else "no (below minimum)")
-        table.append([row["name"], _inputs(row["inputs"]), row["model"] or "-", str(row["prefix_tokens"]), cached])
+        shown = "-" if row["cached"] is None else ("yes" if row["cached"] else "no (below minimum)")
+        table.append([row["name"], _inputs(row["inputs"]), row["model"] or "-", str(row["prefix_tokens"]), shown])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for r in table:
         click.echo(
@@ -194,7 +196,9 @@ def gen_typescript_cmd(output: str | None, build_dir: str | None) -> None:
     _generate(typescript_module, output, build_dir)
 
 
-def _generate(generator, output: str | None, build_dir: str | None) -> None:
+def _generate(
+    generator: Callable[[str, str | None], tuple[str, list[Diagnostic]]], output: str | None, build_dir: str | None
+) -> None:
     """Run a bindings generator: errors (E920) stop it with exit 1; warnings (W921) are printed."""
     folder = build_dir or settings().config.out
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -35,11 +35,16 @@ from .common import USAGE_ERROR, envelope, settings
 from .cost import read_build
 from .oldtree import OldTreeError, from_revision
 
+if TYPE_CHECKING:
+    FailOnParam = click.ParamType[FailOn]
+else:  # click's ParamType is generic from 8.2 on only
+    FailOnParam = click.ParamType
 
-class FailOnRule(click.ParamType):
+
+class FailOnRule(FailOnParam):
     name = "hit<RATIO|lost>DOLLARS"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> FailOn:
         if isinstance(value, FailOn):
             return value
         try:

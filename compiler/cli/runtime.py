@@ -1,39 +1,37 @@
 """`promptc render` and `promptc inspect`: the runtime side of the command line.
 
 Registered on the main group by `promptc.cli` (`main.add_command(render_cmd)`, `main.add_command(inspect_cmd)`).
-Imports stay inside the commands so that `promptc --version` does not pay for them. Errors are one line
+Errors are one line
 on stderr and exit 1; bad usage (a malformed `--var`, an unreadable `--vars` file) exits 2.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
-
-if TYPE_CHECKING:
-    from ..runtime.model import Artifact
-
-import json
-from pathlib import Path
 
 from ..facts.language import PLACEHOLDER_PATH
 from ..facts.language import SHAPES as SHAPE_CHOICES
 from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
 from ..runtime.inputtypes import from_text
+from ..runtime.model import Artifact
 from ..runtime.render import MissingInputsError, RenderError, load
 from .common import Settings, config_options, envelope, settings
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"error: {' '.join(str(message).split())}", err=True)
     sys.exit(1)
 
 
 @contextmanager
-def _one_line_errors():
+def _one_line_errors() -> Iterator[None]:
     """Render errors (and anything unexpected) become one line on stderr and exit 1, never a traceback."""
     try:
         yield
@@ -183,7 +181,7 @@ def _with_std_hint(exc: Exception, std_inputs: bool) -> str:
     if not std or std_inputs:
         return str(exc)
     which = sorted({"std/env" if m in ENV_KEYS else "std/git" if m in GIT_KEYS else "std/date" for m in std})
-    every = len(std) == len(exc.missing)
+    every = len(std) == len(getattr(exc, "missing", ()))
     return (
         f"{exc}; {'they are' if every else f'{len(std)} of them are'} the inputs of {', '.join(which)}: "
         "pass --std-inputs to fill them from this machine (values you give still win)"

@@ -14,8 +14,8 @@ import orjson
 from click.core import ParameterSource
 
 from ..driver.watch import watch
-from ..facts.config import coerce
-from ..facts.diagnostics import render_text, summary_line, use_color
+from ..facts.config import Config, coerce
+from ..facts.diagnostics import Diagnostic, render_text, summary_line, use_color
 from .common import Reporter, common_options, config_options, parse_defines, project_config, settings, with_allowed
 
 
@@ -44,7 +44,7 @@ def _watch_summary(record: Any) -> str:
     return text
 
 
-def _key(d: Any) -> tuple[str, str, str, str]:
+def _key(d: Diagnostic) -> tuple[str, str, str, str]:
     """What makes a diagnostic the same one in the next build: its file, code, severity and
     message (not its line: an edit above it moves it without fixing it)."""
     return (d.path, d.code, d.severity, d.message)
@@ -84,12 +84,15 @@ class _TextReport:
             color = use_color(settings().color)
         except RuntimeError:
             color = False
-        new, kept, seen = [], [], Counter()
+        new: list[Diagnostic] = []
+        kept: list[Diagnostic] = []
+        seen: Counter[tuple[str, str, str, str]] = Counter()
         for d in current:
             key = _key(d)
             seen[key] += 1
             (new if seen[key] > before[key] else kept).append(d)
-        fixed, gone = [], Counter()
+        fixed: list[Diagnostic] = []
+        gone: Counter[tuple[str, str, str, str]] = Counter()
         for d in previous:
             key = _key(d)
             gone[key] += 1
@@ -153,7 +156,15 @@ def _report_build_json(record: Any, reporter: Any) -> None:
     help="Quiet window after a change before rebuilding, in milliseconds.",
 )
 @common_options
-def watch_cmd(debounce, fmt, strict, allow, quiet, defines, **options) -> None:
+def watch_cmd(
+    debounce: int,
+    fmt: str,
+    strict: bool,
+    allow: tuple[str, ...],
+    quiet: bool,
+    defines: tuple[str, ...],
+    **options: Any,
+) -> None:
     """Build SRC into OUT, then rebuild on every change until Ctrl-C.
 
     A prompt with errors (with --strict: or warnings) keeps its last good artifact; the other
@@ -180,7 +191,7 @@ def watch_cmd(debounce, fmt, strict, allow, quiet, defines, **options) -> None:
         else:
             text(record)
 
-    def reload() -> tuple[Any, list]:
+    def reload() -> tuple[Config, list[Diagnostic]]:
         fresh, diagnostics = current.reload()
         # `--allow` keeps adding to the file's `allow` (a reloaded file's own list included)
         fresh = with_allowed(replace(fresh, **{k: coerce(k, v) for k, v in explicit.items()}), allow)

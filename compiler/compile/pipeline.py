@@ -32,11 +32,11 @@ import orjson
 
 from ..backend import emit, suppress
 from ..backend.budget import check as check_budget
+from ..backend.emit import Request
 from ..backend.meter import Meter, TokenizerError, meter
 from ..backend.prefix import Cut
 from ..backend.prefix import lint as lint_prefix
 from ..backend.prefix import locate as locate_prefix
-from ..backend.request import Request
 from ..backend.request import check as check_request
 from ..backend.request import settle as settle_request
 from ..facts import codes
@@ -178,6 +178,13 @@ class Compilation:
 
     def stop(self) -> None:
         self.stopped = True
+
+    def finished(self) -> tuple[Document, Artifact]:
+        """The document and the artifact of a compile that ran to its end (a caller's error
+        otherwise): what `divergence.prompt_in` hands out."""
+        if self.document is None or self.artifact is None:
+            raise ValueError(f"{self.rel}: the compile did not finish")
+        return self.document, self.artifact
 
     @property
     def compiled(self) -> CompiledPrompt:

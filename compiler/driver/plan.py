@@ -23,6 +23,7 @@ from ..backend.meter import TokenizerError, meter
 from ..compile.pipeline import CompiledPrompt, name_of
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
+from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
 from ..facts.version import VERSION
 from ..passes.context import SourceTree
 from ..runtime.atomic import read_file, write_file
@@ -155,7 +156,7 @@ def _package_digest() -> str:
     digest.update(grammar_text().encode())
     package = Path(__file__).resolve().parent.parent
     for path in sorted(package.rglob("*")):
-        if path.suffix in (".py", ".prompt", ".json") and "__pycache__" not in path.parts:
+        if path.suffix in (".py", SOURCE_SUFFIX, RESOURCE_SUFFIX) and "__pycache__" not in path.parts:
             digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

@@ -13,6 +13,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
@@ -108,17 +109,17 @@ def stop_on_sigterm() -> Iterator[None]:
         return
     owner = os.getpid()
 
-    def on_term(signum: int, _frame) -> None:
+    def on_term(signum: int, _frame: FrameType | None) -> None:
         if os.getpid() != owner:
             os._exit(128 + signum)
         raise Interrupted(signum)
 
-    def on_int(signum: int, frame) -> None:
+    def on_int(signum: int, frame: FrameType | None) -> None:
         if os.getpid() != owner:
             os._exit(128 + signum)
         signal.default_int_handler(signum, frame)
 
-    installed = {}
+    installed: dict[int, Any] = {}
     for signum, handler, default in (
         (signal.SIGTERM, on_term, signal.SIG_DFL),
         (signal.SIGINT, on_int, signal.default_int_handler),
@@ -130,11 +131,11 @@ def stop_on_sigterm() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, previous in installed.items():
-            signal.signal(signum, previous)
+        for number, previous in installed.items():
+            signal.signal(number, previous)
 
 
-def _stop(executor, finished: bool) -> None:
+def _stop(executor: ProcessPoolExecutor, finished: bool) -> None:
     """Shut the executor down; after an interruption, without waiting for chunks in progress: the
     workers are killed (they hold nothing that needs cleaning up, their spool files go with the
     spool folder)."""

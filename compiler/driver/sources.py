@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from stat import S_ISREG
+from typing import Any
 
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, file_span, make
@@ -163,7 +164,7 @@ RACY_WINDOW_NS = 2_000_000_000
 
 
 def read_tree(
-    src: Path, out: Path | None = None, known: dict[str, list] | None = None, known_at_ns: int = 0
+    src: Path, out: Path | None = None, known: dict[str, list[Any]] | None = None, known_at_ns: int = 0
 ) -> tuple[SourceTree, list[Diagnostic]]:
     """Read every `*.prompt` under `src`, in sorted order.
 

@@ -628,5 +628,5 @@ def watch(
         else:
             watcher.stop()  # the loop ended by itself: re-raise what ended it
     finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+        for number, old in previous.items():
+            signal.signal(number, old)

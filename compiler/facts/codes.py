@@ -15,18 +15,19 @@ Severity = Literal["error", "warning"]
 
 
 class Code(str):
-    """A diagnostic code: the string itself ("E501"), plus its title, documentation and severity.
+    """A diagnostic code: the string itself ("E501"), plus its heading, documentation and severity.
 
     A `str` subclass, so a diagnostic's code compares, sorts, hashes and serialises as the plain code."""
 
-    title: str
+    #: one line: what went wrong (`str.title` is the string's own method, hence not "title")
+    heading: str
     explain: str
 
     def __new__(cls, code: str, title: str, explain: str = "") -> Code:
         if not (len(code) == 4 and code[0] in "EW" and code[1:].isdigit()):
             raise ValueError(f"malformed diagnostic code {code!r}")
         self = super().__new__(cls, code)
-        self.title = title
+        self.heading = title
         #: what the diagnostic means and when it fires; rendered into docs/diagnostics.md
         self.explain = explain
         return self
@@ -39,7 +40,7 @@ class Code(str):
     def severity(self) -> Severity:
         return "warning" if self.startswith("W") else "error"
 
-    def __reduce__(self):  # pickles (to and from build workers) as a plain string
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:  # pickles (to and from build workers) as a plain string
         return (str, (str(self),))
 
 
@@ -675,7 +676,7 @@ def markdown(examples: dict[str, str]) -> str:
         "",
     ]
     for code in CODES.values():
-        lines += [f"## {code.code}: {code.title}", "", code.explain, ""]
+        lines += [f"## {code.code}: {code.heading}", "", code.explain, ""]
         example = examples.get(code.code)
         if example:
             lines += ["```text", example.rstrip("\n"), "```", ""]

@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from . import codes
 from .codes import CODES
@@ -93,7 +93,7 @@ def option(
 ) -> T:
     """A `Config` field declared with everything that is derived from it (`Option`)."""
     declared = Option("", default, coerce, help, doc, shown_default, path, fingerprint, commands, flag, argument)
-    return cast(T, field(default=default, metadata={"option": declared}))
+    return field(default=default, metadata={"option": declared})
 
 
 # -- coercers: a value of the file (or of a flag) → the config's ---------------------------------
@@ -410,7 +410,7 @@ def tokenizer_problem(name: str) -> tuple[str, str] | None:
     return message, hint
 
 
-def allow_codes(values) -> tuple[tuple[str, ...], str | None]:
+def allow_codes(values: Iterable[object]) -> tuple[tuple[str, ...], str | None]:
     """The warning codes of `allow` (config) or `--allow` (CLI), upper-cased, sorted, without
     repeats; or the problem: a name that is no code, or an error's code (errors cannot be allowed)."""
     names = sorted({str(value).strip().upper() for value in values if str(value).strip()})
@@ -493,10 +493,10 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
                 key, _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), getattr(Config(), key)))
             )
     config = replace(Config(origin=path), **values)
-    problem = validate(config)
-    if problem:
+    invalid = validate(config)
+    if invalid:
         diagnostics.append(
-            make(codes.INVALID_CONFIG, problem, _key_span(source, "provider"), "see `promptc explain E902`")
+            make(codes.INVALID_CONFIG, invalid, _key_span(source, "provider"), "see `promptc explain E902`")
         )
         config = replace(config, provider="")
     return config, diagnostics

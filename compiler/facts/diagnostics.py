@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import codes
@@ -173,13 +173,13 @@ class Diagnostic:
         """The CLI's one-line form: `path:line:col: severity[CODE]: message`."""
         return f"{self.path}:{self.line}:{self.col}: {self.severity}[{self.code}]: {self.message}"
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.path, self.line, self.col, self.code, self.message)
 
     def as_error(self) -> Diagnostic:
         return replace(self, severity="error")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "line": self.line,
@@ -264,7 +264,7 @@ def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 def deduplicated(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """One diagnostic per place and problem, ordered; one in a partial names every prompt that
     reported it (the build and the language server alike)."""
-    unique: dict[tuple, Diagnostic] = {}
+    unique: dict[tuple[str, int, int, str, str], Diagnostic] = {}
     for d in diagnostics:
         key = (d.path, d.line, d.col, d.code, d.message)
         first = unique.get(key)
@@ -326,7 +326,7 @@ def _included_by(names: tuple[str, ...], shown: int = 5) -> str:
     return f"reported while compiling {listed}, which include{'s' if len(names) == 1 else ''} this file"
 
 
-def use_color(choice: str = "auto", stream=None) -> bool:
+def use_color(choice: str = "auto", stream: TextIO | None = None) -> bool:
     """Whether to colour output: `always`/`never` decide; `auto` colours a terminal unless
     `NO_COLOR` is set (https://no-color.org), `TERM` is `dumb` or a CI runner is detected;
     `FORCE_COLOR` colours anyway."""
@@ -435,7 +435,7 @@ def _rule_names() -> dict[str, str]:
     }
 
 
-def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = None) -> dict:
+def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = None) -> dict[str, Any]:
     """One SARIF 2.1.0 log of the diagnostics: a run of the tool `promptc`, whose rules are the
     codes reported (title, explanation, `promptc explain CODE`), one result per diagnostic at its
     `path:line:col` range (columns in code points, as promptc counts them). The hint is part of the
@@ -450,13 +450,13 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
     rules = []
     for code in used:
         entry = CODES[code]
-        rule: dict = {
+        rule: dict[str, Any] = {
             "id": code,
-            "shortDescription": {"text": entry.title},
-            "fullDescription": {"text": entry.explain or entry.title},
+            "shortDescription": {"text": entry.heading},
+            "fullDescription": {"text": entry.explain or entry.heading},
             "help": {
-                "text": f"{entry.explain or entry.title}\n\nRun `promptc explain {code}` for an example.",
-                "markdown": f"{entry.explain or entry.title}\n\nRun `promptc explain {code}` for an example.",
+                "text": f"{entry.explain or entry.heading}\n\nRun `promptc explain {code}` for an example.",
+                "markdown": f"{entry.explain or entry.heading}\n\nRun `promptc explain {code}` for an example.",
             },
             "defaultConfiguration": {"level": "error" if entry.severity == "error" else "warning"},
             "properties": {"tags": ["promptc", entry.severity]},
@@ -467,7 +467,12 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
     results = []
     for d in items:
         end_line, end_col = d.end
-        region = {"startLine": d.line, "startColumn": d.col, "endLine": end_line, "endColumn": max(end_col, d.col)}
+        region: dict[str, Any] = {
+            "startLine": d.line,
+            "startColumn": d.col,
+            "endLine": end_line,
+            "endColumn": max(end_col, d.col),
+        }
         if d.source_line is not None and d.span is not None:
             region["snippet"] = {"text": d.source_line}
         text = d.message
@@ -476,8 +481,8 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
         if d.hint:
             text += f"\nhint: {d.hint}"
         uri = _sarif_uri(d.path)
-        where: dict = {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": "%SRCROOT%"}
-        result: dict = {
+        where: dict[str, Any] = {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": "%SRCROOT%"}
+        result: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": "error" if d.severity == "error" else "warning",
@@ -515,7 +520,7 @@ def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = Non
                 }
                 for fix in d.fixes
             ]
-        properties: dict = {}
+        properties: dict[str, Any] = {}
         if d.hint:
             properties["hint"] = d.hint
         if d.included_by:

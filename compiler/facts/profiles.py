@@ -52,7 +52,8 @@ class ProfileError(ValueError):
 def data() -> dict[str, Any]:
     """The decoded `providers.json` (read once per process)."""
     text = resources.files("promptc.data").joinpath("providers.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def providers() -> tuple[str, ...]:
@@ -168,7 +169,8 @@ def resolve_model(provider: str | None, model: str | None) -> str | None:
         return model
     entry = data()["providers"].get(provider) or {}
     aliases = (entry.get("model_aliases") or {}).get("value") or {}
-    return aliases.get(model, model)
+    resolved: str | None = aliases.get(model, model)
+    return resolved
 
 
 def context_window(provider: str | None, model: str | None) -> tuple[int, str] | None:

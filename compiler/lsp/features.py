@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -27,9 +28,12 @@ from ..passes.directives import RESERVED_KEYS
 from ..passes.includes import resolve as resolve_include
 from ..passes.resources import resolve as resolve_resource
 from ..runtime.inputtypes import describe
+from ..runtime.model import Artifact
+from ..runtime.model import Section as ArtifactSection
 from ..runtime.requestmodel import of_artifact
 from ..std import STD_DISPLAY, std_partials
 from ..syntax.nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
+from ..syntax.nodes import Section as SyntaxSection
 from .workspace import Project
 
 SOURCE_NAME = "promptc"
@@ -248,11 +252,11 @@ def path_of(view: FileView, key: str) -> Path | None:
 # Hover
 
 
-def _sections_of(doc: Document, artifact) -> list[tuple[int, object, object | None]]:
+def _sections_of(doc: Document, artifact: Artifact | None) -> list[tuple[int, SyntaxSection, ArtifactSection | None]]:
     """(message index, document section, artifact section or None) in document order."""
-    out = []
+    out: list[tuple[int, SyntaxSection, ArtifactSection | None]] = []
     for mi, message in enumerate(doc.messages):
-        flat = []
+        flat: list[ArtifactSection] = []
         if artifact is not None and mi < len(artifact.messages):
             flat = [s for block in artifact.messages[mi].blocks for s in block.sections]
         for si, section in enumerate(message.sections):
@@ -352,8 +356,8 @@ def _hover_path(view: FileView, target: Target) -> str:
         if names:
             lines.append(f"\nsections: {', '.join(f'`{n}`' for n in names)}")
     if target.kind == "tools" and doc is not None and doc.tools:
-        names = ", ".join(f"`{tool['name']}`" for tool in doc.tools)
-        lines.append(f"\ntools of the prompt: {names}")
+        listed = ", ".join(f"`{tool['name']}`" for tool in doc.tools)
+        lines.append(f"\ntools of the prompt: {listed}")
     return "\n".join(lines)
 
 
@@ -401,7 +405,12 @@ def completion(view: FileView, position: types.Position) -> list[types.Completio
     before = view.src.text[line_start:offset]
     kind = types.CompletionItemKind
 
-    def items(words, item_kind, detail: str, insert=None) -> list[types.CompletionItem]:
+    def items(
+        words: Iterable[str],
+        item_kind: types.CompletionItemKind,
+        detail: str,
+        insert: Callable[[str], str] | None = None,
+    ) -> list[types.CompletionItem]:
         return [
             types.CompletionItem(label=w, kind=item_kind, detail=detail, insert_text=insert(w) if insert else None)
             for w in words
@@ -483,7 +492,9 @@ def code_actions(view: FileView, uri: str, diagnostics: list[types.Diagnostic]) 
     return actions
 
 
-def _action(title: str, uri: str, edits, diagnostic, preferred: bool) -> types.CodeAction:
+def _action(
+    title: str, uri: str, edits: list[types.TextEdit], diagnostic: types.Diagnostic, preferred: bool
+) -> types.CodeAction:
     return types.CodeAction(
         title=title,
         kind=types.CodeActionKind.QuickFix,
@@ -541,7 +552,9 @@ def prefix_end(view: FileView) -> PrefixEndInfo | None:
 
 def _first_dynamic(view: FileView) -> tuple[str, Span | None]:
     doc = view.document
-    artifact = view.analysis.compiled.artifact  # type: ignore[union-attr]
+    artifact = view.analysis.compiled.artifact if view.analysis is not None else None
+    if doc is None or artifact is None:
+        return "the prompt does not compile", None
     stop = of_artifact(artifact).prefix().stop  # where the request model's walk stops
     if stop is None or stop.message is None or stop.block is None:
         return "the whole request is stable", None

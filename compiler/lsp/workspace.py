@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..compile.pipeline import Compilation, PartialLoader, compile_prompt
 from ..driver.sources import LooseFiles, is_prompt, read_tree
@@ -117,7 +118,8 @@ class Project:
         self._cache: dict[str, Cached] = {}
         self._scanned_at = 0.0
         self._disk: SourceTree | None = None
-        self._known: dict[str, list] = {}
+        self._known: dict[str, list[Any]] = {}
+        self._known_at = 0
         self._owned: dict[Path, bool] = {}
         self.load_config()
 

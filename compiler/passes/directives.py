@@ -11,6 +11,7 @@ import json
 import math
 import re
 from dataclasses import replace
+from typing import Any
 
 from ..facts import codes
 from ..facts.codes import CODES
@@ -108,12 +109,11 @@ def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int) -> No
         parts.append((text, start + len(raw) - len(raw.lstrip())))
 
 
-def _unrepresentable(value: object):
+def _unrepresentable(value: object) -> tuple[list[str | int], str, str] | None:
     """What in a param's JSON value no artifact can carry (a lone surrogate escape, a number out
     of range inside a list or object), as `jsonfile.unrepresentable` says, or None."""
     if isinstance(value, (int, float, bool)) or value is None:
         return None  # a top-level number out of range is kept as its text by `typed_value`
-
     return unrepresentable(value)
 
 
@@ -194,7 +194,7 @@ class _HeaderBuilder:
         self.param_spans: dict[str, Span] = {}
         self.cache_ttl: tuple[str, Span] | None = None
         #: declared input types, as JSON Schema
-        self.types: dict[str, dict] = {}
+        self.types: dict[str, dict[str, Any]] = {}
         #: `name: @schema.json` types, resolved by the resources pass (kept where they stood)
         self.refs: list[ResourceRef] = []
         #: `name: TYPE(max_tokens=N)`: input name → (N, where it is written)
@@ -230,8 +230,8 @@ class _HeaderBuilder:
                 )
                 return
             src = where.src
-            at = src.span(where.end - len(path), where.end) if src is not None else where
-            self.refs.append(ResourceRef("input", ((path, at),), d.span, input_name=name))
+            written_at = src.span(where.end - len(path), where.end) if src is not None else where
+            self.refs.append(ResourceRef("input", ((path, written_at),), d.span, input_name=name))
             return
         try:
             schema = parse_type(text)
@@ -247,7 +247,7 @@ class _HeaderBuilder:
             return
         self.types[name] = schema
 
-    def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match) -> str:
+    def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match[str]) -> str:
         """Record `(max_tokens=N)` of an input's type (E304 for a count that is no whole number);
         the type without it."""
         lead = len(written) - len(written.lstrip())
@@ -316,9 +316,9 @@ class _HeaderBuilder:
                         f"first given at line {self.param_spans[name].line}",
                     )
                 value = typed_value(raw.strip())
-                problem = _unrepresentable(value)
-                if problem is not None:
-                    ctx.report(codes.MALFORMED_DIRECTIVE, f"param `{name}`: {problem[1]}", d.value_span, problem[2])
+                unfit = _unrepresentable(value)
+                if unfit is not None:
+                    ctx.report(codes.MALFORMED_DIRECTIVE, f"param `{name}`: {unfit[1]}", d.value_span, unfit[2])
                     continue
                 self.params[name] = value
                 self.param_spans[name] = d.value_span

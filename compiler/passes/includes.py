@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import replace
+from typing import Any
 
 from ..facts import codes
-from ..facts.diagnostics import Fix, replace_word
+from ..facts.codes import Code
+from ..facts.diagnostics import Diagnostic, Fix, replace_word
 from ..facts.language import PARTIAL_PREFIX, SOURCE_SUFFIX, STD_PREFIX
 from ..facts.suggest import did_you_mean
 from ..std import std_partials
@@ -34,7 +36,7 @@ from ..syntax.nodes import (
 from .context import Context
 
 
-def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:
+def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, Code | None, str | None]:
     """(key, error code, message). `key` is a source-relative path or `std/NAME`."""
     if target.startswith(STD_PREFIX) and not target.endswith(SOURCE_SUFFIX):
         return (
@@ -79,7 +81,15 @@ class _Expanded:
 
     __slots__ = ("items", "tags", "inputs", "types", "diagnostics", "includes", "chars")
 
-    def __init__(self, items, tags, inputs, diagnostics, includes, types=()) -> None:
+    def __init__(
+        self,
+        items: tuple[Item, ...],
+        tags: tuple[str, ...],
+        inputs: tuple[str, ...],
+        diagnostics: tuple[Diagnostic, ...],
+        includes: dict[str, None],
+        types: tuple[tuple[str, dict[str, Any]], ...] = (),
+    ) -> None:
         self.items = items
         self.tags = tags
         self.inputs = inputs
@@ -124,7 +134,7 @@ def _splice(ctx: Context, key: str, chain: tuple[str, ...]) -> _Expanded:
 
 def _expand(
     items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]
-) -> tuple[tuple[Item, ...], set[str]]:
+) -> tuple[tuple[Item, ...], dict[str, None]]:
     out: list[Item] = []
     includes: dict[str, None] = {}  # first-seen order
     chars = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import replace
+from typing import Any
 
 from ..analysis.inference import ShapeUse, analyse
 from ..facts import codes
@@ -83,7 +84,7 @@ def _locate(section: Section, text: str, error: template.TemplateSyntaxError) ->
     end = start + 1
     if error.end_offset is not None:
         end = min(max(start + 1, item.span.start + error.end_offset - token.pos), item.span.end)
-    return item.span.src.span(start, end)
+    return (item.span.src or section.source).span(start, end)
 
 
 def infer_inputs(doc: Document, ctx: Context) -> Document:
@@ -105,7 +106,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
                 _check_compiles(section, ctx)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
-            habits += jinja_habits.check(section, set(inputs), ctx, analysis.helpers - set(inputs))
+            habits += jinja_habits.check(section, set(inputs), ctx, set(analysis.helpers) - set(inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
@@ -136,10 +137,10 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
 
 _NOT_ITERABLE = frozenset({"integer", "number", "boolean", "null"})
 #: what a `{% for %}` can walk, among JSON's values (a mapping walks its keys)
-_ITERABLE: dict = {"type": ["array", "object", "string"]}
+_ITERABLE: dict[str, Any] = {"type": ["array", "object", "string"]}
 
 
-def _kinds(schema: dict) -> set[str] | None:
+def _kinds(schema: dict[str, Any]) -> set[str] | None:
     """The JSON types a schema admits, or None when it does not say (any value)."""
     if not isinstance(schema, dict):
         return None
@@ -163,7 +164,7 @@ def _kinds(schema: dict) -> set[str] | None:
     return None
 
 
-def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
+def _member_schema(schema: dict[str, Any], attr: str) -> tuple[dict[str, Any] | None, str | None]:
     """(the schema of `value.attr`, None) or (None, why the declared type has no such member)."""
     options = [o for o in schema.get("anyOf", [schema]) if isinstance(o, dict) and _kinds(o) != {"null"}]
     for option in options:
@@ -188,13 +189,13 @@ def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
     return None, f"is {describe(schema)}, which has no keys or attributes"
 
 
-def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple[tuple[str, dict], ...]:
+def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple[tuple[str, dict[str, Any]], ...]:
     """Check uses against declared types (E505 at the use), and infer a type for each input that
     has none: `${user.name}` → an object with a required `name`; a `{% for %}` over it → a list,
     a mapping or a string. Uses only inside `{% if %}`/loop bodies also admit None."""
     declared = dict(doc.header.input_types)
     spans = dict(doc.header.declared_input_spans)
-    inferred: dict[str, dict] = {}
+    inferred: dict[str, dict[str, Any]] = {}
     unconditional: set[str] = set()
     for use in uses:
         schema = declared.get(use.name)
@@ -222,7 +223,7 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
             if child is None or (not last and child.get("type") != "object"):
                 child = properties[attr] = {} if last else {"type": "object", "properties": {}, "required": []}
             node = child
-    out: list[tuple[str, dict]] = []
+    out: list[tuple[str, dict[str, Any]]] = []
     for name in sorted(inferred):
         schema = _sorted_schema(inferred[name])
         if name not in unconditional:
@@ -232,7 +233,7 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     return tuple(out)
 
 
-def _sorted_schema(schema: dict) -> dict:
+def _sorted_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Properties and required names in sorted order: the artifact does not depend on use order."""
     if "properties" not in schema:
         return schema
@@ -240,7 +241,7 @@ def _sorted_schema(schema: dict) -> dict:
     return {"type": schema["type"], "properties": properties, "required": sorted(schema["required"])}
 
 
-def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Context) -> None:
+def _check_use(use: ShapeUse, schema: dict[str, Any], declared_at: Span | None, ctx: Context) -> None:
     where = f" (declared at line {declared_at.line})" if declared_at is not None else ""
     if use.kind == "iter":
         kinds = _kinds(schema)
@@ -264,9 +265,11 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f'read the key: `{use.name}["{attr}"]` (placeholders `${{{use.name}.{attr}}}` read keys themselves)',
             )
         return
-    node: dict | None = schema
+    node: dict[str, Any] | None = schema
     walked = use.name
     for attr in use.attrs:
+        if node is None:
+            return
         member, problem = _member_schema(node, attr)
         if problem is not None:
             problem, _, close = problem.partition("\0")
@@ -277,7 +280,7 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f"did you mean `{close}`?"
                 if close
                 else f"change the declared type of `{use.name}`, or the placeholder",
-                [replace_word(ctx.source_of(use.span), use.span, attr, close)] if close else (),
+                [replace_word(ctx.source_of(use.span), use.span, attr, close)] if close and use.span else (),
             )
             return
         node = member
@@ -322,10 +325,11 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
             jinja = [n for n in doc.inputs if n in habits]
             said.update(plain)  # the Jinja habits keep their W605, which says what to write
             meant = _meant_input_line(ctx)
+            span: Span | None
             if meant is not None:
                 span, key, value = meant
                 message = (
-                    f"no `/// input:` declaration: `/// {key}:` (line {span.line}) is not the `input` directive "
+                    f"no `/// input:` declaration: `/// {key}:` (line {meant[0].line}) is not the `input` directive "
                     f"(inputs used: {', '.join(doc.inputs)})"
                 )
                 hints = [f"write `/// input: {value or ', '.join(plain)}`"]
@@ -348,9 +352,10 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
     for name in doc.inputs:
         if name in declared_set:
             continue
-        section, span = next(
+        found: tuple[Section | None, Span | None] = next(
             ((s, first_use(s, name)) for m in doc.messages for s in m.sections if name in s.inputs), (None, None)
         )
+        section, span = found
         src = span.src if span is not None and span.src is not None else ctx.source
         placeholder = span is not None and src.text.startswith("${", span.start)
         candidates = set(declared) | (_code_names(section) if section is not None else set())

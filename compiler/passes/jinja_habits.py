@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
 from ..facts import codes
@@ -148,7 +149,7 @@ def _filter_hint(name: str, before: str, code: str, names: set[str]) -> str:
     )
 
 
-def check(section: Section, inputs: set[str], ctx: Context, helpers: set[str] = frozenset()) -> list[Habit]:
+def check(section: Section, inputs: set[str], ctx: Context, helpers: AbstractSet[str] = frozenset()) -> list[Habit]:
     """The W605s of a section's Jinja filters, `loop` and `{# comments #}` where they would be read
     as inputs (returned: the caller reports them, once it knows which are undeclared inputs); and
     better hints for the errors Jinja syntax causes (reported already, by the parser or the

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 from ..facts import codes
 from ..facts.language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
-from ..syntax.nodes import Block, Document, Escape, Message, Placeholder, Section, Text
+from ..syntax.nodes import Block, Document, Escape, Item, Message, Placeholder, Section, Text
 from .context import Context
 from .roles import trim
 
 
 def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Section:
-    items = []
+    items: list[Item] = []
     inputs: list[str] = []
     for item in section.items:
         if isinstance(item, Placeholder):
@@ -43,7 +43,7 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
 _ESCAPED_OPENERS = tuple(ESCAPE + opener for opener in TEMPLATE_ESCAPES)
 
 
-def _check_adjacency(items: list, ctx: Context) -> None:
+def _check_adjacency(items: list[Item], ctx: Context) -> None:
     """Artifact text escapes openers with a backslash, so literal text may not end, right before a
     placeholder or block, with a character that would join it into an escape or another opener.
     Source text cannot produce this (the lexer would have read the pair differently); a define's

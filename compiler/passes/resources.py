@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import posixpath
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -145,8 +146,7 @@ def _explain(error: Any) -> Problem:
     keyword = next((p for p in reversed(path) if isinstance(p, str)), None)
     instance = error.instance
     if path and path[-1] == "type" and not (len(path) > 1 and path[-2] in _SCHEMA_MAPS):
-        message, hint = _type_problem(instance)
-        return path, message, hint
+        return (path, *_type_problem(instance))
     validator = error.validator
     label = f"`{keyword}`" if keyword else "the schema"
     if validator == "type":
@@ -387,7 +387,9 @@ class _FileChecker:
         return {"name": name, "description": description, "input_schema": value["input_schema"]}
 
 
-def _checked_file(ctx: Context, kind: str, key: str, check) -> _Checked:
+def _checked_file(
+    ctx: Context, kind: str, key: str, check: Callable[[_FileChecker, Any, tuple[Diagnostic, ...]], _Checked]
+) -> _Checked:
     """File `key` read and checked once per build (the result is kept on the loader, by kind):
     `check(checker, value, read_diagnostics)` runs only when the file reads as JSON."""
     cached = ctx.partials.resources.get((kind, key))

@@ -93,16 +93,24 @@ def read_file(path: str | os.PathLike[str], *, limit: int | None = None, follow:
             chunks.append(chunk)
             if remaining >= 0:
                 remaining -= len(chunk)
-                if remaining <= 0:  # it grew past the limit while being read
+                if remaining <= 0 and limit is not None:  # it grew past the limit while being read
                     raise TooLarge(os.fspath(path), limit + 1, limit)
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def write_text(path: str | os.PathLike[str], text: str, **options) -> Path:
+def write_text(
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    expect: bytes | _Sentinel = ANY,
+    symlinks: Literal["follow", "refuse"] = "follow",
+    mode: int | None = None,
+    durable: bool = True,
+) -> Path:
     """`write_file` with the text encoded as UTF-8 (newlines as given)."""
-    return write_file(path, text.encode("utf-8"), **options)
+    return write_file(path, text.encode("utf-8"), expect=expect, symlinks=symlinks, mode=mode, durable=durable)
 
 
 def write_file(
@@ -153,7 +161,14 @@ _UNNAMED: list[bool | None] = [None]
 
 
 def _write(
-    fd: int, temporary: str | None, folder: Path, target: Path, data: bytes, expect, bits: int | None, durable: bool
+    fd: int,
+    temporary: str | None,
+    folder: Path,
+    target: Path,
+    data: bytes,
+    expect: bytes | _Sentinel,
+    bits: int | None,
+    durable: bool,
 ) -> Path:
     try:
         try:
@@ -245,7 +260,7 @@ def _open_temporary(folder: Path, name: str, bits: int | None) -> tuple[int, str
 _NO_LINK = frozenset({errno.EXDEV, errno.ENOENT, errno.EPERM, errno.EACCES, errno.EINVAL, errno.EOPNOTSUPP})
 
 
-def _name_unnamed(fd: int, folder: Path, target: Path, expect) -> str | None:
+def _name_unnamed(fd: int, folder: Path, target: Path, expect: bytes | _Sentinel) -> str | None:
     """Link a complete O_TMPFILE file into the folder: straight to the target for `ABSENT`, else to
     a temporary name the caller renames over the target."""
     source = f"/proc/self/fd/{fd}"

@@ -29,9 +29,9 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +209,7 @@ class BuildFolder:
 
 
 @cache
-def _renameat2_exchange():
+def _renameat2_exchange() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -836,7 +836,7 @@ def _shadow_path(out: Path) -> Path:
 
 
 def write_output(
-    out: Path, files: dict[str, bytes | Path], keep: list[str] = (), shas: dict[str, str] | None = None
+    out: Path, files: dict[str, bytes | Path], keep: Sequence[str] = (), shas: dict[str, str] | None = None
 ) -> bool:
     """Replace `out` with exactly `files` plus the `keep` files already in it, atomically.
     Returns False (and touches nothing) when `out` already holds exactly that.
@@ -913,7 +913,7 @@ def _clear_flag(flag: Path) -> None:
         os.unlink(flag)
 
 
-def _fill_staging(staging: Path, out: Path, files: dict[str, bytes | Path], keep: list[str]) -> None:
+def _fill_staging(staging: Path, out: Path, files: dict[str, bytes | Path], keep: Sequence[str]) -> None:
     made = {""}
     old_base, new_base = str(out), str(staging)
 
@@ -941,8 +941,12 @@ def _file_sha(path: str) -> str | None:
         return None
 
 
+def _write_bytes(data: bytes, path: str) -> None:
+    write_new_file(Path(path), data)
+
+
 def _update_shadow(
-    shadow: Path, out: Path, files: dict[str, bytes | Path], keep: list[str], shas: dict[str, str]
+    shadow: Path, out: Path, files: dict[str, bytes | Path], keep: Sequence[str], shas: dict[str, str]
 ) -> None:
     """Make the shadow hold exactly the new set. Files are only ever replaced (new file, then an
     atomic rename), never rewritten in place: a shadow file may be a hard link of a live one."""
@@ -956,7 +960,7 @@ def _update_shadow(
         os.unlink(os.path.join(base, rel))
         emptied.add(rel.rpartition("/")[0])
 
-    def replace_with(rel: str, produce) -> None:
+    def replace_with(rel: str, produce: Callable[[str], object]) -> None:
         target = os.path.join(base, rel)
         folder = os.path.dirname(target)
         if rel.rpartition("/")[0] not in existing_folders:
@@ -982,12 +986,12 @@ def _update_shadow(
         # and hashing the file on every later build. Without links, the bytes are compared instead.
         if rel in existing and not links[0] and _file_sha(target) == shas.get(rel):
             continue
-        replace_with(rel, lambda temporary, source=source: link_or_copy(temporary, source))
+        replace_with(rel, partial(link_or_copy, source=source))
     for rel, data in files.items():
         if isinstance(data, Path):
-            replace_with(rel, lambda temporary, data=data: os.rename(data, temporary))
+            replace_with(rel, partial(os.rename, data))  # already written to the spool
         else:
-            replace_with(rel, lambda temporary, data=data: write_new_file(Path(temporary), data))
+            replace_with(rel, partial(_write_bytes, data))
     for folder in sorted(emptied - {""}, key=len, reverse=True):  # a deleted source's folders go too
         path = os.path.join(base, folder)
         while path != base:

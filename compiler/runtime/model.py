@@ -34,6 +34,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self, cast, get_args
 
+from ..facts.language import (
+    ARTIFACT_SCHEMA,
+    BOUNDARIES,
+    CACHE_TTLS,
+    IDENTIFIER,
+    MANIFEST_SCHEMA,
+    ROLES,
+    SHAPES,
+    TARGETS,
+    Boundary,
+    Role,
+    Target,
+)
+from ..facts.version import VERSION
+
 __all__ = [
     "ARTIFACT_SCHEMA",
     "MANIFEST_SCHEMA",
@@ -56,21 +71,6 @@ __all__ = [
     "Tool",
     "Totals",
 ]
-
-from ..facts.language import (
-    ARTIFACT_SCHEMA,
-    BOUNDARIES,
-    CACHE_TTLS,
-    IDENTIFIER,
-    MANIFEST_SCHEMA,
-    ROLES,
-    SHAPES,
-    TARGETS,
-    Boundary,
-    Role,
-    Target,
-)
-from ..facts.version import VERSION
 
 #: How an artifact's text renders: placeholders only, or the compiled Python of its blocks.
 Renderer = Literal["placeholder", "python"]
@@ -337,7 +337,7 @@ def _spell(where: Any) -> str:
     while isinstance(where, tuple):
         where, key = where
         keys.append(f"[{key}]" if isinstance(key, int) else f"[{_quote(key)}]")
-    return where + "".join(reversed(keys))
+    return str(where) + "".join(reversed(keys))
 
 
 def _is_json_scalar(value: Any) -> bool:
@@ -763,7 +763,7 @@ class Cache:
             _optional_count(data, "cacheable_tokens", at),
             _count(data, "head_chars", at),
             _count(data, "head_tokens", at),
-            cast("str | None", _optional_choice(data, "ttl", at, CACHE_TTLS)),
+            _optional_choice(data, "ttl", at, CACHE_TTLS),
             _prefix_end(_get(data, "prefix_end", at), at + "prefix_end"),
             tuple(
                 parse(_object(item, f"{at}breakpoints[{i}]"), f"{at}breakpoints[{i}].")

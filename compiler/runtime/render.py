@@ -40,7 +40,7 @@ variables, matching the compiler, for which every placeholder root is an input.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,7 +316,7 @@ class _Python:
 #: are the placeholder problems to look for at render time, in text order (an invalid path, a root
 #: that is not a declared input); `segments` the literal pieces with a None where a value goes and
 #: `slots` (index in segments, path, dotted) for each value; `python` the compiled code instead.
-_SectionPlan = str | tuple
+_SectionPlan = str | tuple[Any, ...]
 
 
 class _Refused:
@@ -367,7 +367,7 @@ def _section_plan(
     for tok in tokens:
         if tok.kind == "lit":
             if segments and segments[-1] is not None:
-                segments[-1] += tok.text  # type: ignore[operator]
+                segments[-1] += tok.text
             else:
                 segments.append(tok.text)
         else:
@@ -380,7 +380,7 @@ def _section_plan(
 
 def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: str) -> str:
     if plan.__class__ is str:
-        return plan  # type: ignore[no-any-return]
+        return str(plan)
     checks, segments, slots, python = plan
     for kind, what in checks:
         if kind == "invalid":
@@ -409,10 +409,11 @@ def _render_section(
 
 
 _new = object.__new__
-_set_boundary = RenderedBlock.boundary.__set__  # type: ignore[attr-defined]
-_set_text = RenderedBlock.text.__set__  # type: ignore[attr-defined]
-_set_breakpoint = RenderedBlock.breakpoint.__set__  # type: ignore[attr-defined]
-_set_anthropic = RenderedBlock.anthropic.__set__  # type: ignore[attr-defined]
+# the slots' own setters: how the generated code fills a frozen block it made with _new
+_set_boundary = RenderedBlock.__dict__["boundary"].__set__
+_set_text = RenderedBlock.__dict__["text"].__set__
+_set_breakpoint = RenderedBlock.__dict__["breakpoint"].__set__
+_set_anthropic = RenderedBlock.__dict__["anthropic"].__set__
 
 
 class RenderPlan:
@@ -439,7 +440,7 @@ class RenderPlan:
         required = set(schema.get("required", artifact.inputs))
         #: present in every call (a missing one is reported with all the others at once)
         self.must = tuple(n for n in (*artifact.inputs, *artifact.helpers) if n in {*required, *artifact.helpers})
-        self.render: Any = _generate(self, artifact, required)
+        self.render: Callable[[Mapping[str, Any]], Rendered] = _generate(self, artifact, required)
 
     def _missing(self, inputs: Mapping[str, Any]) -> MissingInputsError:
         artifact, must = self.artifact, set(self.must)
@@ -447,7 +448,7 @@ class RenderPlan:
         return MissingInputsError(self.name, sorted(names))
 
 
-def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
+def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Callable[[Mapping[str, Any]], Rendered]:
     """The source of `plan.render` (see RenderPlan), compiled."""
     namespace: dict[str, Any] = {
         "_new": _new,
@@ -601,7 +602,8 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
     lines.append("    return rendered")
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<promptc-render-plan {artifact.name}>", "exec"), namespace)  # noqa: S102
-    return namespace["render"]
+    render: Callable[[Mapping[str, Any]], Rendered] = namespace["render"]
+    return render
 
 
 # Plans of artifacts rendered through `render_artifact` (a Runtime keeps its own): keyed by the

@@ -1079,7 +1079,8 @@ def generate(tokens: Sequence[Token]) -> Program:
     for index, tok in enumerate(tokens):
         body = stack[-1].body
         indent = "    " * len(stack)
-        text, positions, count = tok.text, (), 1
+        positions: tuple[int, ...] = ()
+        text, count = tok.text, 1
         parts = tok.block
         if parts is None:
             if tok.kind == "lit":
@@ -1150,10 +1151,11 @@ def generate(tokens: Sequence[Token]) -> Program:
     if refused is not None:
         node, message = refused
         index, offset, lineno, col = _locate(origins, node.lineno, node.col_offset, True)  # type: ignore[attr-defined]
-        error = TemplateSyntaxError(message, lineno, col)
+        refusal = TemplateSyntaxError(message, lineno, col)
         tok = tokens[index]
-        error.token, error.offset, error.line = index, offset, tok.line + tok.raw.count("\n", 0, offset - tok.pos)
-        raise error
+        refusal.token, refusal.offset = index, offset
+        refusal.line = tok.line + tok.raw.count("\n", 0, offset - tok.pos)
+        raise refusal
     last_line = max(1, first - 1)
     function_body: list[ast.stmt] = [_at(ast.Global(names), 1)] if names else []
     function_body += root.body or [_at(ast.Pass(), 1)]
@@ -1177,7 +1179,8 @@ def compile_program(program: Program, filename: str = "<promptc-template>") -> C
     try:
         with warnings.catch_warnings():  # SyntaxWarnings about the template's code are not ours
             warnings.simplefilter("ignore")
-            return compile(program.module, filename, "exec", flags=_COMPILE_FLAGS, dont_inherit=True)
+            code: CodeType = compile(program.module, filename, "exec", flags=_COMPILE_FLAGS, dont_inherit=True)
+            return code
     except SyntaxError as exc:
         message = str(exc.msg or "invalid syntax")
         deep = any(marker in message for marker in _TOO_DEEP)

@@ -345,10 +345,10 @@ class UsageRecord:
         if not isinstance(own, Mapping):
             raise UsageError(f"usage: expected an object of counts, got {own!r}")
         return cls(
-            texts["prompt"],  # type: ignore[arg-type]
+            texts["prompt"],
             texts["artifact_sha256"],
             texts["prefix_sha256"],
-            texts["shape"],  # type: ignore[arg-type]
+            texts["shape"],
             texts["provider"],
             texts["model"],
             when,

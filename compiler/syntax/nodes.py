@@ -8,7 +8,7 @@ sections. Nothing here does I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..facts import language as _language
 from ..facts.diagnostics import SourceText, Span
@@ -121,15 +121,6 @@ class ResourceRef:
     input_name: str = ""  # kind "input": the input the schema types
 
 
-@dataclass(frozen=True, slots=True)
-class Spliced:
-    """Items of an included partial, with the partial's own source (for spans and diagnostics)."""
-
-    source: SourceText
-    items: tuple[Item, ...]
-    chain: tuple[str, ...]
-
-
 Item = (
     Text
     | Escape
@@ -142,8 +133,18 @@ Item = (
     | SectionMarker
     | Include
     | ResourceRef
-    | Spliced
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Spliced:
+    """Items of an included partial, with the partial's own source, for analysing a section's
+    items with its partials' kept apart (`analysis.inference.analyse`); the include pass itself
+    splices the items in place."""
+
+    source: SourceText
+    items: tuple[Item | Spliced, ...]
+    chain: tuple[str, ...]
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,7 +170,7 @@ class Header:
     role: str | None = None
     role_span: Span | None = None
     #: declared input types (`/// input: name: TYPE`), as JSON Schema
-    input_types: tuple[tuple[str, dict], ...] = ()
+    input_types: tuple[tuple[str, dict[str, Any]], ...] = ()
     #: where each param is written (its directive's value)
     param_spans: tuple[tuple[str, Span], ...] = ()
     #: `/// cache_ttl:` (`5m` | `1h` | `none`) and where it is written
@@ -247,9 +248,9 @@ class Document:
     includes: tuple[str, ...] = ()  # source-relative paths of every partial spliced in, sorted
     #: filled by the resources pass: the tool definitions in first-seen order, the output schema
     #: (`{"name", "schema"}`), and the source-relative files they came from (sorted)
-    tools: tuple[dict, ...] = ()
-    output_schema: dict | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    output_schema: dict[str, Any] | None = None
     resources: tuple[str, ...] = ()
     #: filled by the inference pass: what uses imply for inputs without a declared type
     #: (`${user.name}` → an object with `name`), as JSON Schema
-    inferred_types: tuple[tuple[str, dict], ...] = ()
+    inferred_types: tuple[tuple[str, dict[str, Any]], ...] = ()

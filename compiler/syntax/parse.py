@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..facts import codes
 from ..facts.codes import CODES
@@ -34,12 +35,12 @@ from ..facts.language import (
 from ..facts.lazy import lazy_import
 from ..runtime.template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
 from .caches import cache_folder
+from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 
 if TYPE_CHECKING:
     import lark
 else:  # a build that compiles nothing (everything reused) never needs the parser
     lark = lazy_import("lark")
-from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 
 
 def grammar_text() -> str:
@@ -62,9 +63,11 @@ def _cache_path(grammar: str) -> str | None:
 
 
 @cache
-def parser():
+def parser() -> lark.Lark:
     grammar = grammar_text()
-    options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    options: dict[str, Any] = dict(
+        parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False
+    )
     path = _cache_path(grammar)
     if path is not None:
         try:
@@ -102,7 +105,7 @@ def _block(
         )  # the tag still closes its block, so the structure check does not cascade
     if kind == "stmt" and parts.keyword not in STMT_KEYWORDS:
         # the one reader of `{% %}` tags says what is wrong with it (E208)
-        for problem in Structure().tag(parts.keyword, span, parts.code.strip()):
+        for problem in Structure[Span]().tag(parts.keyword, span, parts.code.strip()):
             sink.report(CODES[problem.code], problem.message, span, problem.hint)
         return None
     return Block(kind, parts.code, span, code_span, parts.trim_left, parts.trim_right, parts.keyword, value)  # type: ignore[arg-type]
@@ -111,7 +114,7 @@ def _block(
 _TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY"))
 
 
-def _tokens_to_items(tokens, src: SourceText, sink: DiagnosticSink) -> list[Item]:
+def _tokens_to_items(tokens: Iterable[Any], src: SourceText, sink: DiagnosticSink) -> list[Item]:
     items: list[Item] = []
     text_start = -1  # pending run of plain text, merged into one Text node
     text_end = -1
@@ -223,7 +226,7 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
 
 
 @cache
-def _lexer():
+def _lexer() -> lark.lexer.BasicLexer:
     """Lark's lexer for the grammar's terminals, in the grammar's priorities: the same tokens the
     LALR parser consumes, built once (Lark's own `Lark.lex` rebuilds it on every call)."""
     return lark.lexer.BasicLexer(parser().lexer_conf)
@@ -292,7 +295,7 @@ def _mark_unterminated(text: str) -> str | None:
     return "".join(pieces)
 
 
-def _unmark(toks, original: str):
+def _unmark(toks: Iterable[Any], original: str) -> Iterator[Any]:
     """Tokens of the marked text, read back against the original text."""
     for tok in toks:
         if _MARK not in tok.value:
@@ -302,7 +305,9 @@ def _unmark(toks, original: str):
         yield lark.Token.new_borrow_pos(kind, original[tok.start_pos : tok.start_pos + len(tok.value)], tok)
 
 
-def tokens(text: str, *, full_parse: bool = False):
+def tokens(
+    text: str, *, full_parse: bool = False
+) -> Iterable[Any]:  # lark.Token, whose positions lark types as optional
     """The grammar's tokens for `text`.
 
     The grammar's only rule, `start: _item*`, accepts every sequence of items, so an LALR parse
@@ -316,7 +321,7 @@ def tokens(text: str, *, full_parse: bool = False):
     if full_parse:
         found = parser().parse(lexed).children
     else:
-        found = lark.lexer.LexerThread.from_text(_lexer(), lexed).lex(None)
+        found = lark.lexer.LexerThread.from_text(_lexer(), lexed).lex(None)  # type: ignore[no-untyped-call]
     return found if marked is None else _unmark(found, text)
 
 

@@ -599,7 +599,10 @@ class TreeCost:
         }
 
 
-def _group_key(f: PromptFacts, price: Price | None, ttl: str | None) -> tuple | None:
+_GroupKey = tuple[str, str | None, str, int, str | None]
+
+
+def _group_key(f: PromptFacts, price: Price | None, ttl: str | None) -> _GroupKey | None:
     if price is None or not f.prefix_sha256 or not f.cacheable_tokens:
         return None
     return (price.provider, f.model, f.prefix_sha256, f.cacheable_tokens, ttl)
@@ -632,7 +635,7 @@ def tree_cost(
             continue
         looked.append((f, found, None, found.ttl(f.ttl)))
     # one cache per prefix: the traffic of prompts sharing an entry adds up
-    group_requests: dict[tuple, Decimal] = {}
+    group_requests: dict[_GroupKey, Decimal] = {}
     if traffic is not None:
         for f, price, _, ttl in looked:
             key = _group_key(f, price, ttl)
@@ -775,7 +778,7 @@ def diff_cost(
     after_cost = tree_cost(new.values(), traffic, table)
     old_entries = {(f.model, f.prefix_sha256) for f in old.values() if f.prefix_sha256 and f.cacheable_tokens}
     misses: list[DeployMiss] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[str | None, str | None]] = set()
     for p in after_cost.prompts:
         f = p.facts
         key = (f.model, f.prefix_sha256)
@@ -964,7 +967,7 @@ def advise(
     table = table or prices()
     if (traffic is None) == (times is None):
         raise ValueError("advise needs either traffic (requests per day) or times (request start times)")
-    groups: dict[tuple, list[tuple[PromptFacts, Price]]] = {}
+    groups: dict[tuple[object, ...], list[tuple[PromptFacts, Price]]] = {}
     out: list[Advice] = []
     for f in sorted(facts, key=lambda f: f.name):
         found = table.lookup(f.provider, f.model)
@@ -1110,7 +1113,7 @@ def with_cache_ttl(text: str, ttl: str) -> str:
     return "\n".join(raw)
 
 
-def _masked(artifact: Any) -> dict[str, Any]:
+def _masked(artifact: Artifact) -> dict[str, Any]:
     """An artifact's JSON without what a TTL change may change: the TTL, what is counted as cached
     and which breakpoints the anthropic shape sends, the source's hash and line numbers."""
     data = artifact.to_json()
@@ -1185,10 +1188,11 @@ def plan_writes(advice: Iterable[Advice], tree: Any, config: Any) -> list[Advice
             if before is None or after is None:
                 out.append(refuse("the prompt does not compile (run `promptc check`)"))
                 continue
-            if after.artifact.cache.ttl != item.best:
-                out.append(refuse(f"the TTL would be {after.artifact.cache.ttl!r}, not {item.best!r}"))
+            old_artifact, new_artifact = before.finished()[1], after.finished()[1]
+            if new_artifact.cache.ttl != item.best:
+                out.append(refuse(f"the TTL would be {new_artifact.cache.ttl!r}, not {item.best!r}"))
                 continue
-            if _masked(before.artifact) != _masked(after.artifact):
+            if _masked(old_artifact) != _masked(new_artifact):
                 out.append(refuse("the artifact would change beyond its TTL"))
                 continue
             out.append(AdviceWrite(f.name, display, item.best or "", new_text, original))

@@ -17,22 +17,17 @@ What counts as what:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from ..facts.config import Config
 from ..facts.diagnostics import github_escape
-from ..runtime.model import ArtifactError, Manifest
-
-if TYPE_CHECKING:
-    from .divergence import FirstDifference
-
-#: The kinds of change `--fail-on` can name.
-from dataclasses import replace
-
 from ..facts.diagnostics import markdown_escape as esc
 from ..facts.language import FAIL_KINDS
+from ..passes.context import SourceTree
 from ..runtime.inputtypes import accepts, describe
-from .divergence import first_difference, prompt_in
+from ..runtime.model import ArtifactError, Manifest
+from .divergence import FirstDifference, first_difference, prompt_in
 
 DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference
 
@@ -334,7 +329,9 @@ def _window(text: str, column: int, width: int = 120) -> tuple[str, int]:
     return cut, column
 
 
-def locate_busts(diff: ManifestDiff, old_tree, new_tree, config) -> ManifestDiff:
+def locate_busts(
+    diff: ManifestDiff, old_tree: SourceTree | None, new_tree: SourceTree | None, config: Config
+) -> ManifestDiff:
     """`diff` with each cache bust's first differing character located in the old and new source
     trees (`SourceTree`s; either may be None: not given). Compiles only the busted prompts, in
     memory, with `config`."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import json as _json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +100,7 @@ def _artifact(compiled: Compilation) -> Artifact:
 _Piece = tuple[int, str, Span | None, requestmodel.Part]
 
 
-def _pieces(doc: Document):
+def _pieces(doc: Document) -> Callable[[int, int], tuple[requestmodel.Piece, ...]]:
     """Where the characters of each block's prefix text come from: its sections' text items."""
 
     def pieces(mi: int, bi: int) -> tuple[requestmodel.Piece, ...]:
@@ -212,7 +213,7 @@ def _end(compiled: Compilation) -> SourcePoint:
     return SourcePoint(path, end.line, end.column or 1, text, end.reason)
 
 
-def _find_source(doc: Document, path: str):
+def _find_source(doc: Document, path: str) -> SourceText | None:
     for message in doc.messages:
         for section in message.sections:
             for item in section.items:
@@ -270,16 +271,22 @@ def _head_point(compiled: Compilation, other: Compilation) -> SourcePoint | None
         if not isinstance(index, int) or index >= len(mine):
             return None
         name = mine[index].get("name")
-        want = lambda value: isinstance(value, dict) and value.get("name") == name  # noqa: E731
+
+        def want(value: Any) -> bool:
+            return isinstance(value, dict) and value.get("name") == name
+
         what = f"tool `{name}` differs" + (f" at `{inner[0]}`" if inner else "")
     elif schema is not None:
-        body = schema.to_json() if hasattr(schema, "to_json") else schema
+        body = schema.to_json()
         other_schema = _artifact(other).output_schema
-        other_body = other_schema.to_json() if hasattr(other_schema, "to_json") else other_schema
-        inner, _ = _json_difference(body.get("schema", body), (other_body or {}).get("schema", other_body))
-        inner = list(inner)
+        other_body = other_schema.to_json() if other_schema is not None else {}
+        path, _ = _json_difference(body.get("schema", body), other_body.get("schema", other_body))
+        inner = list(path)
         target = body.get("schema", body)
-        want = lambda value: value == target  # noqa: E731
+
+        def want(value: Any) -> bool:  # noqa: F811
+            return bool(value == target)
+
         what = "the output schema differs"
     else:
         return None

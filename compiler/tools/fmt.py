@@ -41,13 +41,13 @@ import difflib
 import os
 import posixpath
 from collections import ChainMap, Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..compile import compile_source
-from ..compile.pipeline import read_source
+from ..compile.pipeline import CompiledPrompt, read_source
 from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts import codes
 from ..facts.config import Config
@@ -382,7 +382,7 @@ def _normalised(data: dict[str, Any], maps: dict[str, Layout]) -> dict[str, Any]
         mapped = maps[source].new_line(end["line"]) if source in maps else end["line"]
         if end.get("reason") == "end of request":
             mapped = None
-        data["cache"] = {**cache, "prefix_end": {**end, "line": mapped, "column": None}}
+        data["cache"] = {**(cache or {}), "prefix_end": {**end, "line": mapped, "column": None}}
     return data
 
 
@@ -415,7 +415,7 @@ def _first_difference(before: Any, after: Any, at: str = "") -> str | None:
 FIXED_BY_FORMATTING = frozenset((codes.BOM_DROPPED, codes.CRLF_NORMALISED))
 
 
-def _warnings(diagnostics: Iterable[Diagnostic]) -> Counter:
+def _warnings(diagnostics: Iterable[Diagnostic]) -> Counter[str]:
     return Counter(d.code for d in diagnostics if d.severity == "warning" and d.code not in FIXED_BY_FORMATTING)
 
 
@@ -435,12 +435,12 @@ def _refuse_uncompiled(display: str, first: Diagnostic, via: str | None) -> Diag
 class _Compiler:
     """Compiles prompts of one tree (and the tree with one file replaced), in memory."""
 
-    def __init__(self, config: Config, tree) -> None:
+    def __init__(self, config: Config, tree: SourceTree) -> None:
         self.config = config
         self.tree = tree
-        self._before: dict[str, Any] = {}
+        self._before: dict[str, CompiledPrompt] = {}
 
-    def compile(self, rel: str, files=None):
+    def compile(self, rel: str, files: Mapping[str, bytes] | None = None) -> CompiledPrompt:
         if files is None:
             if rel not in self._before:
                 self._before[rel] = compile_source(rel, self.tree.files[rel], self.config, self.tree)
@@ -449,7 +449,7 @@ class _Compiler:
         return compile_source(rel, files[rel], self.config, tree)
 
 
-def _merged(files, *layers: dict[str, bytes]):
+def _merged(files: Mapping[str, bytes], *layers: dict[str, bytes]) -> Mapping[str, bytes]:
     """`files` with `layers` over it (later ones win): a dict, or for a loose folder's lazily read
     files a chain that reads nothing until asked."""
     if isinstance(files, dict):
@@ -458,10 +458,11 @@ def _merged(files, *layers: dict[str, bytes]):
             merged.update(layer)
         return merged
 
-    return ChainMap(*reversed(layers), files)
+    # a ChainMap writes only to its first map (a layer): the files underneath are only read
+    return ChainMap(*reversed(layers), cast(MutableMapping[str, bytes], files))
 
 
-def _host(rel: str, files) -> tuple[str, bytes]:
+def _host(rel: str, files: Mapping[str, bytes]) -> tuple[str, bytes]:
     """A prompt that includes the partial `rel` and nothing else: how fmt checks a partial that no
     prompt includes. It lives next to the partial, under a name no source has."""
     folder = posixpath.dirname(rel)
@@ -476,7 +477,7 @@ def format_tree(
     rels: Iterable[str] | None = None,
     config: Config | None = None,
     *,
-    tree=None,
+    tree: SourceTree | None = None,
     formatter: Formatter = _default_formatter,
 ) -> FormatResult:
     """Format the sources `rels` (paths under the source folder `root`; default: every `.prompt`
@@ -491,14 +492,14 @@ def format_tree(
     if tree is None:
         root = Path(root)
         if not root.is_dir():
-            problem = make(
+            missing = make(
                 codes.SOURCE_NOT_FOUND,
                 f"source folder `{root}` not found",
                 None,
                 "pass a folder or a .prompt file: `promptc fmt PATH`",
                 path=str(root),
             )
-            return FormatResult((), (problem,))
+            return FormatResult((), (missing,))
         tree, read_diagnostics = read_tree(root, Path(config.out))
         diagnostics += read_diagnostics
 
@@ -516,8 +517,7 @@ def format_tree(
         src, _items, read_problems = read_source(display, data)
         if src is None or has_errors(read_problems):
             first = next(d for d in read_problems if d.severity == "error")
-            problem = _refuse_uncompiled(display, first, None)
-            results.append(FileResult(rel, display, "refused", data, None, (problem,)))
+            results.append(FileResult(rel, display, "refused", data, None, (_refuse_uncompiled(display, first, None),)))
             continue
         partial = _is_partial(rel)
         # what the file's artifacts are checked on: itself, or every prompt including it
@@ -567,7 +567,7 @@ def format_tree(
     return FormatResult(tuple(results), tuple(diagnostics))
 
 
-def _compare(old, new, maps: dict[str, Layout], display: str) -> Diagnostic | None:
+def _compare(old: CompiledPrompt, new: CompiledPrompt, maps: dict[str, Layout], display: str) -> Diagnostic | None:
     """E931 when the formatted file compiles to another artifact, E932 when its warnings change."""
     name = old.name
     if has_errors(new.diagnostics) or new.artifact is None:
@@ -602,7 +602,13 @@ def _changed(display: str, name: str, why: str) -> Diagnostic:
     )
 
 
-def _check_together(results, maps, files, compiler, includers) -> list[FileResult]:
+def _check_together(
+    results: list[FileResult],
+    maps: dict[str, Layout],
+    files: Mapping[str, bytes],
+    compiler: _Compiler,
+    includers: dict[str, list[str]] | None,
+) -> list[FileResult]:
     """Each change was checked on its own; a prompt that two changed files feed (itself and a
     partial, or two partials) is checked once more with every change applied."""
     changed = {r.rel: r for r in results if r.status == "changed"}
@@ -616,7 +622,7 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
                 feeds.setdefault(prompt, []).append(rel)
         else:
             feeds.setdefault(rel, []).append(rel)
-    together = _merged(files, {rel: r.formatted.encode("utf-8") for rel, r in changed.items()})
+    together = _merged(files, {rel: (r.formatted or "").encode("utf-8") for rel, r in changed.items()})
     refused: dict[str, Diagnostic] = {}
     for prompt, sources in sorted(feeds.items()):
         if len(sources) < 2 or not is_prompt(prompt):

@@ -21,6 +21,7 @@ from ..syntax.nodes import (
     Document,
     Escape,
     Include,
+    Item,
     NearSeparator,
     Placeholder,
     SectionMarker,
@@ -46,7 +47,7 @@ def _normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _raw(item, src: SourceText) -> str:
+def _raw(item: Item, src: SourceText) -> str:
     if isinstance(item, (Text, NearSeparator, Escape)):
         return item.value
     if isinstance(item, Placeholder):
@@ -67,7 +68,11 @@ def process(text: str) -> ProcessedPrompt:
     # the compile's own parser and header passes (comments, then directives)
     doc = run(Document(src, "<text>", parse(src, sink)), ctx, HEADER_PASSES)
     kept = [i for i in doc.items if not isinstance(i, (Comment, Directive, SectionMarker, Include))]
-    body = trim([Text(_raw(i, src), i.span) if not isinstance(i, Text) else i for i in kept])
+    body = [
+        i
+        for i in trim([Text(_raw(i, src), i.span) if not isinstance(i, Text) else i for i in kept])
+        if isinstance(i, Text)
+    ]
     header = doc.header
     return ProcessedPrompt(
         cleaned_prompt="".join(i.value for i in body),

@@ -43,16 +43,19 @@ from pathlib import Path
 from typing import Any
 
 from ..backend.meter import meter
+from ..compile.pipeline import Compilation
 from ..driver.sources import read_tree
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Span, file_span, github_escape, make
 from ..facts.language import MANIFEST
 from ..facts.profiles import resolve_model
+from ..passes.context import SourceTree
 from ..runtime import requestmodel
 from ..runtime.buildfolder import BuildFolder, BuildFolderError
+from ..runtime.model import Artifact
 from ..runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
-from .cost import Price, facts_of_build, money, prices
+from .cost import Price, PriceTable, facts_of_build, money, prices
 from .divergence import _pieces, first_difference, prompt_in
 
 __all__ = [
@@ -419,23 +422,23 @@ class Locator:
         #: how the source folder is shown (`prompts_src/`)
         self.root = root
 
-    def prefix_end(self, artifact: Any) -> Where | None:
+    def prefix_end(self, artifact: Artifact) -> Where | None:
         end = artifact.cache.prefix_end
         if end is None or end.source is None or end.line is None:
             return None
         source = end.source if end.source.startswith("<") else self.root + end.source
         return Where(source, end.line, end.column or 1)
 
-    def param(self, artifact: Any, key: str) -> Where | None:
+    def param(self, artifact: Artifact, key: str) -> Where | None:
         return None
 
-    def ttl(self, artifact: Any) -> Where | None:
+    def ttl(self, artifact: Artifact) -> Where | None:
         return None
 
-    def tokens(self, artifact: Any, offset: int) -> Where | None:
+    def tokens(self, artifact: Artifact, offset: int) -> Where | None:
         return None
 
-    def bust(self, artifact: Any) -> Where | None:
+    def bust(self, artifact: Artifact) -> Where | None:
         return None
 
 
@@ -464,7 +467,7 @@ class _Cause:
 @dataclass
 class PromptResult:
     name: str
-    artifact: Any
+    artifact: Artifact | None
     requests: int = 0
     predicted: int = 0
     cached: int = 0
@@ -636,21 +639,21 @@ def parse_fail_on(text: str) -> FailOn:
 class _Facts:
     """What the classification needs of one prompt of the build."""
 
-    artifact: Any
+    artifact: Artifact
     predicted: int
     prefix: str | None
     provider: str | None
     model: str | None  # as the provider resolves it (cache.key.model)
     minimum: int | None
     ttl_seconds: float
-    price: Any  # cost.Price or None
+    price: Price | None
     ttl_name: str | None
 
 
-def _facts(artifact: Any, table: Any) -> _Facts:
+def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
     provider = None if artifact.provider is None else artifact.provider.name
-    price = table.lookup(provider, artifact.model)
-    price = price if isinstance(price, Price) else None
+    found = table.lookup(provider, artifact.model)
+    price = found if isinstance(found, Price) else None
     wanted = artifact.cache.ttl if artifact.cache.ttl not in (None, "none") else None
     ttl_name = price.ttl(wanted) if price is not None else (wanted or "5m")
     seconds = float(table.ttl_seconds.get(ttl_name, 300))
@@ -668,7 +671,7 @@ def _facts(artifact: Any, table: Any) -> _Facts:
     )
 
 
-def _cost(price: Any, ttl: str | None, total: int, read: int, written: int) -> Decimal:
+def _cost(price: Price | None, ttl: str | None, total: int, read: int, written: int) -> Decimal:
     """What a request of `total` input tokens costs with `read` of them read from the cache and
     `written` written to it (promptc.tools.cost's rates)."""
     if price is None:
@@ -682,13 +685,13 @@ def _cost(price: Any, ttl: str | None, total: int, read: int, written: int) -> D
 
 def reconcile(
     records: Iterable[tuple[int, UsageRecord]],
-    artifacts: Mapping[str, Any],
+    artifacts: Mapping[str, Artifact],
     stats: ReadStats,
     *,
     old_prefixes: Mapping[str, str | None] | None = None,
     against: str | None = None,
     locator: Locator | None = None,
-    table: Any = None,
+    table: PriceTable | None = None,
     window: float = 5.0,
     horizon: float = 600.0,
     records_path: str = "",
@@ -701,7 +704,7 @@ def reconcile(
     locator = locator or Locator()
     facts = {name: _facts(artifact, table) for name, artifact in artifacts.items()}
     results: dict[str, PromptResult] = {}
-    entries: dict[tuple, _Entry] = {}
+    entries: dict[tuple[str | None, str | None, str | None], _Entry] = {}
 
     def classify(line: int, record: UsageRecord, start: float, end: float) -> None:
         if observe is None:
@@ -1010,11 +1013,13 @@ def render_github(rec: Reconciliation, failing: Iterable[str] = ()) -> list[str]
     return out
 
 
-def location_of_tokens(compiled: Any, offset: int, count: Callable[[str], int]) -> tuple[Any, int] | None:
+def location_of_tokens(
+    compiled: Compilation, offset: int, count: Callable[[str], int]
+) -> tuple[Span | None, int] | None:
     """The source span (and its character offset) of the `offset`-th token of a compiled prompt's
     request, in its provider's cache order: where a provider's cache read of `offset` tokens
     stopped. None when the offset is past the prefix."""
-    doc, artifact = compiled.document, compiled.artifact
+    doc, artifact = compiled.finished()
     request = requestmodel.of_artifact(artifact, param_spans=dict(doc.header.param_spans), pieces=_pieces(doc))
     before = 0
     for part in request.prefix().parts:
@@ -1051,13 +1056,13 @@ class SourceLocator(Locator):
     `SourceTree` of the source folder) and, for `bust`, the same prompt in `old_tree` (the
     revision's sources)."""
 
-    def __init__(self, tree: Any, config: Any, old_tree: Any = None) -> None:
+    def __init__(self, tree: SourceTree, config: Config, old_tree: SourceTree | None = None) -> None:
         root = tree.root_display.rstrip("/")
         super().__init__(root + "/" if root else "")
         self.tree, self.config, self.old_tree = tree, config, old_tree
-        self._compiled: dict[tuple[str, bool], Any] = {}
+        self._compiled: dict[tuple[str, bool], Compilation | None] = {}
 
-    def _compile(self, artifact: Any, old: bool = False) -> Any:
+    def _compile(self, artifact: Artifact, old: bool = False) -> Compilation | None:
         key = (artifact.source, old)
         if key not in self._compiled:
             tree = self.old_tree if old else self.tree
@@ -1065,35 +1070,36 @@ class SourceLocator(Locator):
         return self._compiled[key]
 
     @staticmethod
-    def _where(span: Any, offset: int = 0) -> Where | None:
+    def _where(span: Span | None, offset: int = 0) -> Where | None:
         if span is None or span.src is None:
             return None
         place = span.src.span(span.start + offset)
         return Where(span.src.path, place.line, place.col, span.src.line_text(place.line))
 
-    def param(self, artifact: Any, key: str) -> Where | None:
+    def param(self, artifact: Artifact, key: str) -> Where | None:
         compiled = self._compile(artifact)
         if compiled is None:
             return None
-        return self._where(dict(compiled.document.header.param_spans).get(key))
+        return self._where(dict(compiled.finished()[0].header.param_spans).get(key))
 
-    def ttl(self, artifact: Any) -> Where | None:
+    def ttl(self, artifact: Artifact) -> Where | None:
         compiled = self._compile(artifact)
-        return None if compiled is None else self._where(compiled.document.header.cache_ttl_span)
+        return None if compiled is None else self._where(compiled.finished()[0].header.cache_ttl_span)
 
-    def tokens(self, artifact: Any, offset: int) -> Where | None:
+    def tokens(self, artifact: Artifact, offset: int) -> Where | None:
         compiled = self._compile(artifact)
         if compiled is None:
             return None
-        found = location_of_tokens(compiled, offset, meter(compiled.artifact.tokenizer.name).tokens)
+        built = compiled.finished()[1]
+        found = location_of_tokens(compiled, offset, meter(built.tokenizer.name).tokens)
         if found is None:
             return None
         if found[0] is None:  # inside the tools or the output schema: their first file
-            files = compiled.artifact.resources
+            files = built.resources
             return Where(compiled.root + files[0], 1) if files else None
         return self._where(*found)
 
-    def bust(self, artifact: Any) -> Where | None:
+    def bust(self, artifact: Artifact) -> Where | None:
         new, old = self._compile(artifact), self._compile(artifact, old=True)
         difference = first_difference(old, new)
         if difference is None or difference.new is None:
@@ -1107,10 +1113,10 @@ def reconcile_file(
     build_dir: str | Path = "build",
     *,
     src: str | Path | None = None,
-    config: Any = None,
+    config: Config | None = None,
     old_prefixes: Mapping[str, str | None] | None = None,
     against: str | None = None,
-    old_tree: Any = None,
+    old_tree: SourceTree | None = None,
     window: float = 5.0,
     horizon: float = 600.0,
 ) -> Reconciliation:

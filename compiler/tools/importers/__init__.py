@@ -26,6 +26,7 @@ from pathlib import Path
 from ...facts import codes
 from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, has_errors, make, ordered
+from ...facts.language import SOURCE_SUFFIX
 from .audit import AuditReport, audit
 from .check import run_checks
 from .common import Converted, owned
@@ -119,7 +120,7 @@ def import_tree(
             outputs[c.target] = c.text
             outputs.update(c.extra)
     for c in converted:
-        for d in compiled.get(c.target).diagnostics if c.target in compiled else ():
+        for d in compiled[c.target].diagnostics if c.target in compiled else ():
             if d.code not in CACHE_CODES and d.severity == "warning":
                 diagnostics.append(d)
     if write:
@@ -159,7 +160,7 @@ def _write(converted: list[Converted], out: Path, force: bool, results: list[Imp
             if current == text:
                 continue
             mine = current is not None and (
-                owned(current) if rel.endswith(".prompt") else _side_file_owned(out, c.target)
+                owned(current) if rel.endswith(SOURCE_SUFFIX) else _side_file_owned(out, c.target)
             )
             if not mine:
                 blocked = rel

@@ -25,6 +25,7 @@ from ...facts.codes import CODES
 from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, make, ordered
 from ...passes.context import SourceTree
+from .common import Converted
 from .convert import CACHE_CODES, compile_converted, convert, read_folder
 
 PROVIDERS = ("anthropic", "openai", "gemini")
@@ -120,7 +121,7 @@ def audit(kind: str, src: Path | str, config: Config | None = None, *, role: str
     return AuditReport(kind, analysis, tuple(ordered(diagnostics)), imported, refused)
 
 
-def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]:
+def _compile_all(converted: list[Converted], config: Config) -> dict[str, tuple[Any, str | None]]:
     """name → (artifact, None), or (None, the first error) when the prompt does not compile for
     this config (Anthropic requires `max_tokens`, E709)."""
     files: dict[str, bytes] = {}
@@ -141,7 +142,7 @@ def _compile_all(converted, config: Config) -> dict[str, tuple[Any, str | None]]
     return out
 
 
-def _to_foreign(d: Diagnostic, c) -> Diagnostic:
+def _to_foreign(d: Diagnostic, c: Converted) -> Diagnostic:
     """A compile diagnostic of the imported text, moved to the foreign file where the text came from."""
     if c.foreign is None or c.origin is None or d.span is None:
         return d

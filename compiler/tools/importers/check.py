@@ -20,17 +20,22 @@ import importlib.util
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...compile.pipeline import CompiledPrompt
 from ...facts import codes
 from ...facts.diagnostics import Diagnostic, file_span, make
-from ...facts.language import IDENTIFIER_PATTERN
+from ...facts.language import IDENTIFIER_PATTERN, SOURCE_SUFFIX
 from ...facts.lazy import lazy_import
 from ...facts.suggest import did_you_mean
+from ...runtime.model import Artifact
 from ...runtime.render import RenderError, render_artifact
 from .common import Converted
+
+#: an engine renders one converted file's original with input values: [(role, text)]
+Engine = Callable[[Converted, dict[str, Any]], list[tuple[str, str]]]
 
 # The original engines, imported only when `--check` runs one (each is an optional extra).
 jinja2 = lazy_import("jinja2")
@@ -52,7 +57,7 @@ def sample_inputs(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
     required = set(schema.get("required") or [])
     sets = []
     for variant in (0, 1):
-        values = {}
+        values: dict[str, Any] = {}
         for name, sub in props.items():
             if variant == 1 and name not in required:
                 values[name] = None
@@ -166,7 +171,12 @@ def _engine_missing(kind: str, src: Path) -> Diagnostic:
 
 
 def run_checks(
-    kind: str, src: Path, converted: list[Converted], compiled: dict, inputs: Path | str | None, checked: dict[str, int]
+    kind: str,
+    src: Path,
+    converted: list[Converted],
+    compiled: dict[str, CompiledPrompt],
+    inputs: Path | str | None,
+    checked: dict[str, int],
 ) -> list[Diagnostic]:
     try:
         found = importlib.util.find_spec(ENGINES[kind]) is not None
@@ -176,14 +186,16 @@ def run_checks(
         return [_engine_missing(kind, src)]
     root = src if src.is_dir() else src.parent
     prompts = [c for c in converted if not c.refused and not c.partial and c.target in compiled]
-    names = {c.target.removesuffix(".prompt") for c in converted if not c.partial}
+    names = {c.target.removesuffix(SOURCE_SUFFIX) for c in converted if not c.partial}
     given, diagnostics = _read_inputs(inputs, names) if inputs is not None else ({}, [])
     engine = _engine(kind, root, converted)
     for c in prompts:
         if c.refused:
             continue
         artifact = compiled[c.target].load_artifact()
-        name = c.target.removesuffix(".prompt")
+        if artifact is None:  # compile_converted keeps only what compiled
+            continue
+        name = c.target.removesuffix(SOURCE_SUFFIX)
         schema = artifact.input_schema or {}
         made = sample_inputs(schema)
         if name in given:
@@ -211,7 +223,7 @@ def run_checks(
     return diagnostics
 
 
-def _compare(c: Converted, artifact, engine, label: str, values: dict[str, Any]) -> Diagnostic | None:
+def _compare(c: Converted, artifact: Artifact, engine: Engine, label: str, values: dict[str, Any]) -> Diagnostic | None:
     assert c.foreign is not None
     try:
         theirs = engine(c, values)
@@ -266,7 +278,7 @@ def _first_difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> str
 # The engines: each returns [(role, text)] for one converted file and one input set
 
 
-def _engine(kind: str, root: Path, converted: list[Converted]):
+def _engine(kind: str, root: Path, converted: list[Converted]) -> Engine:
     if kind == "jinja":
         return _jinja_engine(root, converted)
     if kind == "prompty":
@@ -274,7 +286,7 @@ def _engine(kind: str, root: Path, converted: list[Converted]):
     return _dotprompt_engine(converted)
 
 
-def _jinja_engine(root: Path, converted: list[Converted]):
+def _jinja_engine(root: Path, converted: list[Converted]) -> Engine:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)))
 
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:
@@ -285,7 +297,7 @@ def _jinja_engine(root: Path, converted: list[Converted]):
     return render
 
 
-def _prompty_engine(root: Path):
+def _prompty_engine(root: Path) -> Engine:
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:
         assert c.foreign is not None
         # `${env:NAME}` without a default fails Prompty's load; those values only say how it
@@ -303,20 +315,21 @@ def _prompty_engine(root: Path):
         out = []
         for m in messages:
             parts = [getattr(p, "value", None) for p in getattr(m, "parts", [])]
-            if any(not isinstance(p, str) for p in parts):
+            texts = [p for p in parts if isinstance(p, str)]
+            if len(texts) != len(parts):
                 raise ValueError("a message part that is not text")
-            out.append((str(m.role), "".join(parts)))
+            out.append((str(m.role), "".join(texts)))
         return out
 
     return render
 
 
-def _dotprompt_engine(converted: list[Converted]):
+def _dotprompt_engine(converted: list[Converted]) -> Engine:
     Dotprompt, DataArgument = dotpromptz.Dotprompt, dotpromptz_typing.DataArgument
     partials = {}
     for c in converted:
         if c.partial and c.foreign is not None:
-            name = c.source.rsplit("/", 1)[-1].removeprefix("_").removesuffix(".prompt")
+            name = c.source.rsplit("/", 1)[-1].removeprefix("_").removesuffix(SOURCE_SUFFIX)
             partials[name] = c.foreign.text
 
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...facts import codes
+from ...facts.codes import Code
 from ...facts.diagnostics import Diagnostic, SourceText, make
 from ...facts.language import IDENTIFIER
 from ..fmt import layout
@@ -74,7 +75,7 @@ def refusal_diagnostic(refusal: Refusal, src: SourceText) -> Diagnostic:
     return make(refusal.code, refusal.message, src.span(offset, offset + 1), refusal.hint, source=src)
 
 
-def warning(code, message: str, src: SourceText, line: int, column: int, hint: str | None = None) -> Diagnostic:
+def warning(code: Code, message: str, src: SourceText, line: int, column: int, hint: str | None = None) -> Diagnostic:
     return refusal_diagnostic(Refusal(code, message, line, column, hint), src)
 
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ...compile import compile_source
-from ...compile.pipeline import PartialLoader
+from ...compile.pipeline import CompiledPrompt, PartialLoader
 from ...facts import codes
 from ...facts.config import Config
-from ...facts.diagnostics import Diagnostic, file_span, make
+from ...facts.diagnostics import Diagnostic, SourceText, file_span, make
 from ...passes.context import SourceTree
 from ...syntax.source import decode
 from . import dotprompt, jinja, prompty
@@ -148,7 +148,7 @@ def convert(kind: str, files: Mapping[str, bytes], *, root_display: str = "", ro
     return sorted(results, key=lambda c: c.source)
 
 
-def _jinja_includes(kind: str, includer: str, files: Mapping[str, bytes]):
+def _jinja_includes(kind: str, includer: str, files: Mapping[str, bytes]) -> Callable[[str], str | None]:
     """`{% include "name" %}` → the `/// include:` path of its partial, relative to the includer's
     output (Jinja names are relative to the loader's root, promptc's to the including file)."""
 
@@ -163,7 +163,7 @@ def _jinja_includes(kind: str, includer: str, files: Mapping[str, bytes]):
     return resolve
 
 
-def _convert_jinja(sources: dict, files: Mapping[str, bytes], role: str) -> list[Converted]:
+def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], role: str) -> list[Converted]:
     included: set[str] = set()
     parsed: dict[str, Any] = {}
     out: list[Converted] = []
@@ -219,7 +219,9 @@ def _convert_jinja(sources: dict, files: Mapping[str, bytes], role: str) -> list
 # Compiling what was converted (in memory), and refusing what does not compile
 
 
-def compile_converted(converted: list[Converted], config: Config | None = None, *, root_display: str = ""):
+def compile_converted(
+    converted: list[Converted], config: Config | None = None, *, root_display: str = ""
+) -> tuple[SourceTree, dict[str, CompiledPrompt]]:
     """Compile the converted files in memory, as `promptc build` of the output folder would.
     Returns (the source tree, {target: CompiledPrompt}) and marks a file that does not compile as
     refused (E971, at the foreign file; the compiler's own diagnostic is quoted)."""

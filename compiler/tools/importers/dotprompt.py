@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ...facts import codes
 from ...facts.diagnostics import SourceText
+from ...facts.language import SOURCE_SUFFIX
 from . import handlebars
 from .common import (
     Converted,
@@ -23,8 +25,11 @@ from .common import (
     snake,
     warning,
 )
-from .ir import Include, Refusal, Role, Text, emit, emit_marked, walk
+from .ir import Include, Node, Refusal, Role, Text, Where, emit, emit_marked, walk
 from .yamlheader import YamlError, parse
+
+#: a foreign file's path → its `.prompt` path (`partial`: a partial's)
+TargetOf = Callable[[str, bool], str]
 
 _DELIMITER = re.compile(r"---[ \t]*")
 _SCALARS = ("any", "boolean", "integer", "null", "number", "string")
@@ -63,7 +68,7 @@ def split(src: SourceText) -> tuple[str | None, int, str, int]:
     raise Refusal(codes.IMPORT_BAD_HEADER, "the front matter has no closing `---`", opening + 1, 1)
 
 
-def picoschema(value: Any, where, path: tuple) -> dict[str, Any]:
+def picoschema(value: Any, where: Where, path: tuple[str | int, ...]) -> dict[str, Any]:
     """Picoschema (or JSON Schema) → JSON Schema, as Dotprompt reads it; iterative."""
     if (
         isinstance(value, dict)
@@ -76,7 +81,7 @@ def picoschema(value: Any, where, path: tuple) -> dict[str, Any]:
     return _pico(value, where, path)
 
 
-def _json_schema(value: dict[str, Any], where, path: tuple) -> dict[str, Any]:
+def _json_schema(value: dict[str, Any], where: Where, path: tuple[str | int, ...]) -> dict[str, Any]:
     """A JSON Schema whose properties may be written in Picoschema (`name: string`)."""
     out = dict(value)
     if isinstance(value.get("properties"), dict):
@@ -105,7 +110,7 @@ def _description(text: str) -> tuple[str, str | None]:
     return (m.group(1), m.group(2)) if m else (text, None)
 
 
-def _pico(value: Any, where, path: tuple) -> dict[str, Any]:
+def _pico(value: Any, where: Where, path: tuple[str | int, ...]) -> dict[str, Any]:
     if isinstance(value, str):
         name, description = _description(value)
         if name not in _SCALARS:
@@ -164,7 +169,7 @@ def _pico(value: Any, where, path: tuple) -> dict[str, Any]:
     return schema
 
 
-def convert_all(sources: dict[str, SourceText], target_of) -> list[Converted]:
+def convert_all(sources: dict[str, SourceText], target_of: TargetOf) -> list[Converted]:
     """Every prompt and partial of the folder; partials first, so prompts can check against them."""
     partial_rels = {rel for rel in sources if rel.rsplit("/", 1)[-1].startswith("_")}
     partials: dict[str, Converted] = {}
@@ -177,10 +182,12 @@ def convert_all(sources: dict[str, SourceText], target_of) -> list[Converted]:
     return out
 
 
-def _resolver(rel: str, sources: dict[str, Any], target_of, partials=None):
+def _resolver(
+    rel: str, sources: dict[str, Any], target_of: TargetOf, partials: dict[str, Converted] | None = None
+) -> handlebars.Resolver:
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
 
-    def resolve(name: str) -> str | None:
+    def resolve(name: str) -> tuple[str | None, str] | None:
         for candidate in (f"{folder}_{name}.prompt", f"_{name}.prompt"):
             if candidate in sources:
                 target = target_of(candidate, True)
@@ -193,7 +200,14 @@ def _resolver(rel: str, sources: dict[str, Any], target_of, partials=None):
     return resolve
 
 
-def _convert_partial(src: SourceText, rel: str, target: str, translated, sources, target_of) -> Converted:
+def _convert_partial(
+    src: SourceText,
+    rel: str,
+    target: str,
+    translated: dict[str, handlebars.Inputs],
+    sources: dict[str, SourceText],
+    target_of: TargetOf,
+) -> Converted:
     out = Converted(rel, target, foreign=src, partial=True)
     try:
         inputs = handlebars.Inputs(None)
@@ -213,7 +227,15 @@ def _convert_partial(src: SourceText, rel: str, target: str, translated, sources
     return out
 
 
-def _convert_prompt(src, rel, target, sources, partials, translated, target_of) -> Converted:
+def _convert_prompt(
+    src: SourceText,
+    rel: str,
+    target: str,
+    sources: dict[str, SourceText],
+    partials: dict[str, Converted],
+    translated: dict[str, handlebars.Inputs],
+    target_of: TargetOf,
+) -> Converted:
     out = Converted(rel, target, foreign=src)
     try:
         _prompt(src, rel, out, sources, partials, translated, target_of)
@@ -223,11 +245,19 @@ def _convert_prompt(src, rel, target, sources, partials, translated, target_of) 
     return out
 
 
-def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) -> None:
+def _prompt(
+    src: SourceText,
+    rel: str,
+    out: Converted,
+    sources: dict[str, SourceText],
+    partials: dict[str, Converted],
+    translated: dict[str, handlebars.Inputs],
+    target_of: TargetOf,
+) -> None:
     header_text, header_line, body, body_line = split(src)
     data: dict[str, Any] = {}
 
-    def where(*path):
+    def where(*path: str | int) -> tuple[int, int]:
         return header_line, 1
 
     if header_text is not None:
@@ -241,15 +271,15 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
             raise Refusal(codes.IMPORT_BAD_HEADER, "the front matter is not a YAML mapping", header_line, 1)
         data = header.data
 
-        def where(*path):  # noqa: F811
+        def where(*path: str | int) -> tuple[int, int]:  # noqa: F811
             line, column = header.where(*path)
             return header_line + line - 1, column
 
-    def drop(message: str, *path) -> None:
+    def drop(message: str, *path: str | int) -> None:
         out.diagnostics.append(warning(codes.IMPORT_FIELD_DROPPED, message, src, *where(*path)))
 
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
-    stem = out.target.rsplit("/", 1)[-1].removesuffix(".prompt")
+    stem = out.target.rsplit("/", 1)[-1].removesuffix(SOURCE_SUFFIX)
     lines: list[str] = []
     params: dict[str, Any] = {}
     if "model" in data:
@@ -363,7 +393,16 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
     out.text = assemble("dotprompt", rel, lines, body_text, marks=marks, into=out)
 
 
-def _check_partials(nodes, translator, rel, sources, partials, translated, inputs, target_of) -> None:
+def _check_partials(
+    nodes: list[Node],
+    translator: handlebars.Translator,
+    rel: str,
+    sources: dict[str, SourceText],
+    partials: dict[str, Converted],
+    translated: dict[str, handlebars.Inputs],
+    inputs: handlebars.Inputs,
+    target_of: TargetOf,
+) -> None:
     """A partial is converted once, with the types its own use implies; a prompt may include it only
     when it gives those inputs the same types (else promptc would print them differently)."""
     here = posixpath.dirname(target_of(rel, False))
@@ -373,7 +412,7 @@ def _check_partials(nodes, translator, rel, sources, partials, translated, input
         target = posixpath.normpath(posixpath.join(here, node.target))
         partial_rel = next((r for r, c in partials.items() if c.target == target), None)
         converted = partials.get(partial_rel) if partial_rel else None
-        if converted is None or converted.refused:
+        if partial_rel is None or converted is None or converted.refused:
             raise Refusal(
                 codes.IMPORT_PARTIAL_MISSING,
                 f"the partial `{node.target}` could not be imported",

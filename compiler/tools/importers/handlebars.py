@@ -30,10 +30,12 @@ import bisect
 import builtins
 import keyword
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ...facts import codes
+from ...facts.codes import Code
 from ...facts.language import IDENTIFIER
 from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, walk
 
@@ -298,8 +300,13 @@ class _Scope:
     params: dict[str, _Value] = field(default_factory=dict)
 
 
+#: a partial's name → (its path as the including `.prompt` writes it, or None when it cannot be
+#: included as a file; its text), or None when the folder has no such partial
+Resolver = Callable[[str], "tuple[str | None, str] | None"]
+
+
 class Translator:
-    def __init__(self, inputs: Inputs, resolve_partial, partial: bool = False) -> None:
+    def __init__(self, inputs: Inputs, resolve_partial: Resolver, partial: bool = False) -> None:
         self.inputs = inputs
         self.resolve_partial = resolve_partial
         self.partial = partial
@@ -309,7 +316,9 @@ class Translator:
         #: how each root input is used: "print" (as a string), or "any"
         self.printed: dict[str, Tag] = {}
 
-    def fail(self, tag: Tag, message: str, code=codes.IMPORT_NO_EQUIVALENT, hint: str | None = None):
+    def fail(
+        self, tag: Tag, message: str, code: Code = codes.IMPORT_NO_EQUIVALENT, hint: str | None = None
+    ) -> NoReturn:
         raise Refusal(code, message, tag.line, tag.column, hint)
 
     # -- paths
@@ -530,7 +539,7 @@ class Translator:
                     nodes.append(node)
                 else:
                     pending.append(Tag("end-partial", "", tag.line, tag.column))
-                    pending.extend(reversed(body))
+                    pending.extend(reversed(body or []))
             elif tag.kind == "open":
                 if len(frames) > MAX_DEPTH:
                     self.fail(tag, f"blocks nested more than {MAX_DEPTH} deep")
@@ -667,7 +676,7 @@ class Translator:
                 items = value.schema.setdefault("items", {}) if value.inferred else (value.schema.get("items") or {})
                 item = _Value(item_name, items, value.inferred, _types(items)[1] and bool(_types(items)[0]), None)
                 scope = _Scope("each", item, None, None, iterable)
-                node = For(item_name, iterable, [], tag.line, tag.column)
+                loop = For(item_name, iterable, [], tag.line, tag.column)
             else:
                 extra = value.schema.get("additionalProperties")
                 item_schema = extra if isinstance(extra, dict) else {}
@@ -677,7 +686,7 @@ class Translator:
                 key = f"key_{self.counter}"
                 iterable = f"{iterable}.items()" if not value.optional else f"({value.code} or {{}}).items()"
                 scope = _Scope("each", item, None, key, iterable)
-                node = For(f"{key}, {item_name}", iterable, [], tag.line, tag.column)
+                loop = For(f"{key}, {item_name}", iterable, [], tag.line, tag.column)
             if params:
                 scope.params[params[0]] = item
                 if len(params) > 1:
@@ -687,8 +696,8 @@ class Translator:
                         scope.index = "_hb"
                         scope.params[params[1]] = _Value(f"{iterable}#i", {"type": "integer"}, False, False, None)
             scopes.append(scope)
-            frame.update(node=node, nodes=node.body, scope=scope, value=value, parent=nodes)
-            nodes.append(node)
+            frame.update(node=loop, nodes=loop.body, scope=scope, value=value, parent=nodes)
+            nodes.append(loop)
             return frame
         if name in _UNSUPPORTED_HELPERS:
             self.fail(tag, f"`{{{{#{name}}}}}` has no promptc equivalent", hint=_UNSUPPORTED_HELPERS[name])
@@ -762,7 +771,9 @@ class Translator:
                 )
             )
 
-    def partial_node(self, tag: Tag, pending: list[Tag], nested: bool, inlined: list[str]):
+    def partial_node(
+        self, tag: Tag, pending: list[Tag], nested: bool, inlined: list[str]
+    ) -> tuple[Include | None, list[Tag] | None]:
         """A `{{> name}}`: `(Include, None)` on a line of its own at the top level when the partial
         ends with a newline (promptc's include is a line); else `(None, its tags)`, inlined here
         with the current context, as Handlebars renders a partial."""

@@ -15,11 +15,17 @@ foreign file; the file is then not written.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import SEPARATOR
+
+#: a path into a foreign file's header (keys and list indices)
+JsonPath = tuple[str | int, ...]
+#: where a path of a header is written: (line, column) in the foreign file
+Where = Callable[..., tuple[int, int]]
 
 
 class Refusal(Exception):
@@ -52,8 +58,8 @@ class Out:
 @dataclass(slots=True)
 class If:
     #: (condition code, body) for `if` and each `elif`
-    branches: list[tuple[str, list]]
-    orelse: list | None = None
+    branches: list[tuple[str, list[Node]]]
+    orelse: list[Node] | None = None
     line: int = 1
     column: int = 1
 
@@ -62,7 +68,7 @@ class If:
 class For:
     target: str
     iterable: str
-    body: list = field(default_factory=list)
+    body: list[Node] = field(default_factory=list)
     line: int = 1
     column: int = 1
 
@@ -158,7 +164,7 @@ def emit_marked(nodes: list[Node]) -> tuple[str, list[tuple[int, int, int]]]:
     roles: set[int] = set()  # offsets of the role lines written
     size = 0
 
-    def put(text: str, node=None) -> None:
+    def put(text: str, node: Node | _Tag | None = None) -> None:
         nonlocal size
         if node is not None and text:
             marks.append((size, node.line, node.column))
@@ -171,7 +177,7 @@ def emit_marked(nodes: list[Node]) -> tuple[str, list[tuple[int, int, int]]]:
             put("\n")
 
     # iterative walk: (nodes, index) frames, with the closing tag to write when a frame ends
-    stack: list[tuple[list[Node], int, str, Node | None]] = [(nodes, 0, "", None)]
+    stack: list[tuple[Sequence[Node | _Tag], int, str, Node | None]] = [(nodes, 0, "", None)]
     while stack:
         items, index, closing, owner = stack.pop()
         if index >= len(items):
@@ -210,7 +216,7 @@ def emit_marked(nodes: list[Node]) -> tuple[str, list[tuple[int, int, int]]]:
             stack.append((node.body, 0, "{% endfor %}", node))
         elif isinstance(node, If):
             # the branches are written as nested frames: if, elif …, else, endif
-            frames: list[tuple[list[Node], int, str, Node | None]] = []
+            frames: list[tuple[Sequence[Node | _Tag], int, str, Node | None]] = []
             for k, (condition, body) in enumerate(node.branches):
                 tag = "if" if k == 0 else "elif"
                 check_code(condition, node.line, node.column)
@@ -256,7 +262,7 @@ def _last(parts: list[str]) -> str:
     return ""
 
 
-def _walk(nodes: list[Node]):
+def _walk(nodes: list[Node]) -> Iterator[Node]:
     stack = list(reversed(nodes))
     while stack:
         node = stack.pop()
@@ -270,6 +276,6 @@ def _walk(nodes: list[Node]):
                 stack.extend(reversed(node.orelse))
 
 
-def walk(nodes: list[Node]):
+def walk(nodes: list[Node]) -> Iterator[Node]:
     """Every node, depth first, in text order."""
     return _walk(nodes)

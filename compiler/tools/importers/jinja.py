@@ -26,11 +26,12 @@ import bisect
 import builtins
 import keyword
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ...facts import codes
+from ...facts.codes import Code
 from ...facts.language import IDENTIFIER_PATTERN
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string, walk
 
@@ -252,7 +253,9 @@ class _Scope:
 class _Expr:
     """A recursive-descent parser over one tag's tokens, with an explicit depth bound."""
 
-    def __init__(self, tokens: list[tuple[str, str, int]], tok: _Tok, scope: _Scope, uses: list):
+    def __init__(
+        self, tokens: list[tuple[str, str, int]], tok: _Tok, scope: _Scope, uses: list[tuple[str, bool, int, int]]
+    ) -> None:
         self.tokens, self.i, self.tok, self.scope, self.uses = tokens, 0, tok, scope, uses
         self.depth = 0
 
@@ -270,16 +273,22 @@ class _Expr:
         if t is None or (value is not None and t[1] != value):
             self.fail(f"expected `{value}`" if value else "unexpected end of the expression")
         self.i += 1
-        return t  # type: ignore[return-value]
+        return t
 
-    def fail(self, message: str, code=codes.IMPORT_TEMPLATE_SYNTAX, hint: str | None = None, at=None):
+    def fail(
+        self,
+        message: str,
+        code: Code = codes.IMPORT_TEMPLATE_SYNTAX,
+        hint: str | None = None,
+        at: tuple[str, str, int] | None = None,
+    ) -> NoReturn:
         t = at or self.peek() or (self.tokens[-1] if self.tokens else None)
         line, column = self.tok.line, self.tok.column
         if t is not None and self.tok.locate is not None:
             line, column = self.tok.locate(t[2])
         raise Refusal(code, message, line, column, hint)
 
-    def refuse(self, message: str, hint: str | None = None):
+    def refuse(self, message: str, hint: str | None = None) -> NoReturn:
         """A construct without a promptc equivalent: reported at the token just read."""
         last = self.tokens[self.i - 1] if 0 < self.i <= len(self.tokens) else None
         self.fail(message, codes.IMPORT_NO_EQUIVALENT, hint, at=last)
@@ -508,7 +517,7 @@ class _Expr:
                 self.take()
                 args = []
                 while not self.at(")"):
-                    if self.peek() is not None and self.peek()[0] == "name" and (self.peek(1) or ("", "", 0))[1] == "=":
+                    if (self.peek() or ("", "", 0))[0] == "name" and (self.peek(1) or ("", "", 0))[1] == "=":
                         self.refuse("keyword arguments are not imported")
                     args.append(self.expression())
                     if not self.at(")"):
@@ -534,11 +543,7 @@ class _Expr:
                 if self.at("("):
                     self.take()
                     while not self.at(")"):
-                        if (
-                            self.peek() is not None
-                            and self.peek()[0] == "name"
-                            and (self.peek(1) or ("", "", 0))[1] == "="
-                        ):
+                        if (self.peek() or ("", "", 0))[0] == "name" and (self.peek(1) or ("", "", 0))[1] == "=":
                             self.refuse(f"the filter `{name}` with keyword arguments is not imported")
                         args.append(self.expression())
                         if not self.at(")"):
@@ -579,7 +584,9 @@ class _Expr:
                 return code
 
 
-def expression(tok: _Tok, tokens: list[tuple[str, str, int]], scope: _Scope, uses: list) -> tuple[str, str | None]:
+def expression(
+    tok: _Tok, tokens: list[tuple[str, str, int]], scope: _Scope, uses: list[tuple[str, bool, int, int]]
+) -> tuple[str, str | None]:
     """(Python code, plain path or None) of a whole expression."""
     parser = _Expr(tokens, tok, scope, uses)
     parser.path = None
@@ -626,7 +633,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
     loop_targets: set[str] = set()
     counters = 0
 
-    def fail(tok: _Tok, message: str, code=codes.IMPORT_TEMPLATE_SYNTAX, hint=None):
+    def fail(tok: _Tok, message: str, code: Code = codes.IMPORT_TEMPLATE_SYNTAX, hint: str | None = None) -> NoReturn:
         raise Refusal(code, message, tok.line, tok.column, hint)
 
     for index, tok in enumerate(tokens):
@@ -660,9 +667,9 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
         rest = tok.tokens[1:]
         if word == "if":
             code, _ = expression(tok, rest, scope, uses)
-            node = If([(code, [])], None, tok.line, tok.column)
-            current.append(node)
-            frames.append(_Frame("if", node.branches[0][1], tok, node))
+            branch = If([(code, [])], None, tok.line, tok.column)
+            current.append(branch)
+            frames.append(_Frame("if", branch.branches[0][1], tok, branch))
         elif word in ("elif", "else") and frames[-1].kind == "if":
             frame = frames[-1]
             node = frame.node
@@ -721,9 +728,9 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
             iterable, _ = expression(tok, tail, scope, uses)
             counters += 1
             counter = f"loop_{counters}"
-            node = For(", ".join(names) if len(names) > 1 else names[0], iterable, [], tok.line, tok.column)
-            current.append(node)
-            frame = _Frame("for", node.body, tok, node, bound_here={n for n in names if n not in scope.bound})
+            loop = For(", ".join(names) if len(names) > 1 else names[0], iterable, [], tok.line, tok.column)
+            current.append(loop)
+            frame = _Frame("for", loop.body, tok, loop, bound_here={n for n in names if n not in scope.bound})
             frame.bound_here.add(counter)
             frames.append(frame)
             scope.bound.update(names)
@@ -756,7 +763,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
                 )
                 if not _PURE_SEQUENCE.fullmatch(iterable):
                     fail(
-                        frame.tok,
+                        frame.tok or tok,
                         "a loop `{% else %}` over a computed sequence",
                         codes.IMPORT_NO_EQUIVALENT,
                         "loop over an input (a plain name)",
@@ -799,9 +806,9 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
                 fail(tok, f"`{{% {word} %}}` without its opening tag")
             fail(tok, f"`{{% {word} %}}` has no promptc equivalent", codes.IMPORT_NO_EQUIVALENT, hint)
     if len(frames) > 1:
-        tok = frames[-1].tok
-        assert tok is not None
-        fail(tok, f"`{{% {frames[-1].kind} %}}` is never closed")
+        opened = frames[-1].tok
+        assert opened is not None
+        fail(opened, f"`{{% {frames[-1].kind} %}}` is never closed")
     seen: set[str] = set()
     for name, bound, line, column in uses:
         if bound:
@@ -830,11 +837,11 @@ def _codes(node: Node) -> str:
     return ""
 
 
-def _all(nodes: list[Node]):
+def _all(nodes: list[Node]) -> Iterator[Node]:
     return walk(nodes)
 
 
-def _include(tok: _Tok, rest, tokens: list[_Tok], index: int, options: Options) -> str:
+def _include(tok: _Tok, rest: list[tuple[str, str, int]], tokens: list[_Tok], index: int, options: Options) -> str:
     if len(rest) != 1 or rest[0][0] != "string":
         raise Refusal(
             codes.IMPORT_NO_EQUIVALENT,

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...facts import codes
 from ...facts.diagnostics import SourceText
+from ...facts.language import SOURCE_SUFFIX
 from ...facts.profiles import provider_of_model
 from . import jinja
 from .common import (
@@ -21,7 +23,7 @@ from .common import (
     snake,
     warning,
 )
-from .ir import Refusal, Role, Text, emit_marked
+from .ir import JsonPath, Refusal, Role, Text, Where, emit_marked
 from .yamlheader import YamlError, parse
 
 SUFFIXES = (".prompty",)
@@ -50,7 +52,7 @@ def split(src: SourceText) -> tuple[str | None, int, str, int]:
     return m.group(1), header_line, m.group(2), body_line
 
 
-def convert(src: SourceText, rel: str, target: str, resolve_include) -> Converted:
+def convert(src: SourceText, rel: str, target: str, resolve_include: Callable[[str], str | None]) -> Converted:
     out = Converted(rel, target, foreign=src)
     try:
         _convert(src, rel, out, resolve_include)
@@ -60,10 +62,13 @@ def convert(src: SourceText, rel: str, target: str, resolve_include) -> Converte
     return out
 
 
-def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None:
+def _convert(src: SourceText, rel: str, out: Converted, resolve_include: Callable[[str], str | None]) -> None:
     header_text, header_line, body, body_line = split(src)
     data: dict[str, Any] = {}
-    where = lambda *path: (header_line, 1)  # noqa: E731
+
+    def where(*path: str | int) -> tuple[int, int]:
+        return header_line, 1
+
     if header_text is not None:
         try:
             header = parse(header_text)
@@ -75,19 +80,19 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
             raise Refusal(codes.IMPORT_BAD_HEADER, "the front matter is not a YAML mapping", header_line, 1)
         data = header.data
 
-        def where(*path):  # noqa: F811
+        def where(*path: str | int) -> tuple[int, int]:  # noqa: F811
             line, column = header.where(*path)
             return header_line + line - 1, column
 
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
-    stem = out.target.rsplit("/", 1)[-1].removesuffix(".prompt")
+    stem = out.target.rsplit("/", 1)[-1].removesuffix(SOURCE_SUFFIX)
     lines: list[str] = []
 
-    def drop(message: str, *path) -> None:
+    def drop(message: str, *path: str | int) -> None:
         out.diagnostics.append(warning(codes.IMPORT_FIELD_DROPPED, message, src, *where(*path)))
 
-    def no_reference(value: Any, *path) -> None:
-        stack = [(value, path)]
+    def no_reference(value: Any, *path: str | int) -> None:
+        stack: list[tuple[Any, JsonPath]] = [(value, path)]
         while stack:
             item, at = stack.pop()
             if isinstance(item, str) and _REFERENCE.search(item):
@@ -298,7 +303,7 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include) -> None
     out.text = assemble("prompty", rel, lines, body_text, marks=marks, into=out)
 
 
-def _properties(raw: Any, field: str, where):
+def _properties(raw: Any, field: str, where: Where) -> Iterator[tuple[str, dict[str, Any], JsonPath]]:
     """(name, property mapping, header path) of Prompty's `inputs`/`outputs`: a list of properties
     with `name`, a mapping name → property, or a mapping name → a scalar (its default)."""
     if raw is None:
@@ -331,7 +336,7 @@ def _inferred_kind(value: Any) -> str:
     return "string"
 
 
-def _schema(prop: dict[str, Any], name: str, path, where) -> dict[str, Any]:
+def _schema(prop: dict[str, Any], name: str, path: JsonPath, where: Where) -> dict[str, Any]:
     """The promptc input contract of one Prompty input: its type only (Prompty does not check
     values against enums or descriptions when it renders, so neither does the import)."""
     kind = prop.get("kind", prop.get("type"))
@@ -348,7 +353,7 @@ def _schema(prop: dict[str, Any], name: str, path, where) -> dict[str, Any]:
     raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, f"the input `{name}` has the unknown kind `{kind}`", *where(*path))
 
 
-def _wire_property(prop: dict[str, Any], path, where, *, strict: bool = False) -> dict[str, Any]:
+def _wire_property(prop: dict[str, Any], path: JsonPath, where: Where, *, strict: bool = False) -> dict[str, Any]:
     """A Prompty property as Prompty's OpenAI executor sends it (`_property_to_json_schema`)."""
     kind = prop.get("kind", prop.get("type"))
     types = {**_KINDS, "array": "array", "object": "object"}
@@ -393,7 +398,7 @@ def _nullable(schema: dict[str, Any]) -> None:
         schema["enum"].append(None)
 
 
-def _tool(tool: Any, index: int, where) -> dict[str, Any]:
+def _tool(tool: Any, index: int, where: Where) -> dict[str, Any]:
     path = ("tools", index)
     if not isinstance(tool, dict):
         raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, f"`tools[{index}]` is not a mapping", *where(*path))

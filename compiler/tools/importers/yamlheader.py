@@ -47,7 +47,7 @@ class Header:
     """The parsed header: the plain value (`data`) and the position of every value by its path
     (`("config", "topK")`, `("inputs", 0, "name")`)."""
 
-    def __init__(self, data: Any, positions: dict[tuple, tuple[int, int]]) -> None:
+    def __init__(self, data: Any, positions: dict[tuple[Any, ...], tuple[int, int]]) -> None:
         self.data = data
         self.positions = positions
 
@@ -80,17 +80,17 @@ def parse(text: str) -> Header:
         raise YamlError(f"invalid YAML in the header: {problem}", line, column) from None
     except yaml.YAMLError as exc:
         raise YamlError(f"invalid YAML in the header: {exc}", 1, 1) from None
-    positions: dict[tuple, tuple[int, int]] = {(): (1, 1)}
+    positions: dict[tuple[Any, ...], tuple[int, int]] = {(): (1, 1)}
     if node is None:
         return Header({}, positions)
     return Header(_build(node, (), positions), positions)
 
 
-def _build(root: Any, path: tuple, positions: dict[tuple, tuple[int, int]]) -> Any:
+def _build(root: Any, path: tuple[Any, ...], positions: dict[tuple[Any, ...], tuple[int, int]]) -> Any:
     """Plain values from the node tree, iteratively (no recursion limit)."""
     result: dict[str, Any] = {}
     # work items: (node, path, container, key) — the value is stored into container[key]
-    stack: list[tuple[Any, tuple, Any, Any]] = [(root, path, result, "value")]
+    stack: list[tuple[Any, tuple[Any, ...], Any, Any]] = [(root, path, result, "value")]
     while stack:
         node, at, container, key = stack.pop()
         if len(at) > MAX_DEPTH:
@@ -138,7 +138,7 @@ def _loader() -> Any:
         depth = 0
 
         def compose_node(self, parent: Any, index: Any) -> Any:
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
             if self.depth >= MAX_DEPTH:  # PyYAML composes recursively: stop long before Python's limit
                 mark = event.start_mark
                 raise YamlError(
