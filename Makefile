@@ -41,6 +41,7 @@ check: $(TESTSTAMP)
 	$(BIN)/promptc check prompts_src -o build --locked
 	$(BIN)/ruff check compiler tests bench
 	$(BIN)/ruff format --check compiler tests bench
+	$(BIN)/python -m mypy compiler
 
 lint: check
 
