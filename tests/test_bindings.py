@@ -104,7 +104,7 @@ def test_generated_module_type_checks_and_catches_the_three_mistakes(tmp_path: P
     assert done.returncode == 0, done.stderr
     module = (tmp_path / "app" / "bindings.py").read_text()
     assert "def support_chat(*, product: str, question: str, limit: int | None = None) -> Rendered:" in module
-    assert "BUILD_DIR = Path(__file__).resolve().parent / '../build'" in module
+    assert 'BUILD_DIR = Path(__file__).resolve().parent / "../build"' in module
     # the same module over an object-typed `order` (as `@schemas/order.json` types it)
     artifacts = {name: runtime.load(tmp_path / "build").artifact(name) for name in runtime.load(tmp_path / "build")}
     artifacts["orders"] = replace(
@@ -120,11 +120,9 @@ def test_generated_module_type_checks_and_catches_the_three_mistakes(tmp_path: P
     (tmp_path / "app" / "bindings.py").write_text(module)
     write(tmp_path, "app/good.py", GOOD_APP)
     write(tmp_path, "app/bad.py", BAD_APP)
-    # the editable install imports through a finder hook mypy cannot follow: show it the package
-    # under its import name, as a wheel lays it out (promptc's own modules are not under test here)
-    (tmp_path / "stubs").mkdir()
-    (tmp_path / "stubs" / "promptc").symlink_to(ROOT / "compiler", target_is_directory=True)
-    env = {**os.environ, "MYPYPATH": str(tmp_path / "stubs")}
+    # mypy finds promptc in the venv `make build` makes, editable install and all (the Makefile's
+    # `promptc-stubs` link; promptc's own modules are not under test here)
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
     args = [mypy, "--strict", "--no-incremental", "--follow-imports=silent", "--cache-dir", str(tmp_path / ".mypy")]
     # one mypy run over all three files (mypy's start-up is most of its time): errors in bad.py only
     checked = subprocess.run(
@@ -161,7 +159,7 @@ def test_build_writes_the_configured_bindings_and_check_locked_notices_when_stal
     assert run_promptc("build", cwd=tmp_path / "prompts_src").returncode == 0  # from a subfolder, too
     module = (tmp_path / "app" / "prompts.py").read_text()
     assert "def hello(*, name: str) -> Rendered:" in module
-    assert "BUILD_DIR = Path(__file__).resolve().parent / '../build'" in module
+    assert 'BUILD_DIR = Path(__file__).resolve().parent / "../build"' in module
     assert run_promptc("check", "--locked", cwd=tmp_path).returncode == 0
     (tmp_path / "app" / "prompts.py").write_text(module.replace("name: str", "name: int"))
     stale = run_promptc("check", "--locked", cwd=tmp_path)
