@@ -220,6 +220,8 @@ def build_artifact(
         tuple(messages_out),
         _cache(doc, flat, meter, head, head_chars, head_tokens, request, locate(doc, rel_source, root)),
         Totals(head_chars + sum(m.chars for m in messages_out), head_tokens + sum(m.tokens for m in messages_out)),
+        doc.doc_comment,
+        doc.output_contract,
     )
 
 

@@ -246,7 +246,17 @@ CASES = {
     ),
     "E825": _text(
         "/// input: order: @order.json\nOrder ${order}\n",
-        partials={"order.json": '{"type": "object",\n "properties": {"qty": {"type": "integer", "minimum": 1}}}\n'},
+        partials={"order.json": '{"type": "object",\n "properties": {"code": {"type": "string", "pattern": "^A"}}}\n'},
+    ),
+    "E826": _text(
+        "/// input: tree: @tree.json\nTree ${tree}\n",
+        partials={
+            "tree.json": '{"type": "object",\n "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}\n'
+        },
+    ),
+    "W827": _text(
+        "/// output: answer.json\nAnswer.\n",
+        partials={"answer.json": '{"type": "object",\n "properties": {"code": {"type": "string", "pattern": "^A"}}}\n'},
     ),
     # 9xx
     "E901": _text("Hi\n", config=Config(tokenizer="gpt-17")),

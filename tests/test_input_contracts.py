@@ -89,7 +89,8 @@ def test_render_reports_every_problem_by_path():
         ({}, "E820"),
         ({"order.json": "{not json"}, "E821"),
         ({"order.json": '{"type": "strin"}'}, "E823"),
-        ({"order.json": '{"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}}'}, "E825"),
+        ({"order.json": '{"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}}'}, "E826"),
+        ({"order.json": '{"type": "object", "patternProperties": {"^a": {}}}'}, "E825"),
         ({"order.json": '{"type": "string", "pattern": "^A"}'}, "E825"),
     ],
 )
