@@ -212,6 +212,9 @@ class Document:
     header: Header = field(default_factory=Header)
     messages: tuple[Message, ...] = ()
     inputs: tuple[str, ...] = ()
+    #: inputs inference leaves optional: every use is guarded by a test that proves it is not None
+    #: (`{% if user %}${user.name}{% endif %}`), so left out it renders as None and nothing fails
+    optional_inputs: tuple[str, ...] = ()
     helpers: tuple[str, ...] = ()
     includes: tuple[str, ...] = ()  # source-relative paths of every partial spliced in, sorted
     #: the prompt's leading comment: the `///` lines that open the file, their text without `/// `

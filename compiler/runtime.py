@@ -189,15 +189,46 @@ class Rendered:
 # Values
 
 
-def _lookup(inputs: Mapping[str, Any], path: str) -> Any:
+#: a value JSON can hold and a placeholder path reads no attribute of (the JavaScript runtime
+#: reads none either: `${s.upper}`, `${d.__proto__}`, `${n.real}` are errors in both)
+_JSON_LEAVES = (str, int, float, bool, list, tuple, type(None))
+_NO_DEFAULT: Any = object()
+
+
+def path_defaults(schema: Any, path: str) -> tuple[Any, ...]:
+    """For each key of a placeholder path after its root, the `default` the input schema gives
+    the property (what renders when a value leaves the key out), or `_NO_DEFAULT`."""
+    root, *attrs = path.split(".")
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    node = properties.get(root) if isinstance(properties, Mapping) else None
+    out = []
+    for attr in attrs:
+        properties = node.get("properties") if isinstance(node, Mapping) else None
+        node = properties.get(attr) if isinstance(properties, Mapping) else None
+        out.append(node.get("default", _NO_DEFAULT) if isinstance(node, Mapping) else _NO_DEFAULT)
+    return tuple(out)
+
+
+def _lookup(inputs: Mapping[str, Any], path: str, defaults: tuple[Any, ...] = ()) -> Any:
+    """`${a.b.c}`: a mapping's key (its schema's `default` when the key is absent), else, of an
+    object that is not a JSON value, an attribute."""
     root, *attrs = path.split(".")
     value = inputs[root]  # presence was checked before rendering started
     walked = root
-    for attr in attrs:
-        if isinstance(value, Mapping) and attr in value:
-            value = value[attr]
+    for i, attr in enumerate(attrs):
+        if isinstance(value, Mapping):
+            if attr in value:
+                value = value[attr]
+            elif i < len(defaults) and defaults[i] is not _NO_DEFAULT:
+                value = defaults[i]
+            else:
+                raise RenderError(
+                    f"`${{{path}}}`: `{walked}` ({type(value).__name__}) has no key or attribute `{attr}`"
+                )
         else:
             try:
+                if isinstance(value, _JSON_LEAVES):
+                    raise AttributeError(attr)
                 value = getattr(value, attr)
             except AttributeError:
                 raise RenderError(
@@ -224,10 +255,11 @@ def _to_text(value: Any, path: str) -> str:
 class _Python:
     """A section with promplate blocks: its compiled code (or the error compiling it raised)."""
 
-    __slots__ = ("text", "section", "origins", "compiled", "error")
+    __slots__ = ("text", "section", "origins", "compiled", "error", "schema")
 
-    def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...]) -> None:
+    def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...], schema: Any = None) -> None:
         self.text, self.section, self.origins = text, section, origins
+        self.schema = schema  # the input schema, for the defaults of `${a.b}` paths
         self.compiled: template.CompiledSection | None = None
         self.error: template.TemplateSyntaxError | None = None
         try:
@@ -240,10 +272,10 @@ class _Python:
         if compiled is None:
             exc = self.error
             raise TemplateError(exc.message, prompt, self.section, exc.line)  # type: ignore[union-attr]
-        text, section, origins = self.text, self.section, self.origins
+        text, section, origins, schema = self.text, self.section, self.origins, self.schema
 
         def lookup(path: str) -> str:
-            return _to_text(_lookup(inputs, path), path)
+            return _to_text(_lookup(inputs, path, path_defaults(schema, path) if "." in path else ()), path)
 
         try:
             parts = template.execute(compiled.code, inputs, lookup)
@@ -278,7 +310,9 @@ class _Python:
 _SectionPlan = str | tuple
 
 
-def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...], known: frozenset[str]) -> Any:
+def _section_plan(
+    text: str, section: str, origins: tuple[tuple[str, int], ...], known: frozenset[str], schema: Any = None
+) -> Any:
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
     tokens = template.scan(text)
@@ -289,7 +323,7 @@ def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...],
         elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
             checks.append(("root", tok.text.split(".", 1)[0]))
     if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        return (tuple(checks), (), (), _Python(text, section, origins))
+        return (tuple(checks), (), (), _Python(text, section, origins, schema))
     segments: list[str | None] = []
     slots: list[tuple[int, str, bool]] = []
     for tok in tokens:
@@ -299,7 +333,8 @@ def _section_plan(text: str, section: str, origins: tuple[tuple[str, int], ...],
             else:
                 segments.append(tok.text)
         else:
-            slots.append((len(segments), tok.text, "." in tok.text))
+            dotted = "." in tok.text
+            slots.append((len(segments), tok.text, dotted, path_defaults(schema, tok.text) if dotted else ()))
             segments.append(None)
     if not slots:
         return "".join(segments)  # type: ignore[arg-type]
@@ -318,8 +353,8 @@ def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: 
     if python is not None:
         return python.render(inputs, prompt)  # type: ignore[no-any-return]
     out = list(segments)
-    for index, path, dotted in slots:
-        value = _lookup(inputs, path) if dotted else inputs[path]
+    for index, path, dotted, defaults in slots:
+        value = _lookup(inputs, path, defaults) if dotted else inputs[path]
         out[index] = value if value.__class__ is str else _to_text(value, path)
     return "".join(out)
 
@@ -435,7 +470,9 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         for bi, block in enumerate(message.blocks):
             marked = (mi, bi) in marks
             anthropic = marked and marks[(mi, bi)]
-            plans = [(_section_plan(s.text, s.name, s.origins, known), s.name) for s in block.sections]
+            plans = [
+                (_section_plan(s.text, s.name, s.origins, known, artifact.input_schema), s.name) for s in block.sections
+            ]
             if all(section_plan.__class__ is str for section_plan, _ in plans):
                 text = JOINER.join(section_plan for section_plan, _ in plans)
                 finished = RenderedBlock(block.boundary, text, marked, anthropic)
@@ -459,18 +496,18 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
                     )
                     pieces.append(var)
                     continue
-                values = {slot_index: (path, dotted) for slot_index, path, dotted in slots}
+                values = {slot_index: (path, dotted, defaults) for slot_index, path, dotted, defaults in slots}
                 for position, segment in enumerate(segments):
                     if segment is not None:
                         if segment:
                             pieces.append(constant(segment))
                         continue
-                    path, dotted = values[position]
+                    path, dotted, defaults = values[position]
                     counter += 1
                     var = f"_v{counter}"
                     path_name = constant(path)
                     if dotted:
-                        lines.append(f"    {var} = _lookup(inputs, {path_name})")
+                        lines.append(f"    {var} = _lookup(inputs, {path_name}, {constant(defaults)})")
                     else:
                         lines.append(f"    {var} = inputs[{path_name}]")
                     lines.append(f"    if {var}.__class__ is not _str:")

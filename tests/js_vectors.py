@@ -252,6 +252,54 @@ SOURCES = {
             ({"ticket": {"priority": True}, "mode": "slow", "who": "Ann", "items": {"k": 1}, "maybe": 0}, None),
         ],
     ),
+    "contracts": (
+        # a schema file as pydantic writes one ($defs + $ref), keys with defaults, boolean
+        # subschemas, anyOf, uniqueItems, a non-ASCII key, lengths in code points
+        {
+            "c.prompt": "/// input: order: @order.json\n----- user -----\n${order.id} ${order.qty} ${order.note}\n",
+            "order.json": json.dumps(
+                {
+                    "$defs": {"Qty": {"type": "integer", "minimum": 1, "default": 1}},
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "minLength": 2},
+                        "qty": {"$ref": "#/$defs/Qty"},
+                        "note": {"type": "string", "default": "none"},
+                        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                        "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
+                        "é": {"type": "boolean"},
+                        "debug": False,
+                    },
+                    "required": ["id"],
+                    "additionalProperties": False,
+                },
+                ensure_ascii=False,
+            ),
+        },
+        "c",
+        Config(),
+        None,
+        [
+            ({"order": {"id": "A1"}}, None),
+            ({"order": {"id": "😀😀", "qty": 2, "note": "n", "tags": ["x", "y"], "kind": "b", "é": True}}, None),
+            (
+                {"order": {"id": "A", "qty": 0, "tags": ["x", "x"], "kind": "c", "é": 1, "debug": True, "x": 1}},
+                None,
+            ),
+        ],
+    ),
+    "proto": (
+        # `${d.__proto__}` reads a key, as in Python: never the prototype of a JavaScript object
+        {"p.prompt": "/// input: d: dict[str, str], e\n----- user -----\n${d.__proto__} ${e.constructor}\n"},
+        "p",
+        Config(),
+        None,
+        [
+            ({"d": {}, "e": {"constructor": "c"}}, None),
+            ({"d": {"__proto__": "x"}, "e": {"constructor": "c"}}, None),
+            ({"d": {"__proto__": "x"}, "e": {}}, None),
+        ],
+    ),
 }
 
 

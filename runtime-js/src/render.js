@@ -3,7 +3,7 @@
 // (node, a browser, a worker); `load()` in index.js reads build folders.
 
 import { checkValue } from "./inputtypes.js";
-import { str, typeName } from "./python.js";
+import { isPlainObject, str, typeName } from "./python.js";
 import { build as buildShape, ShapeError } from "./shapes.js";
 import { scan } from "./template.js";
 
@@ -42,18 +42,43 @@ export class InputTypeError extends RenderError {
 
 const has = (values, name) => Object.hasOwn(values, name) && values[name] !== undefined;
 
-function lookup(values, path) {
+const NO_DEFAULT = Symbol("no default");
+const isMap = (node) => node !== null && typeof node === "object" && !Array.isArray(node);
+
+/** As `promptc.runtime.path_defaults`: per key after the root, its schema's `default`. */
+function pathDefaults(schema, path) {
   const [root, ...attrs] = path.split(".");
+  let node = isMap(schema) && isMap(schema.properties) && Object.hasOwn(schema.properties, root) ? schema.properties[root] : null;
+  return attrs.map((attr) => {
+    node = isMap(node) && isMap(node.properties) && Object.hasOwn(node.properties, attr) ? node.properties[attr] : null;
+    return isMap(node) && Object.hasOwn(node, "default") ? node.default : NO_DEFAULT;
+  });
+}
+
+/** `${a.b.c}`: a plain object's own key (its schema's `default` when absent), else, of an
+ * object that is not a JSON value (a class instance), a property. */
+function lookup(values, path, schema) {
+  const [root, ...attrs] = path.split(".");
+  const defaults = attrs.length ? pathDefaults(schema, path) : [];
   let value = values[root];
   let walked = root;
-  for (const attr of attrs) {
-    const holder = value !== null && (typeof value === "object" || typeof value === "function") ? value : null;
-    if (holder !== null && attr in holder && holder[attr] !== undefined) value = holder[attr];
-    else {
-      throw new RenderError(`\`\${${path}}\`: \`${walked}\` (${typeName(value)}) has no key or attribute \`${attr}\``);
-    }
+  attrs.forEach((attr, i) => {
+    const missing = () =>
+      new RenderError(`\`\${${path}}\`: \`${walked}\` (${typeName(value)}) has no key or attribute \`${attr}\``);
+    if (isPlainObject(value)) {
+      if (Object.hasOwn(value, attr) && value[attr] !== undefined) value = value[attr];
+      else if (defaults[i] !== NO_DEFAULT) value = defaults[i];
+      else throw missing();
+    } else if (
+      value !== null &&
+      ((typeof value === "object" && !Array.isArray(value)) || typeof value === "function") &&
+      attr in value &&
+      value[attr] !== undefined
+    ) {
+      value = value[attr];
+    } else throw missing();
     walked += "." + attr;
-  }
+  });
   return value;
 }
 
@@ -64,7 +89,7 @@ function toText(value, path) {
   return str(value);
 }
 
-function renderSection(text, values, prompt, section) {
+function renderSection(text, values, prompt, section, schema) {
   if (!text.includes("$") && !text.includes("{") && !text.includes("\\")) return text;
   const tokens = scan(text);
   for (const token of tokens) {
@@ -80,7 +105,7 @@ function renderSection(text, values, prompt, section) {
       `prompt \`${prompt}\`, section \`${section}\`: \`{{ }}\`, \`{# #}\` and \`{% %}\` blocks run only in the Python runtime`,
     );
   }
-  return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text), token.text))).join("");
+  return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text, schema), token.text))).join("");
 }
 
 function checked(prompt, schema, names, values) {
@@ -181,7 +206,7 @@ export function renderArtifact(artifact, values = {}) {
   const allBlocks = [];
   artifact.messages.forEach((message, mi) => {
     const blocks = message.blocks.map((block, bi) => {
-      const text = block.sections.map((s) => renderSection(s.text, values, name, s.name)).join(JOINER);
+      const text = block.sections.map((s) => renderSection(s.text, values, name, s.name, schema)).join(JOINER);
       const key = `${mi},${bi}`;
       const marked = marks.has(key);
       return Object.freeze({ boundary: block.boundary, text, breakpoint: marked, anthropic: marked && marks.get(key) });
