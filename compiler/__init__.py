@@ -8,7 +8,7 @@ The public API, importable by name (`from promptc import build`):
 - diagnostics: `Diagnostic` (every problem is one, with a stable code and a `path:line:col`;
   `str(d)` is its one-line form) and `render_text` (the CLI's full rendering, caret and hint)
 - rendering: `load(build_dir)` → `Runtime`; `Runtime.render(name, **inputs)` → `Rendered`;
-  `RenderError`, `MissingInputsError`
+  `RenderError`, `MissingInputsError`, `UnknownInputsError`
 - llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
   `strip_comments_from_messages`
 - inputs of the built-in partials: `env_inputs`, `git_inputs`, `date_inputs`
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .fmt import FormatError, FormatResult, format_text, format_tree
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
-    from .runtime import MissingInputsError, Rendered, RenderError, Runtime, load
+    from .runtime import MissingInputsError, Rendered, RenderError, Runtime, UnknownInputsError, load
 
 #: public name → the module that defines it
 _EXPORTS = {
@@ -52,6 +52,7 @@ _EXPORTS = {
     "Rendered": "runtime",
     "RenderError": "runtime",
     "MissingInputsError": "runtime",
+    "UnknownInputsError": "runtime",
     "process": "llmutils",
     "strip_comments": "llmutils",
     "extract_params": "llmutils",
@@ -82,6 +83,7 @@ __all__ = [
     "Rendered",
     "RenderError",
     "MissingInputsError",
+    "UnknownInputsError",
     "process",
     "strip_comments",
     "extract_params",

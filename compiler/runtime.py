@@ -6,9 +6,13 @@ each artifact the first time it is asked for.
 
 Rendering rules (SPEC §4, §6, §9):
 
-* Every input the artifact lists (`inputs` and `helpers`) is required; a missing one raises
-  `MissingInputsError`, whose message names every missing input at once. Extra inputs are ignored,
-  so one dict (say `env_inputs() | git_inputs()`) can serve many prompts.
+* Every input the artifact requires (`input_schema.required`, and every helper) must be passed; a
+  missing one raises `MissingInputsError`, whose message names every missing input at once. A
+  value the prompt does not take (`questoin=`) raises `UnknownInputsError`, which names the input
+  it was probably meant to be; a caller that passes one set of values to many prompts (say
+  `env_inputs() | git_inputs()`) opts out with `load(build, unknown_inputs="ignore")` (or
+  `render_artifact(…, unknown_inputs="ignore")`), and the values a prompt does not take are
+  ignored.
 * Values are inserted literally: `${x}` becomes `str(value)` (a dotted `${a.b}` reads a mapping key,
   else an attribute) and the result is never parsed again. A value holding a separator line,
   `${…}`, `{{ }}` or `///` stays text: it cannot add a message, change a role or run code.
@@ -56,6 +60,7 @@ __all__ = [
     "render_artifact",
     "RenderError",
     "MissingInputsError",
+    "UnknownInputsError",
     "InputTypeError",
     "TemplateError",
     "SHAPES",
@@ -76,6 +81,40 @@ class MissingInputsError(RenderError):
         names = ", ".join(self.missing)
         plural = "s" if len(self.missing) != 1 else ""
         super().__init__(f"prompt `{prompt}` is missing {len(self.missing)} input{plural}: {names}")
+
+
+class UnknownInputsError(RenderError):
+    """Values for inputs the prompt does not take (often a misspelt one): `unknown` names them,
+    `suggestions` maps each to the input it was probably meant to be, `missing` lists the
+    required inputs not passed. The message is the JavaScript runtime's, byte for byte."""
+
+    def __init__(self, prompt: str, unknown: list[str], known: list[str], missing: list[str]) -> None:
+        self.prompt = prompt
+        self.unknown = tuple(sorted(unknown))
+        self.missing = tuple(sorted(missing))
+        close = {name: suggestions(name, known) for name in self.unknown}
+        self.suggestions = {name: found[0] for name, found in close.items() if found}
+        shown = [
+            f"{name} (did you mean `{self.suggestions[name]}`?)" if name in self.suggestions else name
+            for name in self.unknown
+        ]
+        plural = "s" if len(self.unknown) != 1 else ""
+        message = f"prompt `{prompt}` got {len(self.unknown)} unknown input{plural}: {', '.join(shown)}"
+        message += f"; it takes: {', '.join(sorted(known)) or 'no inputs'}"
+        if self.missing:
+            message += f"; missing: {', '.join(self.missing)}"
+        super().__init__(message)
+
+
+#: what `unknown_inputs=` may be
+UNKNOWN_INPUTS = ("error", "ignore")
+
+
+def _unknown_mode(value: str) -> bool:
+    """Whether values for inputs a prompt does not take are an error (`"error"`) or ignored."""
+    if value not in UNKNOWN_INPUTS:
+        raise ValueError(f"unknown_inputs must be one of {', '.join(map(repr, UNKNOWN_INPUTS))}, got {value!r}")
+    return value == "error"
 
 
 class InputTypeError(RenderError):
@@ -386,7 +425,7 @@ class RenderPlan:
     is the same as rendering the artifact section by section (`_render_section`), which is what the
     tests compare it with."""
 
-    __slots__ = ("artifact", "name", "must", "render")
+    __slots__ = ("artifact", "name", "must", "known", "render")
 
     def __init__(self, artifact: Artifact) -> None:
         self.artifact = artifact
@@ -395,12 +434,20 @@ class RenderPlan:
         required = set(schema.get("required", artifact.inputs))
         #: present in every call (a missing one is reported with all the others at once)
         self.must = tuple(n for n in (*artifact.inputs, *artifact.helpers) if n in {*required, *artifact.helpers})
+        #: every name the prompt takes
+        self.known = frozenset((*artifact.inputs, *artifact.helpers))
+        #: `render(inputs, strict=True)`: `strict` refuses values for inputs the prompt does not take
         self.render: Any = _generate(self, artifact, required)
 
     def _missing(self, inputs: Mapping[str, Any]) -> MissingInputsError:
         artifact, must = self.artifact, set(self.must)
         names = {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in must}
         return MissingInputsError(self.name, sorted(names))
+
+    def _unknown(self, inputs: Mapping[str, Any]) -> UnknownInputsError:
+        unknown = [str(n) for n in inputs if n not in self.known]
+        missing = [n for n in self.must if n not in inputs]
+        return UnknownInputsError(self.name, unknown, sorted(self.known), missing)
 
 
 def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
@@ -438,7 +485,9 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         keep.append(value)
         return const(value)
 
-    lines = ["def render(inputs):"]
+    lines = ["def render(inputs, strict=True):"]
+    lines.append(f"    if strict and not {constant(plan.known)}.issuperset(inputs):")
+    lines.append("        raise _plan._unknown(inputs)")
     if plan.must:
         present = " and ".join(f"{constant(n)} in inputs" for n in plan.must)
         lines.append(f"    if not ({present}):")
@@ -579,22 +628,29 @@ def plan_for(artifact: Artifact) -> RenderPlan:
 # Artifacts
 
 
-def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> Rendered:
-    """Render one artifact (the model, or the decoded JSON of `build/<name>.json`) with `inputs`."""
+def render_artifact(
+    artifact: Artifact | Mapping[str, Any], inputs: Mapping[str, Any] | None = None, *, unknown_inputs: str = "error"
+) -> Rendered:
+    """Render one artifact (the model, or the decoded JSON of `build/<name>.json`) with `inputs`.
+    `unknown_inputs="ignore"` lets `inputs` hold values the prompt does not take."""
+    strict = _unknown_mode(unknown_inputs)
     if not isinstance(artifact, Artifact):
         try:
             artifact = Artifact.from_json(artifact)
         except ArtifactError as exc:
             raise RenderError(str(exc)) from None
-        return RenderPlan(artifact).render({} if inputs is None else inputs)
-    return plan_for(artifact).render({} if inputs is None else inputs)
+        return RenderPlan(artifact).render({} if inputs is None else inputs, strict)
+    return plan_for(artifact).render({} if inputs is None else inputs, strict)
 
 
 class Runtime:
     """A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily."""
 
-    def __init__(self, build_dir: str | Path) -> None:
+    def __init__(self, build_dir: str | Path, *, unknown_inputs: str = "error") -> None:
         self.build_dir = Path(build_dir)
+        #: values for inputs a prompt does not take: an error (`UnknownInputsError`), or ignored
+        self.unknown_inputs = unknown_inputs
+        self._strict = _unknown_mode(unknown_inputs)
         self._manifest: Manifest | None = None
         self._artifacts: dict[str, Artifact] = {}
         self._plans: dict[str, RenderPlan] = {}
@@ -662,9 +718,11 @@ class Runtime:
         plan = self._plans.get(name)
         if plan is None:
             plan = self._plans[name] = RenderPlan(self.artifact(name))
-        return plan.render({**mapping, **inputs} if mapping else inputs)
+        return plan.render({**mapping, **inputs} if mapping else inputs, self._strict)
 
 
-def load(build_dir: str | Path = "build") -> Runtime:
-    """Open a build folder. Nothing is read until a prompt is asked for."""
-    return Runtime(build_dir)
+def load(build_dir: str | Path = "build", *, unknown_inputs: str = "error") -> Runtime:
+    """Open a build folder. Nothing is read until a prompt is asked for. `unknown_inputs="ignore"`:
+    `render` ignores values for inputs a prompt does not take (one set of values for many prompts)
+    instead of raising `UnknownInputsError`."""
+    return Runtime(build_dir, unknown_inputs=unknown_inputs)

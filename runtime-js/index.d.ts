@@ -1,7 +1,7 @@
 // Types of promptc-runtime: render prompts compiled by promptc, as the Python runtime does.
 
 export * from "./render.js";
-import type { Rendered } from "./render.js";
+import type { Rendered, UnknownInputs } from "./render.js";
 
 export declare const MANIFEST: "manifest.json";
 export declare const MANIFEST_SCHEMA: "promptc.manifest/2";
@@ -12,9 +12,15 @@ export declare function describe(schema: object): string;
 export declare function checkValue(schema: object, value: unknown, path: string): string[];
 
 /** A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily. */
+export interface LoadOptions {
+  /** values for inputs a prompt does not take: an `UnknownInputsError` (the default), or ignored */
+  unknownInputs?: UnknownInputs;
+}
+
 export declare class Runtime {
-  constructor(buildDir: string | URL);
+  constructor(buildDir: string | URL, options?: LoadOptions);
   readonly buildDir: string;
+  readonly unknownInputs: UnknownInputs;
   readonly manifest: { schema: string; artifacts: { [name: string]: { path: string; sha256: string } } };
   /** The prompts of the build, sorted. */
   names(): string[];
@@ -26,4 +32,4 @@ export declare class Runtime {
 }
 
 /** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for. */
-export declare function load(buildDir?: string | URL): Runtime;
+export declare function load(buildDir?: string | URL, options?: LoadOptions): Runtime;

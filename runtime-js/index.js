@@ -19,6 +19,8 @@ export {
   Rendered,
   renderArtifact,
   SHAPES,
+  UNKNOWN_INPUTS,
+  UnknownInputsError,
 } from "./src/render.js";
 export { checkValue, describe } from "./src/inputtypes.js";
 
@@ -30,8 +32,10 @@ export class Runtime {
   #manifest = null;
   #artifacts = new Map();
 
-  constructor(buildDir) {
+  constructor(buildDir, options = {}) {
     this.buildDir = buildDir instanceof URL ? fileURLToPath(buildDir) : String(buildDir);
+    /** values for inputs a prompt does not take: "error" (`UnknownInputsError`) or "ignore" */
+    this.unknownInputs = options?.unknownInputs ?? "error";
   }
 
   get manifest() {
@@ -102,11 +106,12 @@ export class Runtime {
 
   /** Render prompt `name` with `values` (an object: input name → value). */
   render(name, values = {}) {
-    return renderArtifact(this.artifact(name), values);
+    return renderArtifact(this.artifact(name), values, { unknownInputs: this.unknownInputs });
   }
 }
 
-/** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for. */
-export function load(buildDir = "build") {
-  return new Runtime(buildDir);
+/** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for.
+ * `{ unknownInputs: "ignore" }`: `render` ignores values for inputs a prompt does not take. */
+export function load(buildDir = "build", options = {}) {
+  return new Runtime(buildDir, options);
 }

@@ -17,6 +17,23 @@ export declare class MissingInputsError extends RenderError {
   readonly missing: readonly string[];
 }
 
+/** Values for inputs the prompt does not take: `unknown` names them, sorted; `suggestions` maps
+ * each to the input it was probably meant to be; `missing` the required inputs not passed. */
+export declare class UnknownInputsError extends RenderError {
+  readonly prompt: string;
+  readonly unknown: readonly string[];
+  readonly missing: readonly string[];
+  readonly suggestions: { readonly [name: string]: string };
+}
+
+export type UnknownInputs = "error" | "ignore";
+export declare const UNKNOWN_INPUTS: readonly UnknownInputs[];
+
+export interface RenderOptions {
+  /** values for inputs the prompt does not take: an `UnknownInputsError` (the default), or ignored */
+  unknownInputs?: UnknownInputs;
+}
+
 /** Values that do not match the prompt's declared types; `problems` lists every one, by path. */
 export declare class InputTypeError extends RenderError {
   readonly prompt: string;
@@ -83,4 +100,4 @@ export interface Artifact {
 }
 
 /** Render one artifact with `values` (input name → value). */
-export declare function renderArtifact(artifact: Artifact | object, values?: object): Rendered;
+export declare function renderArtifact(artifact: Artifact | object, values?: object, options?: RenderOptions): Rendered;

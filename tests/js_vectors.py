@@ -286,6 +286,8 @@ SOURCES = {
                 {"order": {"id": "A", "qty": 0, "tags": ["x", "x"], "kind": "c", "é": 1, "debug": True, "x": 1}},
                 None,
             ),
+            ({"ordr": {"id": "A1"}, "é": 1}, None),  # unknown inputs: did you mean, and what is missing
+            ({"order": {"id": "A1"}, "extra": None}, None),
         ],
     ),
     "proto": (

@@ -240,6 +240,12 @@ def _sorted_schema(schema: dict) -> dict:
     return {"type": schema["type"], "properties": properties, "required": sorted(schema["required"])}
 
 
+def _described(schema: Any) -> str:
+    from ..inputtypes import describe
+
+    return describe(schema)
+
+
 def _present(schema: dict, attr: str, member: Any) -> bool:
     """Whether every value `schema` admits has `attr`, or `attr` renders its `default` when absent:
     a property the schema names (in some object option) is present when each object option
@@ -266,6 +272,17 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 use.span,
                 f"declare `{use.name}` as a list (`list[str]`), or loop over something else",
             )
+        elif not use.guarded:
+            from ..inputtypes import optional
+
+            if optional(schema):
+                ctx.report(
+                    codes.TYPE_CONTRADICTED,
+                    f"`{{% for %}}` over `{use.name}`, which may be None (declared {_described(schema)}){where}: "
+                    "left out, it cannot be iterated",
+                    use.span,
+                    f"guard the loop (`{{% if {use.name} %}}…{{% endif %}}`), or declare `{use.name}` without `| None`",
+                )
         return
     if use.kind == "attr":
         kinds = _kinds(schema)

@@ -5,6 +5,7 @@
 import { checkValue } from "./inputtypes.js";
 import { isPlainObject, str, typeName } from "./python.js";
 import { build as buildShape, ShapeError } from "./shapes.js";
+import { suggestions } from "./suggest.js";
 import { scan } from "./template.js";
 
 export const JOINER = "\n\n";
@@ -27,6 +28,43 @@ export class MissingInputsError extends RenderError {
     this.name = "MissingInputsError";
     this.prompt = prompt;
     this.missing = Object.freeze([...missing]);
+  }
+}
+
+/** Python's order of strings: by code point (JavaScript's default sort is by UTF-16 unit). */
+const byCodePoint = (a, b) => {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+    if (d) return d;
+  }
+  return x.length - y.length;
+};
+
+/** Values for inputs the prompt does not take (often a misspelt one), as the Python runtime's
+ * `UnknownInputsError`: `unknown`, `suggestions` (each to the input it was probably meant to be),
+ * `missing` (the required inputs not passed). */
+export class UnknownInputsError extends RenderError {
+  constructor(prompt, unknown, known, missing) {
+    const names = [...unknown].sort(byCodePoint);
+    const close = {};
+    for (const name of names) {
+      const found = suggestions(name, known);
+      if (found.length) close[name] = found[0];
+    }
+    const shown = names.map((n) => (Object.hasOwn(close, n) ? `${n} (did you mean \`${close[n]}\`?)` : n));
+    const plural = names.length !== 1 ? "s" : "";
+    let message = `prompt \`${prompt}\` got ${names.length} unknown input${plural}: ${shown.join(", ")}`;
+    message += `; it takes: ${[...known].sort(byCodePoint).join(", ") || "no inputs"}`;
+    const absent = [...missing].sort(byCodePoint);
+    if (absent.length) message += `; missing: ${absent.join(", ")}`;
+    super(message);
+    this.name = "UnknownInputsError";
+    this.prompt = prompt;
+    this.unknown = Object.freeze(names);
+    this.missing = Object.freeze(absent);
+    this.suggestions = Object.freeze(close);
   }
 }
 
@@ -186,8 +224,16 @@ function artifactOf(artifact) {
   return artifact;
 }
 
-/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`. */
-export function renderArtifact(artifact, values = {}) {
+export const UNKNOWN_INPUTS = Object.freeze(["error", "ignore"]);
+
+/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`.
+ * `options.unknownInputs`: "error" (the default: a value for an input the prompt does not take is
+ * an `UnknownInputsError`) or "ignore" (one set of values for many prompts). */
+export function renderArtifact(artifact, values = {}, options = {}) {
+  const mode = options?.unknownInputs ?? "error";
+  if (!UNKNOWN_INPUTS.includes(mode)) {
+    throw new TypeError(`unknownInputs must be one of "error", "ignore", got ${JSON.stringify(mode)}`);
+  }
   artifact = artifactOf(artifact);
   values = values ?? {};
   const name = artifact.name;
@@ -195,9 +241,12 @@ export function renderArtifact(artifact, values = {}) {
   const inputs = artifact.inputs ?? [];
   const helpers = artifact.helpers ?? [];
   const required = new Set(schema.required ?? inputs);
-  const missing = [...new Set([...inputs, ...helpers])]
-    .filter((n) => !has(values, n) && (required.has(n) || helpers.includes(n)))
-    .sort();
+  const known = [...new Set([...inputs, ...helpers])];
+  const missing = known.filter((n) => !has(values, n) && (required.has(n) || helpers.includes(n))).sort();
+  if (mode === "error") {
+    const unknown = Object.keys(values).filter((k) => values[k] !== undefined && !known.includes(k));
+    if (unknown.length) throw new UnknownInputsError(name, unknown, known, missing);
+  }
   if (missing.length) throw new MissingInputsError(name, missing);
   values = checked(name, schema, inputs, values);
   const marks = new Map();
