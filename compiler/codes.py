@@ -308,6 +308,12 @@ STABLE_HAS_CODE = _code(
     "A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.",
 )
 
+PARAM_VALUE_REFUSED = _code(
+    "E730",
+    "a parameter value the provider refuses",
+    "A `/// param:` value does not have the type or range the provider's API takes for it: `temperature=hot` (a number), `max_tokens=lots` (an integer), `top_p=2` (from 0 to 1), a `service_tier` that is not one of its values, a `temperature` other than 1 for OpenAI's reasoning models. The types and ranges are in `promptc/data/providers.json` (`parameters`: per request shape, per model family, each with the API reference page and the date it was read). Without a model or provider, a value no provider takes is refused. The error is at the value.",
+)
+
 # 8xx: partials and includes
 INCLUDE_NOT_FOUND = _code(
     "E801",

@@ -141,7 +141,10 @@ def analyse_source(
 
     cut = locate(doc, rel, root)
     linted = lint(artifact, doc, cut, meter(request.tokenizer), config.stable_run_tokens)
-    all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request), *linted), src, doc, ctx)
+    from .params import check as check_params
+
+    checked = (*check(artifact, doc, request), *check_params(doc, request), *linted)
+    all_diagnostics = _allow((*all_diagnostics, *checked), src, doc, ctx)
     if config.allow:  # `allow` in [tool.promptc], `--allow` on the command line
         all_diagnostics = tuple(d for d in all_diagnostics if not (d.severity == "warning" and d.code in config.allow))
     if has_errors(all_diagnostics):

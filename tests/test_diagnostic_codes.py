@@ -198,6 +198,7 @@ CASES = {
     ),
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
     "E710": _text("/// param: model=42\nHi\n"),
+    "E730": _text("/// param: model=gpt-4o, temperature=hot\nHi\n"),
     "W710": _text(
         "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
         "relevant help-centre article when there is one, and never invent prices or policies.\n"
