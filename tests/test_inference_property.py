@@ -542,7 +542,7 @@ def guarded_templates(draw: st.DrawFn) -> str:
     return body(0) + "\n"
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(guarded_templates(), st.data())
 def test_no_input_inference_leaves_optional_fails_the_render_when_left_out(text: str, data: st.DataObject) -> None:
     from promptc.compile import compile_text
