@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .fmt import FormatError, FormatResult, format_text, format_tree
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
-    from .runtime import MissingInputsError, Rendered, RenderError, Runtime, UnknownInputsError, load
+    from .runtime import MissingInputsError, OutputError, Rendered, RenderError, Runtime, UnknownInputsError, load
 
 #: public name → the module that defines it
 _EXPORTS = {
@@ -53,6 +53,7 @@ _EXPORTS = {
     "RenderError": "runtime",
     "MissingInputsError": "runtime",
     "UnknownInputsError": "runtime",
+    "OutputError": "runtime",
     "process": "llmutils",
     "strip_comments": "llmutils",
     "extract_params": "llmutils",
@@ -84,6 +85,7 @@ __all__ = [
     "RenderError",
     "MissingInputsError",
     "UnknownInputsError",
+    "OutputError",
     "process",
     "strip_comments",
     "extract_params",

@@ -282,7 +282,9 @@ def _signature(artifact: Artifact, types: _PythonTypes) -> tuple[list[str], list
 
 
 def _doc(artifact: Artifact) -> list[str]:
-    lines = [f"Render prompt `{artifact.name}` ({artifact.source})."]
+    """The docstring's paragraphs: the prompt's leading `///` comment first, then what it is."""
+    lines = [artifact.doc] if artifact.doc else []
+    lines.append(f"Render prompt `{artifact.name}` ({artifact.source}).")
     if artifact.model:
         lines.append(f"Model: {artifact.model}.")
     if artifact.inputs or artifact.helpers:
@@ -365,6 +367,35 @@ def python_module_of(
             f"def {function}({signature}) -> Rendered:\n{_docstring(_doc(artifact))}\n"
             f"    return _promptc_runtime().render({python_string(name)}, {{{mapping}}})\n"
         )
+        if artifact.output_contract is not None:
+            parser = f"parse_{function}"
+            if parser in seen or parser in PYTHON_MODULE_NAMES:
+                diagnostics.append(
+                    make(
+                        codes.BINDING_COLLISION,
+                        f"the parse helper of prompt `{name}` would be `{parser}`, "
+                        + (f"the function of prompt `{seen[parser]}`" if parser in seen else "a name the module uses"),
+                        None,
+                        "rename one of the prompt files",
+                        path=manifest_path,
+                    )
+                )
+                continue
+            seen[parser] = name
+            types.context = f"the output of prompt `{name}`"
+            returned = python_type(artifact.output_contract, (name, "output"), types)
+            if returned != "Any":
+                types.used.add("cast")
+            doc = [
+                f"The response to prompt `{name}`, checked against its `/// output:` schema "
+                "(`OutputError` names every problem).",
+                "`response` is the JSON text, the decoded value, or the provider SDK's response object.",
+            ]
+            value = f"_promptc_runtime().parse({python_string(name)}, response)"
+            functions.append(
+                f"def {parser}(response: object) -> {returned}:\n{_docstring(doc)}\n"
+                f"    return {f'cast({returned}, {value})' if returned != 'Any' else value}\n"
+            )
     clashes = [f"{types.owners[t][1]} and prompt `{seen[t]}` would both be `{t}`" for t in types.owners if t in seen]
     for problem in types.collisions + clashes:
         diagnostics.append(

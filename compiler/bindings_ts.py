@@ -182,6 +182,28 @@ def typescript_module_of(
             "\n".join(_comment(doc, ""))
             + f"\nexport function {function}({signature}): Rendered {{\n  return {call};\n}}\n"
         )
+        if artifact.output_contract is not None:
+            parser = "parse" + function[:1].upper() + function[1:]
+            if not claim(parser, f"the parse helper of prompt `{name}`", ("parse", name)):
+                continue
+            node = type_model(artifact.output_contract, (name, "output"))
+            for record in records(node):
+                what = f"the output type of prompt `{name}`"
+                if claim(record.name, what, record):
+                    record_fields = [(f.key, ts_type(f.type), f.required, f.description) for f in record.fields]
+                    definitions.append(_interface(record.name, record_fields, record.open))
+            returned = ts_type(node)
+            about = (
+                f"The response to prompt `{name}`, checked against its `/// output:` schema (`OutputError` names "
+                "every problem).\n\n`response` is the JSON text or the decoded value (`message.content`, "
+                "`response.output_text`, a text block's `text`)."
+            )
+            value = f"runtime().parse({ts_string(name)}, response)"
+            functions.append(
+                "\n".join(_comment(about, ""))
+                + f"\nexport function {parser}(response: unknown): {returned} {{\n"
+                + f"  return {value}{'' if returned == 'unknown' else f' as {returned}'};\n}}\n"
+            )
     if any(d.code == codes.BINDING_COLLISION for d in diagnostics):
         return "", diagnostics
     if module_path is None:

@@ -62,6 +62,8 @@ __all__ = [
     "MissingInputsError",
     "UnknownInputsError",
     "InputTypeError",
+    "OutputError",
+    "parse_output",
     "TemplateError",
     "SHAPES",
 ]
@@ -161,6 +163,93 @@ def _checked(
     if problems:
         raise InputTypeError(prompt, problems)
     return {**inputs, **dict.fromkeys(absent)} if absent else inputs
+
+
+class OutputError(RenderError):
+    """A provider response that does not match the prompt's output contract (its `/// output:`
+    schema): `problems` lists every way it fails, by path (`response.answer: expected a string,
+    got 3`); the message is the JavaScript runtime's, byte for byte."""
+
+    def __init__(self, prompt: str, problems: list[str]) -> None:
+        self.prompt = prompt
+        self.problems = tuple(problems)
+        plural = "s" if len(problems) != 1 else ""
+        super().__init__(
+            f"prompt `{prompt}`: the response does not match its output schema ({len(problems)} problem{plural}): "
+            + "; ".join(problems)
+        )
+
+
+def _response_value(response: Any) -> Any:
+    """The JSON value a provider response holds: JSON text (str or bytes) decoded; a mapping, a
+    list or a scalar as it is; an official SDK's response object read where that SDK puts the
+    structured output (openai `responses`: `output_text`; openai chat: the first choice's
+    `message.parsed`, else its `content`; anthropic: the first `tool_use` block's `input`, else the
+    first text block; google-genai: `parsed`, else `text`)."""
+    if isinstance(response, (str, bytes, bytearray)):
+        try:
+            return json.loads(response)
+        except ValueError:
+            raise _NotJson from None
+    if response is None or isinstance(response, (Mapping, list, tuple, int, float, bool)):
+        return response
+    text = getattr(response, "output_text", None)
+    if isinstance(text, str):
+        return _response_value(text)
+    choices = getattr(response, "choices", None)
+    if isinstance(choices, (list, tuple)) and choices:
+        message = getattr(choices[0], "message", None)
+        parsed = getattr(message, "parsed", None)
+        if parsed is not None:
+            return parsed.model_dump() if hasattr(parsed, "model_dump") else parsed
+        return _response_value(getattr(message, "content", None))
+    content = getattr(response, "content", None)
+    if isinstance(content, (list, tuple)):
+        for block in content:
+            if getattr(block, "type", None) == "tool_use":
+                return getattr(block, "input", None)
+        for block in content:
+            if getattr(block, "type", None) == "text":
+                return _response_value(getattr(block, "text", ""))
+    parsed = getattr(response, "parsed", None)
+    if parsed is not None:
+        return parsed.model_dump() if hasattr(parsed, "model_dump") else parsed
+    text = getattr(response, "text", None)
+    if isinstance(text, str):
+        return _response_value(text)
+    return response
+
+
+class _NotJson(Exception):
+    pass
+
+
+def parse_output(artifact: Artifact | Mapping[str, Any], response: Any) -> Any:
+    """The value of a provider `response` to prompt `artifact`, checked against its output
+    contract (every problem at once, as `OutputError`); see `_response_value` for what a response
+    may be. A prompt without a checkable output schema (none, or W827) is a RenderError."""
+    if not isinstance(artifact, Artifact):
+        try:
+            artifact = Artifact.from_json(artifact)
+        except ArtifactError as exc:
+            raise RenderError(str(exc)) from None
+    if artifact.output_contract is None:
+        why = (
+            "no `/// output:` schema"
+            if artifact.output_schema is None
+            else "an output schema both runtimes cannot check (W827)"
+        )
+        raise RenderError(f"prompt `{artifact.name}` has {why}: there is no output contract to parse against")
+    try:
+        value = _response_value(response)
+    except _NotJson:
+        raise OutputError(artifact.name, ["response: not valid JSON"]) from None
+    from .inputtypes import check_value
+
+    problems = check_value(artifact.output_contract, value, "response")
+    if problems:
+        raise OutputError(artifact.name, problems)
+    return value
 
 
 class TemplateError(RenderError):
@@ -719,6 +808,11 @@ class Runtime:
         if plan is None:
             plan = self._plans[name] = RenderPlan(self.artifact(name))
         return plan.render({**mapping, **inputs} if mapping else inputs, self._strict)
+
+    def parse(self, name: str, response: Any) -> Any:
+        """The value of a provider `response` to prompt `name`, checked against its output
+        contract (`OutputError` lists every problem); see `parse_output`."""
+        return parse_output(self.artifact(name), response)
 
 
 def load(build_dir: str | Path = "build", *, unknown_inputs: str = "error") -> Runtime:

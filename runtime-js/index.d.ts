@@ -9,7 +9,9 @@ export declare const MANIFEST_SCHEMA: "promptc.manifest/2";
 /** A schema written back in promptc's type language (`list[str]`, `int | None`). */
 export declare function describe(schema: object): string;
 /** Every way `value` fails `schema`, as `path: expected …, got …`. */
-export declare function checkValue(schema: object, value: unknown, path: string): string[];
+export declare function checkValue(schema: object | boolean, value: unknown, path: string, limit?: number | null): string[];
+/** Whether `value` passes `schema`. */
+export declare function admits(schema: object | boolean, value: unknown): boolean;
 
 /** A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily. */
 export interface LoadOptions {
@@ -29,6 +31,9 @@ export declare class Runtime {
   artifact(name: string): import("./render.js").Artifact;
   /** Render prompt `name` with `values` (input name → value). */
   render(name: string, values?: object): Rendered;
+  /** The value of a provider response to prompt `name` (JSON text, or the decoded value), checked
+   * against its output contract (`OutputError` lists every problem). */
+  parse(name: string, response: unknown): unknown;
 }
 
 /** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for. */

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { RenderError, renderArtifact } from "./src/render.js";
+import { parseOutput, RenderError, renderArtifact } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
 
 export {
@@ -15,6 +15,8 @@ export {
   InputTypeError,
   JOINER,
   MissingInputsError,
+  OutputError,
+  parseOutput,
   RenderError,
   Rendered,
   renderArtifact,
@@ -22,7 +24,7 @@ export {
   UNKNOWN_INPUTS,
   UnknownInputsError,
 } from "./src/render.js";
-export { checkValue, describe } from "./src/inputtypes.js";
+export { admits, checkValue, describe } from "./src/inputtypes.js";
 
 export const MANIFEST = "manifest.json";
 export const MANIFEST_SCHEMA = "promptc.manifest/2";
@@ -107,6 +109,11 @@ export class Runtime {
   /** Render prompt `name` with `values` (an object: input name → value). */
   render(name, values = {}) {
     return renderArtifact(this.artifact(name), values, { unknownInputs: this.unknownInputs });
+  }
+
+  /** The value of a provider `response` to prompt `name`, checked against its output contract. */
+  parse(name, response) {
+    return parseOutput(this.artifact(name), response);
   }
 }
 

@@ -99,5 +99,15 @@ export interface Artifact {
   [key: string]: unknown;
 }
 
+/** A provider response that does not match the prompt's output contract. */
+export declare class OutputError extends RenderError {
+  readonly prompt: string;
+  readonly problems: readonly string[];
+}
+
+/** The value of a provider response (JSON text, or the decoded value), checked against the
+ * artifact's output contract. */
+export declare function parseOutput(artifact: Artifact | object, response: unknown): unknown;
+
 /** Render one artifact with `values` (input name → value). */
 export declare function renderArtifact(artifact: Artifact | object, values?: object, options?: RenderOptions): Rendered;

@@ -305,6 +305,30 @@ SOURCES = {
 }
 
 
+#: provider responses each vector's `parse` cases hold (prompts with an output schema): JSON text,
+#: a decoded value, not JSON, a value that fails the contract in several places
+PARSES: dict[str, list[Any]] = {
+    "tools": [
+        '{"answer": "Yes.", "confidence": 0.5}',
+        {"answer": "No.", "confidence": 1},
+        "{not json",
+        {"answer": 3, "confidence": "high", "extra": None},
+        '{"answer": "é"}',
+    ],
+    "tools_loose": ['{"answer": "x", "more": [1, 2]}', {"answer": None}, []],
+    "contracts": ['{"answer": "x"}'],  # no output schema: no contract to parse against
+}
+
+
+def run_parse(artifact: dict[str, Any], response: Any) -> dict[str, Any]:
+    case: dict[str, Any] = {"response": response}
+    try:
+        case["value"] = runtime.parse_output(artifact, response)
+    except runtime.RenderError as exc:
+        case["error"] = _error(exc)
+    return case
+
+
 def _with_inferred(schema: dict[str, Any]) -> dict[str, Any]:
     properties = {
         **schema["properties"],
@@ -404,6 +428,7 @@ def vector(name: str, artifact: dict[str, Any] | None = None) -> dict[str, Any]:
         "sources": files,
         "artifact": artifact,
         "cases": [run_case(artifact, values, model) for values, model in cases],
+        "parses": [run_parse(artifact, response) for response in PARSES.get(name, [])],
     }
 
 

@@ -148,7 +148,7 @@ def test_the_docs_excerpt_is_the_generated_code() -> None:
     doc = (ROOT / "docs" / "bindings.md").read_text(encoding="utf-8")
     excerpts = [block.split("```", 1)[0] for block in doc.split("```text\n")[1:]]
     text, diagnostics = python_module(ROOT / "build")
-    assert not diagnostics and len(excerpts) == 2
+    assert not diagnostics and len(excerpts) == 3
     for excerpt in excerpts:  # each piece of an excerpt (split at blank lines) is in the module
         assert all(piece in text for piece in excerpt.split("\n\n")), excerpt
 

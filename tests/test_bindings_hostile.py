@@ -31,6 +31,7 @@ from promptc import runtime
 from promptc.bindings import _doc, python_module_of
 from promptc.bindings_ts import typescript_module_of
 from promptc.driver import build
+from promptc.inputtypes import normalize
 from promptc.model import OutputSchema
 
 from .conftest import PROFILE, ROOT, examples, write
@@ -154,6 +155,7 @@ def hostile_artifacts(rng: random.Random, count: int, artifact: Any) -> tuple[di
             model=text(),
             input_schema=schema,
             output_schema=OutputSchema("out", output),
+            output_contract=normalize(output).schema,
         )
     return artifacts, drawn
 
@@ -184,9 +186,15 @@ def check_python_module(text: str, artifacts: dict[str, Any]) -> None:
         "_promptc_runtime().render",
         "_promptc_runtime",
         "TypedDict",
+        "_promptc_runtime().parse",
+        "cast",
     }
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "runtime"}
+    everything = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "runtime"]
+    functions = {n.name: n for n in everything if not n.name.startswith("parse_")}
     assert len(functions) == len(artifacts)
+    for parser in (n for n in everything if n.name.startswith("parse_")):
+        call = next(c for c in ast.walk(parser) if isinstance(c, ast.Call) and ast.unparse(c.func).endswith(".parse"))
+        assert call.args[0].value in artifacts  # type: ignore[attr-defined]
     names = set()
     for function in functions.values():
         render = function.body[-1].value  # type: ignore[attr-defined]
@@ -337,7 +345,9 @@ def test_tsc_passes_a_module_of_hostile_prompts_and_its_calls_are_the_modules_ow
     tree = json.loads(walked.stdout)
     assert tree["errors"] == 0
     callees = {callee for callee, _ in tree["calls"]}
-    assert callees <= {"runtime().render", "runtime", "promptcLoad"}, callees
+    assert callees <= {"runtime().render", "runtime().parse", "runtime", "promptcLoad"}, callees
+    parsed = sorted(first for callee, first in tree["calls"] if callee == "runtime().parse")
+    assert parsed == sorted(artifacts)
     rendered = sorted(first for callee, first in tree["calls"] if callee == "runtime().render")
     assert rendered == sorted(artifacts)  # each prompt by its exact name, as data
     assert len(drawn) > (10_000 if PROFILE == "ci" else BATCH)

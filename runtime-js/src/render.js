@@ -163,6 +163,48 @@ function checked(prompt, schema, names, values) {
   return filled;
 }
 
+/** A provider response that does not match the prompt's output contract; `problems` lists every
+ * way it fails, by path (`response.answer: expected a string, got 3`). */
+export class OutputError extends RenderError {
+  constructor(prompt, problems) {
+    const plural = problems.length !== 1 ? "s" : "";
+    super(
+      `prompt \`${prompt}\`: the response does not match its output schema (${problems.length} problem${plural}): ` +
+        problems.join("; "),
+    );
+    this.name = "OutputError";
+    this.prompt = prompt;
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+/** The value of a provider `response` to prompt `artifact` (JSON text, or the decoded value:
+ * `completion.choices[0].message.content`, `response.output_text`, `message.content[0].text` …),
+ * checked against its output contract, as the Python runtime's `parse_output`. */
+export function parseOutput(artifact, response) {
+  if (artifact === null || typeof artifact !== "object" || Array.isArray(artifact)) {
+    throw new RenderError("an artifact is a JSON object");
+  }
+  const contract = artifact.output_contract ?? null;
+  if (contract === null) {
+    const why = artifact.output_schema
+      ? "an output schema both runtimes cannot check (W827)"
+      : "no `/// output:` schema";
+    throw new RenderError(`prompt \`${artifact.name}\` has ${why}: there is no output contract to parse against`);
+  }
+  let value = response;
+  if (typeof response === "string") {
+    try {
+      value = JSON.parse(response);
+    } catch {
+      throw new OutputError(artifact.name, ["response: not valid JSON"]);
+    }
+  }
+  const problems = checkValue(contract, value, "response");
+  if (problems.length) throw new OutputError(artifact.name, problems);
+  return value;
+}
+
 /** A rendered prompt: its messages, per message its blocks, and what the shapes need. */
 export class Rendered {
   constructor(fields) {

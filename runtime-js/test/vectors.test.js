@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { renderArtifact } from "../index.js";
+import { parseOutput, renderArtifact } from "../index.js";
 
 const folder = new URL("../../tests/vectors/", import.meta.url);
 const files = readdirSync(folder).filter((f) => f.endsWith(".json")).sort();
@@ -38,6 +38,20 @@ for (const file of files) {
         assert.equal(outcome.error, undefined, `${shape}: Python raised; JavaScript built a request`);
         assert.equal(JSON.stringify(request), JSON.stringify(outcome.request), shape);
       }
+    });
+  });
+  (vector.parses ?? []).forEach((expected, i) => {
+    test(`${vector.name} parse #${i}`, () => {
+      let value;
+      try {
+        value = parseOutput(vector.artifact, expected.response);
+      } catch (error) {
+        if (!expected.error) throw error;
+        assert.deepEqual({ type: error.name, message: error.message }, expected.error);
+        return;
+      }
+      assert.equal(expected.error, undefined, "Python raised; JavaScript parsed");
+      assert.equal(JSON.stringify(value), JSON.stringify(expected.value));
     });
   });
 }
