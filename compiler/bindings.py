@@ -133,9 +133,9 @@ def type_model(schema: Any, path: tuple[str, ...], depth: int = 0) -> TypeNode:
         if "prefixItems" in schema or not isinstance(items, dict):
             return TypeNode("array", items=ANY)
         return TypeNode("array", items=type_model(items, (*path, "item"), depth + 1))
-    if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
+    if kind == "object":
         return _record(schema, path, depth)
-    return ANY
+    return ANY  # without a `type`, `properties` constrain objects only: any other value passes too
 
 
 def _union(nodes: Any) -> TypeNode:
