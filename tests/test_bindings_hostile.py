@@ -34,7 +34,7 @@ from promptc.driver import build
 from promptc.inputtypes import normalize
 from promptc.model import OutputSchema
 
-from .conftest import PROFILE, ROOT, examples, write
+from .conftest import ROOT, examples, write
 
 PAYLOAD = '__import__("os").system("touch PWNED")'
 #: pieces that end literals, comments and docstrings in Python or TypeScript, or are not text
@@ -273,8 +273,9 @@ def test_the_cases_of_the_issue(base: Any, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # Batches: mypy (slow) and tsc (ci_only)
 
-#: hostile prompts per batch module; the CI profile draws over 10,000 strings in the TypeScript one
-BATCH = 1200 if PROFILE == "ci" else 150
+#: hostile prompts per batch module: these tests run only in CI (`slow`, `ci_only`), and draw over
+#: 10,000 strings each (mypy's half as many prompts)
+BATCH = 1200
 
 
 @pytest.mark.slow
@@ -350,4 +351,4 @@ def test_tsc_passes_a_module_of_hostile_prompts_and_its_calls_are_the_modules_ow
     assert parsed == sorted(artifacts)
     rendered = sorted(first for callee, first in tree["calls"] if callee == "runtime().render")
     assert rendered == sorted(artifacts)  # each prompt by its exact name, as data
-    assert len(drawn) > (10_000 if PROFILE == "ci" else BATCH)
+    assert len(drawn) > 10_000

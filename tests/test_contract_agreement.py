@@ -254,7 +254,7 @@ def run_js_checks(cases: list[tuple[Any, Any]]) -> list[list[str]]:
 
 
 @pytest.mark.ci_only
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(8))
 @given(st.lists(st.tuples(documents(), st.lists(json_values(), min_size=1, max_size=4)), min_size=20, max_size=40))
 def test_the_javascript_check_gives_the_python_messages(batch: list[tuple[Any, list[Any]]]) -> None:
     cases = []
