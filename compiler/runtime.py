@@ -14,7 +14,9 @@ Rendering rules (SPEC §4, §6, §9):
   `render_artifact(…, unknown_inputs="ignore")`), and the values a prompt does not take are
   ignored.
 * Values are inserted literally: `${x}` becomes `str(value)` (a dotted `${a.b}` reads a mapping key,
-  else an attribute) and the result is never parsed again. A value holding a separator line,
+  or its schema's `default` when the key is absent, else an attribute of an object that is not a
+  JSON value: never a method of a `str` or a `dict`, as runtime-js reads no prototype) and the
+  result is never parsed again. A value holding a separator line,
   `${…}`, `{{ }}` or `///` stays text: it cannot add a message, change a role or run code.
 * Each section is rendered on its own and the results are joined exactly as the artifact joins them
   (sections of a block and blocks of a message by one blank line), so whitespace control (`{{- x -}}`)
