@@ -26,6 +26,11 @@ INPUTS = {
     "escaped openers": lambda n: "\\{{ " * n,
     "closed blocks": lambda n: "{{ a }} " * n,
     "one long line (N/20 KB)": lambda n: "----- user -----\n" + "word ${a} " * (n * 5) + "\n",
+    # N declared names, all but one unused: N warnings on one long line (was quadratic: 5 s at 5,000)
+    "/// input: with N names": lambda n: "/// input: " + ", ".join(f"name{i}" for i in range(n)) + "\nHi ${name0}\n",
+    "/// input: N typed names": lambda n: (
+        "/// input: " + ", ".join(f"name{i}: list[str] | None" for i in range(n)) + "\nHi ${name0}\n"
+    ),
 }
 
 #: include chains: depth N/100 and 2N/100 (the compiler caps the depth it follows; past the cap it

@@ -6,7 +6,8 @@ The public API, importable by name (`from promptc import build`):
   `build(src, out, config)` and `check(src, out, config, locked=...)` → `BuildResult`
 - configuration: `Config`, `load_config(pyproject)`
 - diagnostics: `Diagnostic` (every problem is one, with a stable code and a `path:line:col`;
-  `str(d)` is its one-line form) and `render_text` (the CLI's full rendering, caret and hint)
+  `str(d)` is its one-line form), `render_text` (the CLI's full rendering, caret and hint) and
+  `render_sarif` (a SARIF 2.1.0 log of many, for code scanning)
 - rendering: `load(build_dir)` → `Runtime`; `Runtime.render(name, **inputs)` → `Rendered`;
   `RenderError`, `MissingInputsError`, `UnknownInputsError`
 - llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
@@ -14,6 +15,9 @@ The public API, importable by name (`from promptc import build`):
 - inputs of the built-in partials: `env_inputs`, `git_inputs`, `date_inputs`
 - formatting: `format_text(text, name=..., partials=...)` → the canonical text (or `FormatError`),
   `format_tree(src, paths, config)` → `FormatResult` (what `promptc fmt` runs)
+- observed hits: `Rendered.usage(response)` → `UsageRecord`; `reconcile_file(records, build_dir,
+  src=...)` → `Reconciliation` (what `promptc reconcile` runs); `advise(facts, traffic)` → the
+  TTL advice of `promptc cost --advise`
 
 Names are imported on first use, so `import promptc` and `promptc --version` stay fast; type
 checkers see the real definitions through the `TYPE_CHECKING` imports below.
@@ -29,12 +33,15 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .compile import CompiledPrompt, compile_text
     from .config import Config, load_config
-    from .diagnostics import Diagnostic, render_text
+    from .cost import advise
+    from .diagnostics import Diagnostic, render_sarif, render_text
     from .driver import BuildResult, build, check
     from .envinfo import date_inputs, env_inputs, git_inputs
     from .fmt import FormatError, FormatResult, format_text, format_tree
     from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
+    from .reconcile import Reconciliation, reconcile_file
     from .runtime import MissingInputsError, OutputError, Rendered, RenderError, Runtime, UnknownInputsError, load
+    from .usage import UsageRecord
 
 #: public name → the module that defines it
 _EXPORTS = {
@@ -47,6 +54,7 @@ _EXPORTS = {
     "load_config": "config",
     "Diagnostic": "diagnostics",
     "render_text": "diagnostics",
+    "render_sarif": "diagnostics",
     "load": "runtime",
     "Runtime": "runtime",
     "Rendered": "runtime",
@@ -66,6 +74,10 @@ _EXPORTS = {
     "format_tree": "fmt",
     "FormatResult": "fmt",
     "FormatError": "fmt",
+    "UsageRecord": "usage",
+    "reconcile_file": "reconcile",
+    "Reconciliation": "reconcile",
+    "advise": "cost",
 }
 
 __all__ = [
@@ -79,6 +91,7 @@ __all__ = [
     "load_config",
     "Diagnostic",
     "render_text",
+    "render_sarif",
     "load",
     "Runtime",
     "Rendered",
@@ -98,6 +111,10 @@ __all__ = [
     "format_tree",
     "FormatResult",
     "FormatError",
+    "UsageRecord",
+    "reconcile_file",
+    "Reconciliation",
+    "advise",
 ]
 assert set(__all__) == {"__version__", *_EXPORTS}
 

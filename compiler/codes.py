@@ -190,6 +190,11 @@ NEAR_SEPARATOR = _code(
     "line looks like a role separator but is not one",
     "A line looks like a role separator but does not have its exact shape (indented, too few dashes, no spaces, odd whitespace). It is kept as text.",
 )
+MISTYPED_SEPARATOR = _code(
+    "E406",
+    "mistyped role separator",
+    "A line is a role separator with a typo — a role (`user`, `system` …) between dashes, one side four dashes or more, but not the exact shape: a dash missing (`---- user -----`), indented, no space around the role. As text it would merge the turn it was meant to start into the message above, so it is an error. Three dashes on each side (`--- User ---`, a divider in prose) stay text with W404.",
+)
 LATE_SYSTEM_MESSAGE = _code(
     "W405",
     "system message after the conversation started",
@@ -243,7 +248,7 @@ BUILTIN_AS_TEXT = _code(
 JINJA_HABIT = _code(
     "W605",
     "Jinja syntax in a Python block",
-    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input) or Jinja's `loop` variable (`{{ loop.index }}`). The hint gives the Python. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …) are errors (E208, E601) with the same kind of hint.",
+    "A block uses Jinja's syntax where promptc's blocks are Python: a filter (`{{ name | upper }}`, which Python reads as a bitwise or, so `upper` becomes an input; `{{ name|default('there') }}`, which calls `default`), Jinja's `loop` variable (`{{ loop.index }}`) or a Jinja comment (`{# TODO #}`, which runs as a statement reading `TODO`). The hint gives the Python (`{{ name or 'there' }}`, `enumerate`, `/// TODO`). When the name is also an undeclared input (E501, E503), the error carries this hint instead. Jinja's statement tags (`{% set %}`, `{% include %}`, `{% else if %}` …), a comment in words and a literal `{{` in text are errors (E208, E601) with the same kind of hint.",
 )
 
 # 7xx: sections and the cache-stable prefix
@@ -295,17 +300,38 @@ REQUIRED_PARAM_MISSING = _code(
 INVALID_MODEL = _code(
     "E710",
     "invalid model or cache TTL",
-    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m` or `1h`, or the TTL is set for a provider whose cache takes none.",
+    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m`, `1h` or `none`, or the TTL is set for a provider whose cache takes none.",
 )
 PREFIX_CUT_SHORT = _code(
     "W710",
     "cache-stable prefix cut short by an element that could move",
     'The cache-stable prefix ends at a dynamic element — an input\'s placeholder, or a template block — that is the only dynamic thing in its section, and the stable text around and after it (up to the next dynamic section) is at least `stable_run_tokens` tokens (config, default 64). Every request re-sends that text uncached. The hint gives the figure: how many more tokens would be in the prefix if the element rendered as empty text, which is what moving it into a dynamic section after the stable text, or fixing it at build time with `-D name=…`, achieves. Example: `You are the support assistant for ${product}.` at the top of a system prompt; write `You are the support assistant.` and say `The product is ${product}.` in the last user message. Allow it with `/// promptc: allow W710` on the line before, `allow = ["W710"]` in [tool.promptc], or `--allow W710`.',
 )
+REQUEST_NOT_SENDABLE = _code(
+    "E711",
+    "the provider's API refuses this request",
+    "The request for the prompt's own provider cannot be sent as it is: Anthropic's Messages API and Gemini's generate_content need a user turn after the opening system part (`messages` / `contents` must not be empty), and every API needs a message. A prompt file with no separator line is one system message, so `Summarize ${text}` alone is a system prompt with no turn to answer. Add a `----- user -----` message (move the request into it). Without a profile (no `provider`, no model) nothing is required; rendering another provider's shape checks the same at render time and names the shape.",
+)
 STABLE_HAS_CODE = _code(
     "E707",
     "stable section contains template code",
     "A section declared `stable` contains template code. Its output cannot be known without running it, and the build never runs template code.",
+)
+# 72x: token budgets (`/// budget:`) and the model's context window
+BUDGET_EXCEEDED = _code(
+    "E720",
+    "token budget exceeded",
+    "The request's worst case is over a limit of the prompt's `/// budget:` line. The worst case counts every stable text as sent, every input at its declared upper bound (`/// input: diff: str(max_tokens=4000)`, or a schema's `maxLength`), the tools and the output schema, as `total`; `uncached` is the worst case minus what the provider caches of the prefix (`cache.cacheable_tokens`). Shorten the prompt, lower a bound, or raise the budget. docs/language.md#token-budgets has the arithmetic.",
+)
+BUDGET_UNBOUNDED = _code(
+    "E721",
+    "budget cannot be checked: an input has no upper bound",
+    "The prompt has a `/// budget:` line, but an input it inserts has no declared upper bound, so the worst case is unbounded. Declare one: `/// input: diff: str(max_tokens=4000)` (tokens) or a JSON Schema with `maxLength` (characters, counted as up to one token each — four for text that is not ASCII). A `{% for %}` loop or `{{ }}` block has no bound promptc can see either: a prompt with a budget can only use placeholders.",
+)
+CONTEXT_WINDOW_EXCEEDED = _code(
+    "E722",
+    "request can exceed the model's context window",
+    "The request's worst case (every input at its declared upper bound), plus `max_tokens` when the prompt sets it, is more than the model's context window from the provider profile (`promptc/data/providers.json` `context_window`, with its source and date). The provider would refuse such a request. Lower the input bounds or `max_tokens`, or pick a model with a larger window.",
 )
 
 PARAM_VALUE_REFUSED = _code(
@@ -356,12 +382,12 @@ INVALID_JSON = _code(
 INVALID_TOOL = _code(
     "E822",
     "invalid tool definition",
-    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given.',
+    'A tool file holds something other than one tool object or a list of them. A tool is `{"name", "description", "input_schema"}`: the name matches `^[a-zA-Z0-9_-]{1,64}$` (what every provider accepts), the description is a string, and no other key is given. An OpenAI tool (`{"type": "function", "function": {…}}`) is one E822 at its wrapper (unwrap it and rename `parameters` to `input_schema`), and the inner object is still checked for other mistakes; the OpenAI key `parameters` on its own is one E822 too.',
 )
 INVALID_SCHEMA = _code(
     "E823",
     "invalid JSON Schema",
-    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output.',
+    'A tool\'s `input_schema` or the `/// output:` schema is not a valid JSON Schema (checked against its meta-schema with `jsonschema`), or its root is not `"type": "object"`, which providers require for tool inputs and structured output. Every problem of a schema is reported, each at the keyword that fails with a hint of its own (`"type": "strin"`: did you mean `string`?), and so is a key one typo away from a keyword (`"requird"`), which JSON Schema would silently ignore.',
 )
 DUPLICATE_TOOL = _code(
     "E824",
@@ -431,6 +457,16 @@ OUTPUT_IS_SYMLINK = _code(
     "output folder is a symlink",
     "The output folder is a symbolic link. A build swaps the output folder atomically, which would exchange the link itself (and delete files in its target on the next build), so promptc refuses: point `out` at the real folder.",
 )
+OUTPUT_NOT_OURS = _code(
+    "E912",
+    "output folder holds files promptc did not write",
+    "The output folder exists and holds something besides a promptc build: a file that is neither `manifest.json` nor an artifact that manifest lists (`promptc build -o docs` by mistake), or a symlink, pipe or device anywhere inside. A build replaces its output folder as a whole, so promptc builds only into a folder that is missing, empty, or holds a promptc build, and refuses before reading or moving anything; the message names the files. Build into a folder of its own, or move the files out.",
+)
+CACHE_NOT_OURS = _code(
+    "E913",
+    "cache entry promptc did not make",
+    "Something in `.promptc-cache/` that a build needs (the folder itself, the lock, the record of the folders promptc made, the shadow set, the trash) is a symlink, or otherwise not what promptc makes there: a cache folder committed to the repository or copied from elsewhere. promptc never follows a link in its cache or output folder and deletes only what it made, so the build stops with nothing touched. Delete the entry the message names (or the whole `.promptc-cache/`); promptc recreates what it needs.",
+)
 BINDING_COLLISION = _code(
     "E920",
     "generated name collision",
@@ -485,6 +521,23 @@ UNKNOWN_TRAFFIC_PROMPT = _code(
     "The `--traffic` file names a prompt that is not in the build (a typo, or a prompt that was renamed or removed): its requests are not counted. The hint names the closest prompt.",
 )
 
+# 95x: usage records (`promptc reconcile`) and the cache advisor (`promptc cost --advise`)
+RECORDS_UNREADABLE = _code(
+    "E950",
+    "records file cannot be read",
+    "The file of usage records given to `promptc reconcile` (or `promptc cost --advise --records`, `promptc report --records`) does not exist or cannot be opened. The command stops with exit 2.",
+)
+MALFORMED_RECORD = _code(
+    "W951",
+    "malformed usage record skipped",
+    "A value in the records file is not JSON, or not a usage record (`promptc.usage/1`, as `Rendered.usage(...)` writes it) nor an OpenTelemetry span export; or a field of a record is wrong (a negative count, a timestamp without a time zone). The record is skipped and the others are reconciled; the diagnostic gives the file and line, and reading resumes at the next line that starts a JSON value (a log cut off mid-line loses that line only).",
+)
+ADVICE_NOT_WRITTEN = _code(
+    "E952",
+    "cannot write the advised TTL",
+    "`promptc cost --advise --write` changes a prompt's `/// cache_ttl:` line only when the prompt's source is in the source folder, compiles, and would compile to the same artifact but for the TTL; otherwise (the file is not there, was saved again while promptc ran, or cannot be written) the file is left exactly as it was and this error says why (exit 1). A TTL from `[tool.promptc]` is overridden by the line written. Files are written atomically.",
+)
+
 
 # 93x: the formatter (`promptc fmt`)
 FMT_DOES_NOT_COMPILE = _code(
@@ -519,6 +572,103 @@ FMT_NOT_A_SOURCE = _code(
     "A path given to `promptc fmt` is neither a folder nor a `.prompt` file, or does not exist.",
 )
 
+# 96x-97x: `promptc import` and `promptc audit` (foreign sources: Dotprompt, Prompty, Jinja)
+IMPORT_BAD_HEADER = _code(
+    "E960",
+    "import: the header is not valid YAML",
+    "The YAML front matter of a Dotprompt or Prompty file cannot be read: a syntax error, a key given "
+    "twice, an anchor or alias (refused: they can expand without bound), a tag other than the safe "
+    "ones, or a header that is not a mapping. The position is in the foreign file. The file is not written.",
+)
+IMPORT_UNSUPPORTED_FIELD = _code(
+    "E961",
+    "import: a header field has no promptc equivalent",
+    "A field of the header means something promptc cannot express in a `.prompt` source: a Prompty "
+    "`thread` or image input, a tool bound to an input or of a kind other than `function`, a "
+    "Mustache template, an `${env:…}` reference in a value that is sent, a schema type Picoschema "
+    "or Prompty defines but promptc's input types cannot check. Importing it anyway would change what "
+    "is sent, so the file is not written; the hint says what to do instead.",
+)
+IMPORT_NO_EQUIVALENT = _code(
+    "E962",
+    "import: a template construct has no promptc equivalent",
+    "The template uses something promptc's language cannot express with the same meaning: a custom "
+    "Handlebars helper (or Dotprompt's `media`, `history`, `section`), a Jinja filter that has no "
+    "Python expression, a role marker inside a block, a partial with arguments, `{% macro %}` or "
+    "`{% extends %}`, or a value whose text promptc would spell differently. The file is not written: "
+    "promptc import never changes the meaning of a prompt silently. The hint names the nearest "
+    "promptc construct.",
+)
+IMPORT_TEMPLATE_SYNTAX = _code(
+    "E963",
+    "import: template syntax error",
+    "The foreign template is not well formed: an unclosed `{{`, `{%` or comment, a block closed "
+    "that was never opened or closed by the wrong tag, an `{{else}}` outside a block. The original "
+    "engine would refuse it too. The file is not written.",
+)
+IMPORT_PARTIAL_MISSING = _code(
+    "E964",
+    "import: partial or include not found",
+    "A `{{> name}}` (Dotprompt: the file `_name.prompt` beside the prompt) or `{% include %}` names "
+    "a file that is not in the imported folder, or partials include each other in a cycle.",
+)
+IMPORT_WOULD_OVERWRITE = _code(
+    "E965",
+    "import: would overwrite a file import did not write",
+    "The output folder already holds a file at a path the import would write, and that file was not "
+    "written by `promptc import` (its first line is not the import marker) or was edited since. "
+    "promptc never replaces a user's file silently: move it away, or pass `--force`. Two foreign files "
+    "that would be written to the same path (`a.j2` and `a.jinja`) are reported the same way.",
+)
+IMPORT_WRITE_FAILED = _code(
+    "E966",
+    "import: cannot write the output",
+    "A file of the import could not be written (permissions, a read-only file system, a file where "
+    "a folder should be). Files are written atomically: each holds its old bytes or its new ones.",
+)
+IMPORT_CHECK_DIFFERS = _code(
+    "E967",
+    "import --check: the rendered messages differ",
+    "`--check` rendered the foreign prompt with its own engine and the imported one with promptc, on "
+    "the same sample inputs, and the messages differ. The message names the input set, the message "
+    "and the first differing line on both sides. Messages are compared after the trimming promptc "
+    "applies to every message (leading blank lines, trailing whitespace); every other byte counts.",
+)
+IMPORT_ENGINE_MISSING = _code(
+    "E968",
+    "import --check: the original engine is not installed",
+    "`--check` renders with the original engine (dotpromptz for Dotprompt, prompty for Prompty, "
+    "jinja2 for Jinja), which promptc does not depend on. Install it: "
+    "`pip install 'promptc-compiler[check]'`.",
+)
+IMPORT_ENGINE_FAILED = _code(
+    "E969",
+    "import --check: the original engine failed on a sample",
+    "The original engine raised an error rendering the foreign prompt with a sample input set, so "
+    "there is nothing to compare with. Give inputs it accepts with `--inputs FILE`.",
+)
+IMPORT_BAD_INPUTS = _code(
+    "E970",
+    "import --check: the inputs file cannot be used",
+    "The `--inputs` file is not a JSON object mapping prompt names to an input object or a list of "
+    "them, or names a prompt that the import does not produce.",
+)
+IMPORT_NOT_COMPILED = _code(
+    "E971",
+    "import: the imported prompt does not compile",
+    "The `.prompt` text the importer made for this file does not compile; the message quotes the "
+    "compiler's diagnostic and the hint is its hint. Usually the source uses something the promptc "
+    "build refuses on its own terms (an input schema keyword the runtimes do not check, E825); "
+    "otherwise it is an importer bug: report it with the file. The file is not written.",
+)
+IMPORT_FIELD_DROPPED = _code(
+    "W972",
+    "import: a header field is not imported",
+    "A header field describes how the foreign runtime connects or runs (Prompty's `model.connection`, "
+    "an `apiType`, Dotprompt's `output.format: text`), not the request promptc builds, so it is left "
+    "out of the `.prompt` source. Nothing sent changes; the warning says what was left out.",
+)
+
 
 def markdown(examples: dict[str, str]) -> str:
     """docs/diagnostics.md: every code, what it means, and real output (promptc/data/diagnostics, which `promptc explain` prints too)."""
@@ -529,11 +679,13 @@ def markdown(examples: dict[str, str]) -> str:
         "is written); `W` codes are warnings (`--strict` makes them errors). The hundreds digit tells the",
         "stage: 1 reading files, 2 syntax, 3 directives, 4 roles, 5 inputs, 6 template blocks, 7 sections",
         "and caching, 8 includes, 9 configuration, the output folder and `diff`'s old tree (93x: the",
-        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file).",
+        "formatter, `promptc fmt`; 94x: `diff`'s old tree and traffic file; 96x-97x: `promptc import` and",
+        "`promptc audit` of Dotprompt, Prompty and Jinja sources).",
         "",
         "Each diagnostic is printed as `path:line:col: severity[CODE]: message`, then the source line with",
-        "a caret under the span, then a hint. `--format json` and `--format github` carry the same fields.",
-        "The examples below are real output, checked by `tests/test_diagnostic_codes.py`.",
+        "a caret under the span, then a hint. `--format json`, `--format github` and `--format sarif` (a",
+        "SARIF 2.1.0 log, for GitHub code scanning) carry the same fields. The examples below are real",
+        "output, checked by `tests/test_diagnostic_codes.py`.",
         "",
         "This file is generated from `compiler/codes.py`: run `python -m promptc.codes > docs/diagnostics.md`.",
         "",

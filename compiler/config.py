@@ -141,11 +141,29 @@ def _coerce(key: str, value: Any) -> tuple[Any, str | None]:
         return value, None
     if not isinstance(value, str):
         return None, f"`{key}` must be a string"
+    if key == "tokenizer" and value:
+        unknown = tokenizer_problem(value)
+        if unknown is not None:
+            return None, unknown[0]
     if key == "cache_ttl" and value not in ("", *CACHE_TTLS):
         return None, f"`cache_ttl` must be one of {', '.join(CACHE_TTLS)}"
     if key == "default_role" and value not in ROLES:
         return None, f"`default_role` must be one of {', '.join(ROLES)}"
     return value, None
+
+
+def tokenizer_problem(name: str) -> tuple[str, str] | None:
+    """(message, hint) for a tokenizer name promptc does not have, else None: the names `meter`
+    serves offline, and "did you mean" (`cl100k` → `cl100k_base`)."""
+    from .meter import APPROX, OFFLINE_ENCODINGS
+
+    known = sorted([*OFFLINE_ENCODINGS, APPROX])
+    if name in known:
+        return None
+    close = next((k for k in known if k.startswith(name.lower())), None) or did_you_mean(name, known)
+    message = f"unknown tokenizer `{name}` (available offline: {', '.join(known)})"
+    hint = f"did you mean `{close}`?" if close else "leave it empty to let each prompt's provider profile pick one"
+    return message, hint
 
 
 def allow_codes(values) -> tuple[tuple[str, ...], str | None]:
@@ -219,7 +237,10 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
             continue
         coerced, problem = _coerce(key, value)
         if problem:
-            diagnostics.append(make(codes.INVALID_CONFIG, problem, span, "see `promptc explain E902`"))
+            hint = "see `promptc explain E902`"
+            if key == "tokenizer" and isinstance(value, str):
+                hint = (tokenizer_problem(value) or (problem, hint))[1]
+            diagnostics.append(make(codes.INVALID_CONFIG, problem, span, hint))
             continue
         values[key] = coerced
     for key in ("src", "out", "python_bindings", "typescript_bindings"):

@@ -198,6 +198,10 @@ class PromptFacts:
     #: the profile's minimum cacheable prefix and cache step (None: no profile)
     min_cacheable: int | None = None
     cache_step: int | None = None
+    #: stable text held in the first dynamic section by one placeholder (`${customer_name}` in the
+    #: first line of 7,726 stable tokens, what W710 sees): its tokens, and the placeholder
+    stable_behind: int = 0
+    behind: str | None = None
 
     def _cacheable(self, tokens: int) -> int:
         if self.min_cacheable is None or tokens < self.min_cacheable:
@@ -207,29 +211,70 @@ class PromptFacts:
         return tokens
 
     @property
+    def uncached_stable(self) -> int:
+        """Stable tokens the layout leaves out of the prefix: the stable blocks after its end, and
+        the stable text a placeholder holds in the dynamic section that ends it."""
+        return (self.stable_after_prefix or 0) + self.stable_behind
+
+    @property
     def movable_gain(self) -> int:
-        """The tokens the provider would cache on top of today's if the stable blocks after the
+        """The tokens the provider would cache on top of today's if the stable text after the
         prefix end came before it (0 when even then the prefix stays under the minimum)."""
-        if not self.stable_after_prefix:
+        if not self.uncached_stable:
             return 0
-        return max(0, self._cacheable(self.prefix_tokens + self.stable_after_prefix) - (self.cacheable_tokens or 0))
+        return max(0, self._cacheable(self.prefix_tokens + self.uncached_stable) - (self.cacheable_tokens or 0))
+
+
+def stable_behind_placeholder(artifact: Any) -> tuple[int, str | None]:
+    """(tokens, placeholder path) of the stable text in the first dynamic section after the prefix
+    end when one placeholder alone makes it dynamic (no template block; one input): the layout W710
+    warns about, whose stable text moving the placeholder would cache. (0, None) otherwise."""
+    from .template import scan
+
+    end = artifact.cache.prefix_end
+    after = (-1, -1) if end is None or end.message is None else (end.message, end.block)
+    block = next(
+        (
+            b
+            for mi, message in enumerate(artifact.messages)
+            for bi, b in enumerate(message.blocks)
+            if (mi, bi) > after and not b.stable
+        ),
+        None,
+    )
+    if block is None or not block.sections or block.sections[0].boundary != "dynamic":
+        return 0, None
+    section = block.sections[0]
+    tokens = scan(section.text)
+    if any(t.kind not in ("lit", "ph") for t in tokens):
+        return 0, None
+    paths = {t.text for t in tokens if t.kind == "ph"}
+    if len(paths) != 1:
+        return 0, None
+    literal = "".join(t.text for t in tokens if t.kind == "lit")
+    if not literal.strip():
+        return 0, None
+    try:
+        from .meter import meter
+
+        count = meter(artifact.tokenizer.name).tokens(literal)
+    except Exception:  # noqa: BLE001 - an unavailable tokenizer: the section's count, by characters
+        count = section.tokens * len(literal) // max(1, len(section.text))
+    return count, paths.pop()
 
 
 def facts_from_artifact(artifact: Any) -> PromptFacts:
-    """The facts of a `model.Artifact`."""
-    end = artifact.cache.prefix_end
-    after = 0
-    in_prefix = end is not None
-    for mi, message in enumerate(artifact.messages):
-        for bi, block in enumerate(message.blocks):
-            if in_prefix:
-                if end is not None and end.message == mi and end.block == bi:
-                    in_prefix = False
-                continue
-            if block.stable:
-                after += block.tokens
-    if end is not None and end.message is None:  # the prefix is the tools and schema alone
-        after = sum(b.tokens for m in artifact.messages for b in m.blocks if b.stable)
+    """The facts of a `model.Artifact`; what is stable after the prefix is read from its request
+    model (`promptc.requestmodel`): the stable blocks after the part where the walk stops."""
+    from .requestmodel import of_artifact
+
+    request = of_artifact(artifact)
+    stop = request.prefix().stop
+    after, past = 0, False
+    for part in request.content() if stop is not None else ():
+        past = past or part is stop
+        if past and part.kind == "block" and part.stable:
+            after += artifact.messages[part.message].blocks[part.block].tokens
     return PromptFacts(
         artifact.name,
         artifact.model,
@@ -243,6 +288,7 @@ def facts_from_artifact(artifact: Any) -> PromptFacts:
         artifact.source,
         None if artifact.provider is None else artifact.provider.min_cacheable_tokens,
         None if artifact.provider is None else artifact.provider.cache_step_tokens,
+        *stable_behind_placeholder(artifact),
     )
 
 
@@ -521,12 +567,12 @@ class TreeCost:
     def waste(self, limit: int = 5) -> list[PromptCost]:
         """The prompts whose layout leaves the most stable tokens uncached, most first (by money
         per day when there is traffic and a price, else by tokens)."""
-        rows = [p for p in self.prompts if p.facts.stable_after_prefix]
+        rows = [p for p in self.prompts if p.facts.uncached_stable]
         rows.sort(
             key=lambda p: (
                 -(p.day_waste or Decimal(0)),
                 -p.facts.movable_gain,
-                -(p.facts.stable_after_prefix or 0),
+                -p.facts.uncached_stable,
                 p.facts.name,
             )
         )
@@ -554,6 +600,8 @@ class TreeCost:
                 {
                     "name": p.facts.name,
                     "stable_after_prefix_tokens": p.facts.stable_after_prefix,
+                    "stable_behind_placeholder_tokens": p.facts.stable_behind,
+                    "placeholder": p.facts.behind,
                     "cacheable_if_moved": p.facts.movable_gain,
                     "per_day": None if p.day_waste is None else money(p.day_waste),
                 }
@@ -780,3 +828,386 @@ def parse_fail_on_cost(value: str) -> FailOnCost | None:
     if not amount.is_finite() or amount < 0:
         raise ValueError(f"the amount in {value!r} must be a number of dollars ≥ 0")
     return FailOnCost(amount)
+
+
+# ---------------------------------------------------------------------------------------------
+# `promptc cost --advise`: the TTL that costs least at the prompt's traffic
+
+#: the option that sends no cache breakpoint (`cache_ttl: none`)
+NO_CACHE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class TtlOption:
+    """One TTL's cost for a cache entry's traffic: over a day (counts) or over the records."""
+
+    ttl: str
+    cost: Decimal
+    writes: Decimal
+    reads: Decimal
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ttl": self.ttl, "cost": money(self.cost), "writes": _number(self.writes), "reads": _number(self.reads)}
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """The advice for one cache entry: the prompts that share it (one prompt, when it shares
+    nothing), what each TTL the provider lets the prompt choose would cost, the cheapest, and what
+    caching costs against sending no breakpoint at all."""
+
+    names: tuple[str, ...]
+    facts: tuple[PromptFacts, ...]
+    price: Price | None
+    unpriced: str | None
+    requests: Decimal
+    #: the TTLs the prompt can choose (Anthropic: none, 5m, 1h; OpenAI caches automatically: its one)
+    options: tuple[TtlOption, ...]
+    #: the entry's TTL today (`none`, `5m`, `1h`, the provider's one), or `mixed` when its prompts differ
+    current: str
+    best: str | None
+    #: what no caching at all would cost (also where the provider gives no choice)
+    uncached: Decimal | None
+    #: what the entry costs today (its prompts' own TTLs; a mixed entry is one entry per TTL)
+    current_cost: Decimal | None
+    #: the tokens the prefix is short of the provider's minimum (None: it is not short)
+    short_by: int | None
+    #: "day" (requests per day) or "records" (the timestamps of a records file)
+    basis: str = "day"
+
+    @property
+    def choosable(self) -> bool:
+        return any(o.ttl == NO_CACHE for o in self.options)
+
+    def cost_of(self, ttl: str) -> Decimal | None:
+        return next((o.cost for o in self.options if o.ttl == ttl), None)
+
+    @property
+    def saving(self) -> Decimal:
+        """What the best TTL saves over today's (0 when today's is the best, or mixed)."""
+        now, best = self.current_cost, self.cost_of(self.best or "")
+        return Decimal(0) if now is None or best is None else now - best
+
+    @property
+    def loses_money(self) -> bool:
+        """Caching, at today's TTL, costs more than no caching at all."""
+        now = self.current_cost
+        return now is not None and self.uncached is not None and self.current != NO_CACHE and now > self.uncached
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompts": list(self.names),
+            "model": self.facts[0].model,
+            "provider": self.facts[0].provider,
+            "priced_as": None if self.price is None else self.price.key,
+            "not_priced": self.unpriced,
+            "basis": self.basis,
+            "requests": _number(self.requests),
+            "cached_tokens": self.facts[0].cacheable_tokens,
+            "current": self.current,
+            "best": self.best,
+            "choosable": self.choosable,
+            "options": [o.to_json() for o in self.options],
+            "uncached": None if self.uncached is None else money(self.uncached),
+            "current_cost": None if self.current_cost is None else money(self.current_cost),
+            "saving": money(self.saving),
+            "loses_money": self.loses_money,
+            "short_by": self.short_by,
+        }
+
+
+def potential(f: PromptFacts) -> int:
+    """The tokens the provider would cache of `f` with a TTL: its `cacheable_tokens`, or for a
+    prompt built with `cache_ttl: none` (which counts none) its prefix when that reaches the
+    minimum (the breakpoint at the prefix end covers it)."""
+    if f.ttl != NO_CACHE:
+        return f.cacheable_tokens or 0
+    if f.min_cacheable is None or f.prefix_tokens < f.min_cacheable:
+        return 0
+    return f._cacheable(f.prefix_tokens)
+
+
+def _rates(price: Price, ttl: str, f: PromptFacts) -> tuple[Decimal, Decimal, Decimal]:
+    """(no cache, a hit, a write) of one request of `f` at `ttl`, in dollars."""
+    total = Decimal(f.total_tokens or 0)
+    cached = Decimal(potential(f))
+    rate_in = price.input / MTOK
+    rate_read = price.read_rate / MTOK
+    rate_write = rate_in if price.cache_read is None else price.write(ttl) / MTOK
+    plain = total * rate_in
+    return plain, cached * rate_read + (total - cached) * rate_in, cached * rate_write + (total - cached) * rate_in
+
+
+def _short_by(f: PromptFacts) -> int | None:
+    if f.min_cacheable is None or potential(f) or f.prefix_tokens >= f.min_cacheable or not f.prefix_sha256:
+        return None
+    return f.min_cacheable - f.prefix_tokens
+
+
+def _choices(f: PromptFacts, price: Price) -> tuple[list[str], bool]:
+    """The TTLs a prompt can choose and whether `none` is one (a provider whose breakpoints the
+    request sends: Anthropic; OpenAI and Gemini cache automatically)."""
+    ttls = [name for name, _ in price.cache_write]
+    from .profiles import resolve
+
+    profile = resolve(f.provider, f.model) if f.provider or f.model else None
+    breakpoints = profile is not None and profile.shape == "anthropic"
+    return ([NO_CACHE, *ttls] if breakpoints else ttls), breakpoints
+
+
+def _pick(options: list[TtlOption], current: str, order: list[str]) -> str | None:
+    """The cheapest option; on a tie today's TTL, else the earlier in `order` (none, 5m, 1h)."""
+    if not options:
+        return None
+    return min(options, key=lambda o: (o.cost, o.ttl != current, order.index(o.ttl))).ttl
+
+
+def advise(
+    facts: Iterable[PromptFacts],
+    traffic: Mapping[str, Decimal] | None = None,
+    *,
+    times: Mapping[str, Iterable[float]] | None = None,
+    table: PriceTable | None = None,
+) -> list[Advice]:
+    """The advice for every cache entry of the build, from requests per day (`traffic`, evenly
+    spaced as the cost model assumes) or from the start times of the requests (`times`, by prompt:
+    a request reads the entry when the previous request to it, of any prompt sharing it, is at most
+    the TTL before it; each use refreshes the entry). Prompts without traffic are left out."""
+    table = table or prices()
+    if (traffic is None) == (times is None):
+        raise ValueError("advise needs either traffic (requests per day) or times (request start times)")
+    groups: dict[tuple, list[tuple[PromptFacts, Price]]] = {}
+    out: list[Advice] = []
+    for f in sorted(facts, key=lambda f: f.name):
+        found = table.lookup(f.provider, f.model)
+        count = (traffic or {}).get(f.name) if traffic is not None else None
+        if traffic is not None and not count:
+            continue
+        if times is not None and f.name not in times:
+            continue
+        unpriced = None
+        if isinstance(found, Unpriced):
+            unpriced = found.reason
+        elif f.total_tokens is None:
+            unpriced = "request size unknown (the build's artifacts are not available)"
+        elif found.max_prompt_tokens is not None and f.total_tokens > found.max_prompt_tokens:
+            unpriced = f"over {found.max_prompt_tokens} tokens: the table has no price"
+        if unpriced is not None or isinstance(found, Unpriced):
+            requests = Decimal(str(count)) if count is not None else Decimal(len(list(times[f.name])))  # type: ignore[index]
+            out.append(
+                Advice((f.name,), (f,), None, unpriced, requests, (), f.ttl or "-", None, None, None, _short_by(f))
+            )
+            continue
+        key = (found.provider, f.model, f.prefix_sha256, potential(f)) if potential(f) else (f.name,)
+        groups.setdefault(key, []).append((f, found))
+    for members in groups.values():
+        out.append(_advise_group(members, traffic, times, table))
+    out.sort(key=lambda a: a.names)
+    return out
+
+
+def _advise_group(
+    members: list[tuple[PromptFacts, Price]],
+    traffic: Mapping[str, Decimal] | None,
+    times: Mapping[str, Iterable[float]] | None,
+    table: PriceTable,
+) -> Advice:
+    first, price = members[0]
+    choices, breakpoints = _choices(first, price)
+    names = tuple(f.name for f, _ in members)
+    owned = [f.ttl if f.ttl == NO_CACHE else price.ttl(f.ttl) for f, _ in members]
+    current = owned[0] if len(set(owned)) == 1 else "mixed"
+    cached = bool(potential(first))
+    options: list[TtlOption] = []
+    uncached: Decimal
+    if traffic is not None:
+        counts = [Decimal(str(traffic.get(f.name, 0))) for f, _ in members]
+        total = sum(counts, Decimal(0))
+        uncached = sum(
+            (c * _rates(price, choices[-1], f)[0] for (f, _), c in zip(members, counts, strict=True)), Decimal(0)
+        )
+        for ttl in choices:
+            if ttl == NO_CACHE or not cached:
+                options.append(TtlOption(ttl, uncached, Decimal(0), Decimal(0)))
+                continue
+            # evenly spaced: warm when a request comes at least once per TTL; then one write a day
+            seconds = Decimal(table.ttl_seconds.get(ttl, 300))
+            writes = Decimal(1) if total > 0 and SECONDS_PER_DAY / total <= seconds else total
+            cost = Decimal(0)
+            for (f, _), c in zip(members, counts, strict=True):
+                _, hit, write = _rates(price, ttl, f)
+                share = writes * c / total if total else Decimal(0)
+                cost += share * write + (c - share) * hit
+            options.append(TtlOption(ttl, cost, writes, total - writes))
+        requests = total
+    else:
+        assert times is not None
+        merged = sorted((t, i) for i, (f, _) in enumerate(members) for t in times[f.name])
+        uncached = sum((_rates(price, choices[-1], members[i][0])[0] for _, i in merged), Decimal(0))
+        for ttl in choices:
+            if ttl == NO_CACHE or not cached:
+                options.append(TtlOption(ttl, uncached, Decimal(0), Decimal(0)))
+                continue
+            lifetime = float(table.ttl_seconds.get(ttl, 300))
+            rates = [_rates(price, ttl, f) for f, _ in members]
+            spent, written = Decimal(0), 0
+            previous: float | None = None
+            for t, i in merged:
+                if previous is None or t - previous > lifetime:
+                    spent += rates[i][2]
+                    written += 1
+                else:
+                    spent += rates[i][1]
+                previous = t
+            options.append(TtlOption(ttl, spent, Decimal(written), Decimal(len(merged) - written)))
+        requests = Decimal(len(merged))
+    best = _pick(options, current, choices)
+    if current != "mixed":
+        current_cost = next((o.cost for o in options if o.ttl == current), None)
+    else:  # the cost model keeps one entry per TTL: each TTL's prompts on their own
+        current_cost = Decimal(0)
+        for ttl in set(owned):
+            part = [(f, p) for (f, p), own in zip(members, owned, strict=True) if own == ttl]
+            one = _advise_group([(replace(f, ttl=ttl), p) for f, p in part], traffic, times, table)
+            current_cost += one.cost_of(ttl) or Decimal(0)
+    return Advice(
+        names,
+        tuple(f for f, _ in members),
+        price,
+        None,
+        requests,
+        tuple(options),
+        current,
+        best,
+        uncached,
+        current_cost,
+        _short_by(first),
+        "day" if traffic is not None else "records",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# `--advise --write`: the `/// cache_ttl:` line, added or changed where the formatter puts it
+
+
+def with_cache_ttl(text: str, ttl: str) -> str:
+    """`text` (a prompt source) with its `/// cache_ttl:` line set to `ttl`: the value of an
+    existing line changed (its inline comment kept), or a new line added among the file-level
+    directives at the top where `promptc fmt` orders it (after `param`, before `input`). Nothing
+    else of the file changes."""
+    from .fmt import DIRECTIVE_ORDER, _classify, _directive
+
+    lines, _ = _classify(text)
+    raw = text.split("\n")
+    existing = [line for line in lines if line.kind == "directive" and line.key == "cache_ttl"]
+    if existing:
+        for line in existing:
+            raw[line.old] = _directive(line, ttl)
+        return "\n".join(raw)
+    rank = DIRECTIVE_ORDER.index("cache_ttl")
+    header = 0
+    while header < len(lines) and lines[header].kind in ("blank", "directive", "comment"):
+        header += 1
+    directives = [line for line in lines[:header] if line.kind == "directive" and line.key != "promptc"]
+    before = [line for line in directives if line.key in DIRECTIVE_ORDER and DIRECTIVE_ORDER.index(line.key) < rank]
+    if before:
+        at = before[-1].old + 1
+    elif directives:
+        at = directives[0].old
+        while at > 0 and lines[at - 1].kind == "directive" and lines[at - 1].key == "promptc":
+            at -= 1  # an allow comment stays with the line it is about
+    else:
+        at = 0
+        while at < header and lines[at].kind == "comment":
+            at += 1  # after the file's description
+    raw.insert(at, f"/// cache_ttl: {ttl}")
+    return "\n".join(raw)
+
+
+def _masked(artifact: Any) -> dict[str, Any]:
+    """An artifact's JSON without what a TTL change may change: the TTL, what is counted as cached
+    and which breakpoints the anthropic shape sends, the source's hash and line numbers."""
+    data = artifact.to_json()
+    data.pop("source_sha256", None)
+    cache = data["cache"]
+    cache["ttl"] = cache["cacheable_tokens"] = None
+    for breakpoint in cache["breakpoints"]:
+        breakpoint["anthropic"] = None
+    end = cache.get("prefix_end") or {}
+    end.pop("line", None)
+    for message in data["messages"]:
+        for block in message["blocks"]:
+            for section in block["sections"]:
+                section["origins"] = [path for path, _ in section["origins"]]
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceWrite:
+    name: str
+    path: str
+    ttl: str
+    #: the new text when it can be written, else None and the diagnostic says why
+    text: str | None
+    original: bytes
+    diagnostic: Diagnostic | None = None
+
+
+def plan_writes(advice: Iterable[Advice], tree: Any, config: Any) -> list[AdviceWrite]:
+    """For every prompt whose entry's best TTL differs from its own (and whose provider takes
+    one): its source with the new `/// cache_ttl:` line, checked by compiling both texts: the
+    artifacts must be the same but for the TTL. Nothing is written here."""
+    from dataclasses import replace as copy
+
+    from .divergence import compile_prompt
+
+    out: list[AdviceWrite] = []
+    for item in advice:
+        if not item.choosable or item.best is None or item.short_by is not None or item.saving <= 0:
+            continue
+        for f in item.facts:
+            own = f.ttl if f.ttl == NO_CACHE else (item.price.ttl(f.ttl) if item.price else f.ttl)
+            if own == item.best or f.source is None:
+                continue
+            display = tree.display(f.source)
+            original = tree.files.get(f.source)
+
+            def refuse(
+                message: str,
+                display: str = display,
+                f: PromptFacts = f,
+                original: bytes | None = original,
+                ttl: str = item.best or "",
+            ) -> AdviceWrite:
+                return AdviceWrite(
+                    f.name,
+                    display,
+                    ttl,
+                    None,
+                    original or b"",
+                    make(codes.ADVICE_NOT_WRITTEN, message, None, None, path=display),
+                )
+
+            if original is None:
+                out.append(refuse(f"`{f.source}` is not in the source folder"))
+                continue
+            try:
+                text = original.decode("utf-8")
+            except UnicodeDecodeError:
+                out.append(refuse("the source is not UTF-8 text"))
+                continue
+            new_text = with_cache_ttl(text, item.best or "")
+            before = compile_prompt(tree, f.source, config)
+            changed = copy(tree, files={**tree.files, f.source: new_text.encode("utf-8")})
+            after = compile_prompt(changed, f.source, config)
+            if before is None or after is None:
+                out.append(refuse("the prompt does not compile (run `promptc check`)"))
+                continue
+            if after.artifact.cache.ttl != item.best:
+                out.append(refuse(f"the TTL would be {after.artifact.cache.ttl!r}, not {item.best!r}"))
+                continue
+            if _masked(before.artifact) != _masked(after.artifact):
+                out.append(refuse("the artifact would change beyond its TTL"))
+                continue
+            out.append(AdviceWrite(f.name, display, item.best or "", new_text, original))
+    return out

@@ -1,4 +1,4 @@
-"""Diagnostics as data: spans, diagnostics, and their text/json/github renderings.
+"""Diagnostics as data: spans, diagnostics, and their text/json/github/sarif renderings.
 
 Passes never print or raise for a user's mistake; they append a `Diagnostic` to the context.
 Only the CLI turns diagnostics into text and exit codes.
@@ -7,6 +7,7 @@ Only the CLI turns diagnostics into text and exit codes.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -32,6 +33,9 @@ class SourceText:
     path: str
     text: str
     line_starts: tuple[int, ...] = field(default=())
+    #: line number → its text, made once: every diagnostic on a line shares one string (a
+    #: million diagnostics on one 7 MB line must not hold a million copies of it)
+    lines: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def of(path: str, text: str) -> SourceText:
@@ -52,9 +56,12 @@ class SourceText:
     def line_text(self, line: int) -> str:
         if not 1 <= line <= len(self.line_starts):
             return ""
-        start = self.line_starts[line - 1]
-        end = self.text.find("\n", start)
-        return self.text[start : end if end != -1 else len(self.text)]
+        found = self.lines.get(line)
+        if found is None:
+            start = self.line_starts[line - 1]
+            end = self.text.find("\n", start)
+            found = self.lines[line] = self.text[start : end if end != -1 else len(self.text)]
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +221,12 @@ def render_text(d: Diagnostic, color: bool = False) -> str:
     where = f"{d.path}:{d.line}:{d.col}:"
     lines = [f"{paint('bold', where)} {paint(d.severity, f'{d.severity}[{d.code}]')}: {d.message}" if color else str(d)]
     if d.span is not None and d.source_line is not None:
-        shown, col = _expand_tabs_for_caret(d.source_line, d.col)
-        if len(shown) > 200:  # keep huge single-line files readable
+        shown, col = d.source_line, d.col
+        if len(shown) > 200:  # keep huge single-line files readable (cut first: a tab is one column)
             start = max(0, col - 80)
             shown = ("…" if start else "") + shown[start : start + 160]
             col = col - start + (1 if start else 0)
+        shown, col = _expand_tabs_for_caret(shown, col)
         width = max(1, min(d.span.end - d.span.start, len(shown) - col + 1))
         gutter = str(d.line)
         pad = " " * len(gutter)
@@ -269,6 +277,37 @@ def github_escape(value: str, *, prop: bool = False) -> str:
     return value
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_escape(value: str) -> str:
+    """Text as literal Markdown (GitHub's job summaries, pull request comments): every ASCII
+    punctuation character backslash-escaped (CommonMark allows it for each one), so a name or
+    message from a source is never markup, a link, an HTML tag, a mention or a table cell break;
+    line breaks become spaces, so it stays in its table cell."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(value.splitlines()))
+
+
+def render_markdown(diagnostics: Iterable[Diagnostic], title: str, files: int | None = None) -> str:
+    """A Markdown report (GitHub's `$GITHUB_STEP_SUMMARY`): a heading with `title` and the counts,
+    then one table row per diagnostic with its place, code, message and hint."""
+    items = list(diagnostics)
+    lines = [f"### {markdown_escape(title)}: {summary_line(items, files)}", ""]
+    if items:
+        lines += ["| | where | code | message |", "| --- | --- | --- | --- |"]
+        for d in items:
+            mark = "❌ error" if d.severity == "error" else "⚠️ warning"
+            text = markdown_escape(d.message)
+            if d.included_by:
+                text += f" \\({markdown_escape(_included_by(d.included_by))}\\)"
+            if d.hint:
+                text += f"<br>hint: {markdown_escape(d.hint)}"
+            where = markdown_escape(f"{d.path}:{d.line}:{d.col}")
+            lines.append(f"| {mark} | {where} | {d.code} | {text} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def render_github(d: Diagnostic) -> str:
     kind = "error" if d.severity == "error" else "warning"
     message = (
@@ -291,3 +330,119 @@ def summary_line(diagnostics: Iterable[Diagnostic], files: int | None = None) ->
     parts = [f"{errors} error{'s' if errors != 1 else ''}", f"{warnings} warning{'s' if warnings != 1 else ''}"]
     tail = f" in {files} file{'s' if files != 1 else ''}" if files is not None else ""
     return ", ".join(parts) + tail
+
+
+# ---------------------------------------------------------------------------------------------
+# SARIF 2.1.0 (GitHub code scanning and other viewers)
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def _sarif_uri(path: str) -> str:
+    """A diagnostic's path as a SARIF `artifactLocation.uri`: relative paths stay relative (to the
+    folder promptc ran in, the repository root in CI), percent-encoded; absolute ones are `file:`
+    URIs. `<std>/env.prompt` (a partial shipped with promptc) keeps its name, encoded."""
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    # `:` encoded: in a first segment it would read as a scheme
+    return quote(path.replace(os.sep, "/"), safe="/-._~!$&'()*+,;=@")
+
+
+def _rule_names() -> dict[str, str]:
+    """E501 → `UndeclaredInput`: the constant's name in `codes`, as SARIF rule names read."""
+    from . import codes
+
+    return {
+        str(value): "".join(part.capitalize() for part in name.split("_"))
+        for name, value in vars(codes).items()
+        if isinstance(value, Code) and name.isupper()
+    }
+
+
+def render_sarif(diagnostics: Iterable[Diagnostic], *, version: str | None = None) -> dict:
+    """One SARIF 2.1.0 log of the diagnostics: a run of the tool `promptc`, whose rules are the
+    codes reported (title, explanation, `promptc explain CODE`), one result per diagnostic at its
+    `path:line:col` range (columns in code points, as promptc counts them). The hint is part of the
+    message (code scanning shows only the message), and also in `properties` with the prompts that
+    reported a partial's diagnostic. Deterministic: the same diagnostics give the same bytes."""
+    if version is None:
+        from . import __version__ as version
+    items = list(diagnostics)
+    names = _rule_names()
+    used = sorted({d.code for d in items})
+    index = {code: i for i, code in enumerate(used)}
+    rules = []
+    for code in used:
+        entry = CODES[code]
+        rule: dict = {
+            "id": code,
+            "shortDescription": {"text": entry.title},
+            "fullDescription": {"text": entry.explain or entry.title},
+            "help": {
+                "text": f"{entry.explain or entry.title}\n\nRun `promptc explain {code}` for an example.",
+                "markdown": f"{entry.explain or entry.title}\n\nRun `promptc explain {code}` for an example.",
+            },
+            "defaultConfiguration": {"level": "error" if entry.severity == "error" else "warning"},
+            "properties": {"tags": ["promptc", entry.severity]},
+        }
+        if code in names:
+            rule["name"] = names[code]
+        rules.append(rule)
+    results = []
+    for d in items:
+        end_line, end_col = d.end
+        region = {"startLine": d.line, "startColumn": d.col, "endLine": end_line, "endColumn": max(end_col, d.col)}
+        if d.source_line is not None and d.span is not None:
+            region["snippet"] = {"text": d.source_line}
+        text = d.message
+        if d.included_by:
+            text += f" ({_included_by(d.included_by)})"
+        if d.hint:
+            text += f"\nhint: {d.hint}"
+        uri = _sarif_uri(d.path)
+        where: dict = {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": "%SRCROOT%"}
+        result: dict = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": "error" if d.severity == "error" else "warning",
+            "message": {"text": text},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": where,
+                        "region": region,
+                    }
+                }
+            ],
+        }
+        properties: dict = {}
+        if d.hint:
+            properties["hint"] = d.hint
+        if d.included_by:
+            properties["included_by"] = list(d.included_by)
+        if properties:
+            result["properties"] = properties
+        results.append(result)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "promptc",
+                        "version": version,
+                        "semanticVersion": version,
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }

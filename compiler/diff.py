@@ -493,3 +493,71 @@ def render_github(diff: ManifestDiff, fail_on: Iterable[str] = (), source_root: 
             _annotation(level, "promptc: prompt removed", f"prompt `{name}` was removed; its callers break", None)
         )
     return lines
+
+
+def render_markdown(
+    diff: ManifestDiff,
+    failing: Iterable[str] = (),
+    cost_lines: Iterable[str] = (),
+    title: str = "promptc diff",
+) -> str:
+    """A Markdown report for a pull request (GitHub's `$GITHUB_STEP_SUMMARY`): the verdict (the
+    `--fail-on` kinds found), then a table of the cache busts (tokens at stake, what the provider
+    cached of them, the first line that differs), the input contract changes, the cost (with
+    `--traffic`) and the prompts added, removed and changed. Every name from a source is escaped:
+    it is text, never markup."""
+    from .diagnostics import markdown_escape as esc
+
+    failed = list(failing)
+    lines = [f"### {esc(title)}", ""]
+    if failed:
+        lines.append(f"❌ **fails**: {esc(', '.join(failed))} \\(`--fail-on`\\)")
+    else:
+        lines.append("✅ no change of a kind named by `--fail-on`")
+    lines += ["", f"{esc(summary_line(diff))}", ""]
+    if diff.tokenizer:
+        lines += [f"tokenizer changed: {esc(str(diff.tokenizer[0]))} → {esc(str(diff.tokenizer[1]))}", ""]
+    if diff.busts:
+        lines += [
+            f"#### Cache busts ({len(diff.busts)})",
+            "",
+            "| prompt | prefix tokens at stake | cached by the provider | new prefix tokens | first difference |",
+            "| --- | ---: | --- | ---: | --- |",
+        ]
+        for bust in diff.busts:
+            if bust.provider is None or bust.cacheable_tokens_at_stake is None:
+                cached = "—"
+            else:
+                cached = f"{bust.cacheable_tokens_at_stake:,} \\({esc(bust.provider)}\\)"
+            point = bust.first_difference.new if bust.first_difference is not None else None
+            where = esc(point.label()) if point is not None else "—"
+            lines.append(
+                f"| {esc(bust.name)} | {bust.tokens_at_stake:,} | {cached} | {bust.new_prefix_tokens:,} | {where} |"
+            )
+        lines.append("")
+    if diff.contracts:
+        lines += [
+            f"#### Input contract changes ({len(diff.contracts)})",
+            "",
+            "| prompt | added | removed | types | breaking |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for change in diff.contracts:
+            types = ", ".join(f"{t.input}: {t.old} → {t.new}" for t in change.type_changes)
+            lines.append(
+                f"| {esc(change.name)} | {esc(', '.join(change.added_inputs)) or '—'} | "
+                f"{esc(', '.join(change.removed_inputs)) or '—'} | {esc(types) or '—'} | "
+                f"{'**yes**' if change.breaking else 'no'} |"
+            )
+        lines.append("")
+    cost = [line for line in cost_lines]
+    if cost:
+        lines += ["#### Cost", ""]
+        lines += [f"- {esc(line.strip())}" for line in cost if line.strip()]
+        lines.append("")
+    for label, names in (("Added prompts", diff.added), ("Removed prompts", diff.removed)):
+        if names:
+            lines += [f"#### {label} ({len(names)})", "", ", ".join(esc(n) for n in names), ""]
+    if diff.changed:
+        lines += [f"#### Changed artifacts ({len(diff.changed)})", "", ", ".join(esc(n) for n in diff.changed), ""]
+    return "\n".join(lines)

@@ -1,12 +1,13 @@
 """Where two builds of one prompt first differ: the first character of the cache-stable prefix that
 is not the same, as a place in each source tree (`promptc diff --old-src`, `--against`).
 
-A prefix is read as one stream in the providers' cache order — the tools and output schema, then
-for each message its role and the stable text of the prefix — built from the compiled document,
-so that every character knows the source item it came from (a partial's, a define's, an escape's).
-The first character where the old and the new stream differ is the cache bust's cause; when one
-stream is a prefix of the other, that side's prefix simply ends there, and its place is the
-artifact's `cache.prefix_end` (with the reason).
+A prefix is read as one stream: the parts the request model hashes (`promptc.requestmodel`), in
+the provider's cache order — the provider and the model, the parameters its cache keys on, the
+tools and output schema, then each block with the role the provider sees — with the source spans
+of the compiled document, so that every character knows where it came from (a `/// param:` line, a
+partial's text, a define's, an escape's). The first character where the old and the new stream
+differ is the cache bust's cause; when one stream is a prefix of the other, that side's prefix
+simply ends there, and its place is the artifact's `cache.prefix_end` (with the reason).
 
 Pure: the trees are in memory (`SourceTree`); nothing here reads files or runs git.
 """
@@ -17,12 +18,14 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
+from . import requestmodel
 from .config import Config
 from .context import Context, SourceTree
 from .diagnostics import Span, has_errors
 from .language import JOINER, SOURCE_SUFFIX
-from .model import Artifact, head_segments
+from .model import Artifact
 from .nodes import Document, Escape, Text
+from .prefix import block_sections
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,8 @@ class Compiled:
     doc: Document
     artifact: Artifact
     root: str  # how the tree's folder is shown (`prompts_src/`), which prefix_end paths omit
+    #: the tree it was compiled from (the tool and schema files are read from it)
+    tree: SourceTree | None = None
 
 
 def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | None:
@@ -101,52 +106,61 @@ def compile_prompt(tree: SourceTree, rel: str, config: Config) -> Compiled | Non
         artifact = build_artifact(doc, rel, data, meter(request.tokenizer), request, root)
     except TokenizerError:
         return None
-    return Compiled(doc, artifact, root)
+    return Compiled(doc, artifact, root, tree)
 
 
-# (start offset in the stream, the piece's text, the span it came from, or None: a joiner or a role)
-_Piece = tuple[int, str, Span | None]
+# (start offset in the stream, the piece's text, the span it came from (None: a joiner, a label),
+# the request part it belongs to)
+_Piece = tuple[int, str, Span | None, requestmodel.Part]
 
 
-def _stream(compiled: Compiled) -> tuple[str, list[_Piece], list[int], int]:
-    """The prefix as one string, its pieces, their start offsets (for bisect), and where the
-    tools and output schema that lead it end."""
+def _pieces(doc: Document):
+    """Where the characters of each block's prefix text come from: its sections' text items."""
+
+    def pieces(mi: int, bi: int) -> tuple[requestmodel.Piece, ...]:
+        out: list[requestmodel.Piece] = []
+        at = 0
+        for si, section in enumerate(block_sections(doc, mi, bi)):
+            if si:
+                out.append(requestmodel.Piece(at, len(JOINER), None))
+                at += len(JOINER)
+            for item in section.items:
+                if isinstance(item, (Text, Escape)) and item.value:
+                    out.append(requestmodel.Piece(at, len(item.value), item.span))
+                    at += len(item.value)
+        return tuple(out)
+
+    return pieces
+
+
+def _stream(compiled: Compiled) -> tuple[str, list[_Piece], list[int]]:
+    """The prefix as one string, its pieces and their start offsets (for bisect)."""
     doc, artifact = compiled.doc, compiled.artifact
+    request = requestmodel.of_artifact(artifact, param_spans=dict(doc.header.param_spans), pieces=_pieces(doc))
     pieces: list[_Piece] = []
     parts: list[str] = []
     at = 0
 
-    def add(text: str, span: Span | None) -> None:
+    def add(text: str, span: Span | None, part: requestmodel.Part) -> None:
         nonlocal at
         if text:
-            pieces.append((at, text, span))
+            pieces.append((at, text, span, part))
             parts.append(text)
             at += len(text)
 
-    for _, text in head_segments(artifact.tools, artifact.output_schema):
-        add(text, None)
-    head_end = at
-    end = artifact.cache.prefix_end
-    last = (end.message, end.block) if end is not None and end.message is not None else None
-    if last is not None and artifact.cache.prefix_sha256:
-        for mi in range(last[0] + 1):
-            message, node = artifact.messages[mi], doc.messages[mi]
-            add("\x00", node.span)  # the role: a change of role is a difference at the separator
-            add(message.role + "\x00", node.span)
-            position = 0
-            for bi, block in enumerate(message.blocks):
-                if mi == last[0] and bi > last[1]:
-                    break
-                if bi:
-                    add(JOINER, None)
-                for si, section in enumerate(node.sections[position : position + len(block.sections)]):
-                    if si:
-                        add(JOINER, None)
-                    for item in section.items:
-                        if isinstance(item, (Text, Escape)):
-                            add(item.value, item.span)
-                position += len(block.sections)
-    return "".join(parts), pieces, [piece[0] for piece in pieces], head_end
+    for part in request.prefix().parts:
+        node_span = doc.messages[part.message].span if part.message is not None else part.span
+        add("\x00", node_span, part)  # the label: a change of role is a difference at the separator
+        add(part.label + "\x00", node_span, part)
+        text = part.text or ""
+        if part.kind == "block" and part.pieces:
+            for piece in part.pieces:
+                add(text[piece.offset : piece.offset + piece.length], piece.span, part)
+            done = part.pieces[-1].offset + part.pieces[-1].length
+            add(text[done:], None, part)
+        else:
+            add(text, part.span, part)
+    return "".join(parts), pieces, [piece[0] for piece in pieces]
 
 
 def _common_length(a: str, b: str) -> int:
@@ -161,22 +175,37 @@ def _common_length(a: str, b: str) -> int:
     return low
 
 
-def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int], int], offset: int) -> SourcePoint:
-    stream, pieces, starts, head_end = streamed
+def _point(compiled: Compiled, streamed: tuple[str, list[_Piece], list[int]], offset: int) -> SourcePoint:
+    stream, pieces, starts = streamed
     if offset >= len(stream):  # this side's prefix ends here: why it ends
         return _end(compiled)
-    if offset < head_end:
-        files = [compiled.root + path for path in compiled.artifact.resources]
-        where = ", ".join(files) or compiled.doc.source.path
-        return SourcePoint(where, 1, 1, "", "the tools or the output schema differ")
     index = bisect.bisect_right(starts, offset) - 1
-    # a joiner or a role has no place of its own: the next piece that has one
+    part = pieces[index][3]
+    src = compiled.doc.source
+    if part.kind in ("tools", "output_schema"):
+        files = [compiled.root + path for path in compiled.artifact.resources]
+        where = ", ".join(files) or src.path
+        return SourcePoint(where, 1, 1, "", _HEAD_REASON)
+    if part.kind in ("provider", "model", "param"):
+        what = part.label.removeprefix("param:")
+        if part.span is None:  # from the configuration, or the provider the model implies
+            return SourcePoint(src.path, 1, 1, src.line_text(1), f"the {what} differs (`{part.text}`)")
+        span = part.span
+        where_src = span.src or src
+        return SourcePoint(
+            where_src.path,
+            span.line,
+            span.col,
+            where_src.line_text(span.line),
+            f"`{what}` differs: the cache keys on it",
+        )
+    # a joiner or a label has no place of its own: the next piece that has one
     while index < len(pieces) and pieces[index][2] is None:
         index += 1
         offset = pieces[index][0] if index < len(pieces) else offset
     if index >= len(pieces):
         return _end(compiled)
-    start, text, span = pieces[index]
+    start, text, span, _ = pieces[index]
     assert span is not None
     src = span.src or compiled.doc.source
     exact = span.end - span.start == len(text)  # text as written (not a define, an escape, a frame)
@@ -210,6 +239,91 @@ def _find_source(doc: Document, path: str):
     return None
 
 
+#: the reason `_point` gives for a difference in the tools or the output schema
+_HEAD_REASON = "the tools or the output schema differ"
+
+
+def _json_difference(a: Any, b: Any) -> tuple[tuple[str | int, ...], bool]:
+    """The path of the first place where `a` differs from `b` in canonical JSON order (keys as
+    written, lists by index), and whether that path names a member of `a` (False: `a` ends
+    there, or has no such member; the path is then its container). Iterative."""
+    path: tuple[str | int, ...] = ()
+    while True:
+        if isinstance(a, dict) and isinstance(b, dict):
+            mine, theirs = list(a.items()), list(b.items())
+            for i, (key, value) in enumerate(mine):
+                if i >= len(theirs) or theirs[i][0] != key:
+                    return (*path, key), True
+                if value != theirs[i][1]:
+                    path, a, b = (*path, key), value, theirs[i][1]
+                    break
+            else:
+                return path, False
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            for i, value in enumerate(a):
+                if i >= len(b):
+                    return (*path, i), True
+                if value != b[i]:
+                    path, a, b = (*path, i), value, b[i]
+                    break
+            else:
+                return path, False
+            continue
+        return path, True
+
+
+def _head_point(compiled: Compiled, other: Compiled) -> SourcePoint | None:
+    """Where the tools or the output schema of `compiled` first differ from `other`'s, in the JSON
+    file that defines them: the line of the tool's edited description, not line 1 of the file."""
+    import json as _json
+
+    from .jsonfile import locate
+
+    tree = compiled.tree
+    if tree is None:
+        return None
+    mine = [t.to_json() for t in compiled.artifact.tools]
+    theirs = [t.to_json() for t in other.artifact.tools]
+    schema = compiled.artifact.output_schema
+    if mine != theirs:
+        (index, *inner), _ = _json_difference(mine, theirs)
+        if not isinstance(index, int) or index >= len(mine):
+            return None
+        name = mine[index].get("name")
+        want = lambda value: isinstance(value, dict) and value.get("name") == name  # noqa: E731
+        what = f"tool `{name}` differs" + (f" at `{inner[0]}`" if inner else "")
+    elif schema is not None:
+        body = schema.to_json() if hasattr(schema, "to_json") else schema
+        other_schema = other.artifact.output_schema
+        other_body = other_schema.to_json() if hasattr(other_schema, "to_json") else other_schema
+        inner, _ = _json_difference(body.get("schema", body), (other_body or {}).get("schema", other_body))
+        inner = list(inner)
+        target = body.get("schema", body)
+        want = lambda value: value == target  # noqa: E731
+        what = "the output schema differs"
+    else:
+        return None
+    for rel in compiled.artifact.resources:
+        try:
+            text = tree.files[rel].decode("utf-8")
+            value = _json.loads(text)
+        except (KeyError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if want(value):
+            prefix: tuple[str | int, ...] = ()
+        elif isinstance(value, list) and any(want(v) for v in value):
+            prefix = (next(i for i, v in enumerate(value) if want(v)),)
+        else:
+            continue
+        from .diagnostics import SourceText
+
+        src = SourceText.of(compiled.root + rel, text.replace("\r\n", "\n"))
+        place = src.span(locate(src.text, (*prefix, *inner)))
+        return SourcePoint(src.path, place.line, place.col, src.line_text(place.line), what)
+    return None
+
+
 def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDifference | None:
     """Where the prefixes of `old` and `new` first differ; None when either side did not compile,
     or when their prefix streams are the same (nothing to point at)."""
@@ -219,7 +333,12 @@ def first_difference(old: Compiled | None, new: Compiled | None) -> FirstDiffere
     if old_streamed[0] == new_streamed[0]:
         return None
     offset = _common_length(old_streamed[0], new_streamed[0])
-    return FirstDifference(offset, _point(new, new_streamed, offset), _point(old, old_streamed, offset))
+    new_point, old_point = _point(new, new_streamed, offset), _point(old, old_streamed, offset)
+    if new_point.reason == _HEAD_REASON:  # a tool or the schema: the line in its JSON file
+        new_point = _head_point(new, old) or new_point
+    if old_point.reason == _HEAD_REASON:
+        old_point = _head_point(old, new) or old_point
+    return FirstDifference(offset, new_point, old_point)
 
 
 __all__ = ["Compiled", "FirstDifference", "SourcePoint", "compile_prompt", "first_difference"]

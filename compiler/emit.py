@@ -3,8 +3,9 @@
 Artifact text (`content`, block `text`, section `text`) is *template text*: literal text in which
 `${path}` placeholders and promplate blocks stand for runtime values, and a backslash before
 `${`, `{{`, `{#` or `{%` marks a literal opener. Stable blocks hold no placeholders or blocks, so
-their rendered bytes are their text with those escapes removed; the cache prefix is computed over
-those rendered bytes.
+their rendered bytes are their text with those escapes removed. The artifact's `cache` (the
+prefix, its hash, the breakpoints) is the request model's (`promptc.requestmodel`), computed over
+those rendered bytes in the provider's cache order.
 """
 
 from __future__ import annotations
@@ -15,30 +16,25 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import requestmodel
 from .language import JOINER, escape_literal
 from .meter import Meter
 from .model import (
     ARTIFACT_SCHEMA,
     Artifact,
     Block,
-    Breakpoint,
-    Cache,
     Message,
     OutputSchema,
-    PrefixEnd,
     Provider,
     Section,
     Tokenizer,
     Tool,
     Totals,
-    head_segments,
 )
 from .nodes import Block as BlockNode
 from .nodes import Document, Escape, Placeholder, Text
 from .nodes import Section as SectionNode
-from .prefix import Cut, locate, relative
-
-ANTHROPIC_MAX_BREAKPOINTS = 4
+from .prefix import locate, relative
 
 if TYPE_CHECKING:
     from .profiles import Profile
@@ -66,25 +62,6 @@ def section_text(section: SectionNode) -> tuple[str, str | None]:
     if run:
         template.append(escape_literal("".join(run)))
     return "".join(template), (None if has_code else "".join(literal))
-
-
-#: Starts every prefix encoding; a new encoding gets a new tag, so hashes of two encodings never meet.
-PREFIX_ENCODING = b"promptc.prefix/2\n"
-
-
-def prefix_digest(segments: list[tuple[str, str]]) -> str:
-    """SHA-256 of a canonical, injective encoding of a request prefix: the tag `promptc.prefix/2\n`,
-    then for each message the prefix touches its role and its part of the prefix (UTF-8), each as
-    an 8-byte big-endian length followed by the bytes. No text can forge a field boundary (text may
-    hold any character, U+001E and U+001F included), so two different prefixes never share a hash;
-    a prefix that ends inside a message simply stops, so requests that start with the same
-    messages and bytes get the same hash whatever follows."""
-    digest = hashlib.sha256(PREFIX_ENCODING)
-    for role, text in segments:
-        for field in (role.encode("utf-8"), text.encode("utf-8")):
-            digest.update(len(field).to_bytes(8, "big"))
-            digest.update(field)
-    return digest.hexdigest()
 
 
 def _sha256(text: str) -> str:
@@ -148,13 +125,11 @@ def build_artifact(
     the artifact records."""
     request = request or Request(tokenizer=meter.name)
     messages_out: list[Message] = []
-    # flattened blocks for the cache analysis: (message index, block index, boundary, rendered, chars, tokens)
-    flat: list[tuple[int, int, str, str | None, int, int]] = []
     has_template = False
-    for mi, message in enumerate(doc.messages):
-        groups: list[tuple[str, list[Section], list[str | None]]] = []
+    for message in doc.messages:
+        groups: list[tuple[str, list[Section]]] = []
         for section in message.sections:
-            text, rendered = section_text(section)
+            text, _ = section_text(section)
             has_template = has_template or section.has_template
             entry = Section(
                 section.name,
@@ -169,16 +144,13 @@ def build_artifact(
             )
             if groups and groups[-1][0] == section.boundary:
                 groups[-1][1].append(entry)
-                groups[-1][2].append(rendered)
             else:
-                groups.append((section.boundary, [entry], [rendered]))
+                groups.append((section.boundary, [entry]))
         blocks_out: list[Block] = []
-        for bi, (boundary, sections, rendered_parts) in enumerate(groups):
+        for boundary, sections in groups:
             text = JOINER.join(s.text for s in sections)
             tokens = sections[0].tokens if len(sections) == 1 else meter.tokens(text)
-            rendered = JOINER.join(r for r in rendered_parts if r is not None) if boundary == "stable" else None
             blocks_out.append(Block(boundary, text, _sha256(text), len(text), tokens, tuple(sections)))  # type: ignore[arg-type]
-            flat.append((mi, bi, boundary, rendered, len(text), tokens))
         content = JOINER.join(b.text for b in blocks_out)
         tokens = blocks_out[0].tokens if len(blocks_out) == 1 else meter.tokens(content)
         messages_out.append(Message(message.role, content, len(content), tokens, tuple(blocks_out)))  # type: ignore[arg-type]
@@ -187,10 +159,19 @@ def build_artifact(
     tools = tuple(Tool(t["name"], t["description"], t["input_schema"]) for t in doc.tools)
     output = doc.output_schema
     output_schema = OutputSchema(output["name"], output["schema"]) if output is not None else None
-    head = head_segments(tools, output_schema)
-    head_chars = sum(len(text) for _, text in head)
-    head_tokens = sum(meter.tokens(text) for _, text in head)
     profile = request.profile
+    params = dict(sorted((k, v) for k, v in header.params if k != "model"))
+    messages = tuple(messages_out)
+
+    def where(stop: requestmodel.Part | None) -> tuple[str, int, int, str]:
+        cut = locate(doc, rel_source, root, None if stop is None else (stop.message, stop.block))
+        return cut.source, cut.line, cut.column, cut.reason
+
+    cache = requestmodel.cache(
+        profile, request.model, params, tools, output_schema, messages, meter.tokens, request.ttl, where
+    )
+    head_chars = sum(part.chars for part in cache.head)
+    head_tokens = sum(part.tokens for part in cache.head)
     provider = None
     if profile is not None:
         provider = Provider(
@@ -212,7 +193,7 @@ def build_artifact(
         request.model,
         provider,
         Tokenizer(request.tokenizer, request.tokens_exact),
-        dict(sorted((k, v) for k, v in header.params if k != "model")),
+        params,
         tuple(header.tags),
         dict(sorted(header.metadata)),
         tuple(doc.inputs),
@@ -223,95 +204,12 @@ def build_artifact(
         tuple(doc.resources),
         tools,
         output_schema,
-        tuple(messages_out),
-        _cache(doc, flat, meter, head, head_chars, head_tokens, request, locate(doc, rel_source, root)),
+        messages,
+        cache,
         Totals(head_chars + sum(m.chars for m in messages_out), head_tokens + sum(m.tokens for m in messages_out)),
         doc.doc_comment,
         doc.output_contract,
     )
-
-
-def _cache(
-    doc: Document,
-    flat,
-    meter: Meter,
-    head: list[tuple[str, str]],
-    head_chars: int,
-    head_tokens: int,
-    request: Request,
-    cut: Cut,
-) -> Cache:
-    """The cache-stable prefix and the breakpoints. The request is read in the providers' cache
-    order: the head (tools, output schema), then each message's blocks."""
-    segments: list[tuple[str, str]] = list(head)
-    in_prefix = True
-    # (message, block, chars, tokens, stable prefix); message and block None: after the head
-    ends: list[tuple[int | None, int | None, int, int, bool]] = []
-    chars, tokens = head_chars, head_tokens
-    last_message = -1
-    prefix_end: tuple[int | None, int | None] | None = (None, None) if head else None
-    if head and (not flat or flat[0][2] != "stable"):
-        ends.append((None, None, chars, tokens, True))  # the head is the whole stable run
-    segment_message = -1
-    for index, (mi, bi, boundary, rendered, block_chars, block_tokens) in enumerate(flat):
-        if mi == last_message:
-            chars += len(JOINER)
-        last_message = mi
-        chars += block_chars
-        tokens += block_tokens
-        stable = boundary == "stable"
-        if in_prefix and stable:
-            role = doc.messages[mi].role
-            if segments and segment_message == mi:
-                segments[-1] = (role, segments[-1][1] + JOINER + (rendered or ""))
-            else:
-                segments.append((role, rendered or ""))
-                segment_message = mi
-            prefix_end = (mi, bi)
-        elif not stable:
-            in_prefix = False
-        run_ends = stable and (index + 1 == len(flat) or flat[index + 1][2] != "stable")
-        if run_ends:
-            ends.append((mi, bi, chars, tokens, prefix_end == (mi, bi) and in_prefix))
-    profile = request.profile
-    limit = profile.max_breakpoints if profile is not None and profile.max_breakpoints else ANTHROPIC_MAX_BREAKPOINTS
-    marked = _anthropic_breakpoints(ends, limit)
-    breakpoints = tuple(
-        Breakpoint(mi, bi, at_chars, at_tokens, prefix, i in marked)
-        for i, (mi, bi, at_chars, at_tokens, prefix) in enumerate(ends)
-    )
-    if segments:
-        prefix_text_chars = sum(len(text) for _, text in segments)
-        prefix_tokens = sum(meter.tokens(text) for _, text in segments)
-        prefix_sha: str | None = prefix_digest(segments)
-    else:
-        prefix_text_chars = prefix_tokens = 0
-        prefix_sha = None
-    return Cache(
-        prefix_sha,
-        prefix_text_chars,
-        prefix_tokens,
-        profile.cacheable(prefix_tokens) if profile is not None else None,
-        head_chars,
-        head_tokens,
-        request.ttl,
-        PrefixEnd(
-            *(prefix_end or (None, None)),
-            cut.source,
-            cut.line,
-            cut.column,
-            cut.reason,
-        ),
-        breakpoints,
-    )
-
-
-def _anthropic_breakpoints(ends: list[tuple[int | None, int | None, int, int, bool]], limit: int) -> set[int]:
-    """Anthropic takes at most four cache breakpoints: always the end of the cache-stable prefix
-    (the only one that hits across sessions), then the ones that cover the most tokens."""
-    chosen = [i for i, end in enumerate(ends) if end[4]]
-    rest = sorted((i for i, end in enumerate(ends) if not end[4]), key=lambda i: -ends[i][3])
-    return set((chosen + rest)[:limit])
 
 
 def dumps(obj: Any) -> bytes:

@@ -449,6 +449,19 @@ class _Compiler:
         return compile_source(rel, files[rel], self.config, tree)
 
 
+def _merged(files, *layers: dict[str, bytes]):
+    """`files` with `layers` over it (later ones win): a dict, or for a loose folder's lazily read
+    files a chain that reads nothing until asked."""
+    if isinstance(files, dict):
+        merged = dict(files)
+        for layer in layers:
+            merged.update(layer)
+        return merged
+    from collections import ChainMap
+
+    return ChainMap(*reversed(layers), files)
+
+
 def _host(rel: str, files) -> tuple[str, bytes]:
     """A prompt that includes the partial `rel` and nothing else: how fmt checks a partial that no
     prompt includes. It lives next to the partial, under a name no source has."""
@@ -492,7 +505,11 @@ def format_tree(
             return FormatResult((), (problem,))
         tree, read_diagnostics = read_tree(root, Path(config.out))
         diagnostics += read_diagnostics
-    files = {rel: tree.files[rel] for rel in tree.files}
+    from .driver.sources import LooseFiles
+
+    # a loose file's folder (`promptc fmt ~/notes.prompt`) is never read whole: its files are
+    # read when a compile asks for them (the tree is a `LooseFiles`)
+    files = tree.files if isinstance(tree.files, LooseFiles) else {rel: tree.files[rel] for rel in tree.files}
     wanted = sorted(rel for rel in files if rel.endswith(SOURCE_SUFFIX)) if rels is None else list(rels)
     compiler = _Compiler(config, tree)
     includers: dict[str, list[str]] | None = None
@@ -523,7 +540,9 @@ def format_tree(
             host, text = _host(rel, files)
             extra[host] = text
             targets = [host]
-        before = [compiler.compile(t) if t not in extra else compiler.compile(t, {**files, **extra}) for t in targets]
+        before = [
+            compiler.compile(t) if t not in extra else compiler.compile(t, _merged(files, extra)) for t in targets
+        ]
         broken = next((c for c in before if has_errors(c.diagnostics)), None)
         if broken is not None:
             first = next(d for d in broken.diagnostics if d.severity == "error")
@@ -535,7 +554,7 @@ def format_tree(
         if new_bytes == data:
             results.append(FileResult(rel, display, "unchanged", data, formatted.text))
             continue
-        after_files = {**files, **extra, rel: new_bytes}
+        after_files = _merged(files, extra, {rel: new_bytes})
         problem = None
         for old in before:
             new = compiler.compile(old.source, after_files)
@@ -603,7 +622,7 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
                 feeds.setdefault(prompt, []).append(rel)
         else:
             feeds.setdefault(rel, []).append(rel)
-    together = {**files, **{rel: r.formatted.encode("utf-8") for rel, r in changed.items()}}
+    together = _merged(files, {rel: r.formatted.encode("utf-8") for rel, r in changed.items()})
     refused: dict[str, Diagnostic] = {}
     for prompt, sources in sorted(feeds.items()):
         if len(sources) < 2 or not is_prompt(prompt):
@@ -623,32 +642,43 @@ def _check_together(results, maps, files, compiler, includers) -> list[FileResul
 
 
 def write_results(result: FormatResult, root: Path | str) -> list[Diagnostic]:
-    """Write every changed file atomically (a temporary file in the same folder, then a rename),
-    keeping its permissions. Returns E933 for a file that could not be written."""
+    """Write every changed file atomically (`promptc.atomic`: a temporary file beside it, flushed,
+    then renamed over it), keeping its permissions, and only if it still holds the bytes fmt read:
+    a save that lands while fmt runs is kept, never overwritten. A symlinked source stays a link
+    (its target is rewritten). Returns E933 for each file that was not written (the file is as it
+    was); the caller must not count those as reformatted."""
     import os
-    import tempfile
+
+    from .atomic import ChangedOnDisk, reason, write_file
 
     problems = []
+    done: dict[str, bytes] = {}  # real path → bytes written (a symlink and its target are one file)
     for item in result.changed:
         path = Path(root) / item.rel
+        data = (item.formatted or "").encode("utf-8")
+        real = os.path.realpath(path)
+        if done.get(real) == data:
+            continue
         try:
-            mode = os.stat(path).st_mode & 0o7777
-            handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".fmt")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write((item.formatted or "").encode("utf-8"))
-                os.chmod(tmp, mode)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_file(path, data, expect=item.original)
+            done[real] = data
+        except ChangedOnDisk:
+            problems.append(
+                make(
+                    codes.FMT_WRITE_FAILED,
+                    "not written: the file changed on disk while fmt ran, and the new text is kept",
+                    file_span(),
+                    "run `promptc fmt` again to format what is there now",
+                    path=item.display,
+                )
+            )
         except OSError as exc:
             problems.append(
                 make(
                     codes.FMT_WRITE_FAILED,
-                    f"cannot write the formatted file: {exc.strerror or exc}",
+                    f"cannot write the formatted file: {reason(exc)}",
                     file_span(),
-                    "check the file's permissions; the file is unchanged",
+                    "check the file's permissions and the free space; the file is unchanged",
                     path=item.display,
                 )
             )

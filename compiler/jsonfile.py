@@ -188,7 +188,77 @@ def read_json(display: str, data: bytes) -> tuple[SourceText | None, Any, list[D
                 make(codes.INVALID_JSON, f"invalid JSON: {exc}", src.span(0), "write plain JSON", source=src),
             ],
         )
+    problem = unrepresentable(value)
+    if problem is not None:
+        path, message, hint = problem
+        offset = locate(text, path)
+        return (
+            src,
+            None,
+            [
+                *diagnostics,
+                make(
+                    codes.INVALID_JSON, message, src.span(offset, offset + token_length(text, offset)), hint, source=src
+                ),
+            ],
+        )
     return src, value, diagnostics
+
+
+#: integers every JSON reader promptc feeds holds exactly (the artifact writer's 64-bit range)
+INT_RANGE = 2**63
+
+
+def unrepresentable(value: Any) -> tuple[list[str | int], str, str] | None:
+    """The first value (in document order) that valid JSON can spell but no artifact can carry:
+    an integer outside the 64-bit range, a number that overflows to infinity (`1e400`: written
+    back it would become `null`), or a string (or key) holding a lone UTF-16 surrogate escape
+    (`"\\ud800"`: no UTF-8 text can hold it). As (path, message, hint), or None. Iterative."""
+    stack: list[tuple[list[str | int], Any]] = [([], value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, bool) or item is None:
+            continue
+        if isinstance(item, int):
+            if not -INT_RANGE <= item < INT_RANGE:
+                digits = str(item) if item.bit_length() < 200 else f"{str(item)[:20]}… ({len(str(item)):,} digits)"
+                return (
+                    path,
+                    f"integer {digits} is outside the 64-bit range every JSON reader holds exactly",
+                    "use a smaller number, or a string if it is an identifier",
+                )
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return (
+                    path,
+                    "number overflows to infinity, which JSON cannot carry (it would be written as `null`)",
+                    "use a finite number (a float's largest is about 1.8e308)",
+                )
+        elif isinstance(item, str):
+            if _lone_surrogate(item):
+                return path, _SURROGATE, _SURROGATE_HINT
+        elif isinstance(item, dict):
+            for key, member in reversed(list(item.items())):
+                if _lone_surrogate(key):
+                    return [*path, key], f"key {_SURROGATE[7:]}", _SURROGATE_HINT
+                stack.append(([*path, key], member))
+        elif isinstance(item, list):
+            stack.extend(([*path, index], member) for index, member in reversed(list(enumerate(item))))
+    return None
+
+
+_SURROGATE = (
+    "string holds a lone UTF-16 surrogate (an escape like `\\ud800` without its pair), which no UTF-8 text can hold"
+)
+_SURROGATE_HINT = "write the character itself, or both halves of its surrogate pair (`\\ud83d\\ude00`)"
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _duplicate_offset(text: str, key: str) -> int:
@@ -200,4 +270,4 @@ def _duplicate_offset(text: str, key: str) -> int:
     return found.start() if found is not None else 0
 
 
-__all__ = ["MAX_DEPTH", "locate", "read_json", "token_length", "too_deep"]
+__all__ = ["MAX_DEPTH", "locate", "read_json", "token_length", "too_deep", "unrepresentable"]

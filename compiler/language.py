@@ -73,6 +73,7 @@ __all__ = [
     "RESOURCE_SUFFIX",
     "TOOL_NAME",
     "CACHE_TTLS",
+    "BUDGET_LIMITS",
     "PARTIAL_PREFIX",
     "CACHE_DIR",
     "STD_PREFIX",
@@ -168,8 +169,11 @@ SHAPES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "
 RESOURCE_SUFFIX = ".json"
 #: The shape of a tool's name that every provider accepts.
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
-#: `cache_ttl` values (Anthropic's two breakpoint lifetimes).
-CACHE_TTLS: tuple[str, ...] = ("5m", "1h")
+#: `cache_ttl` values: Anthropic's two breakpoint lifetimes, and `none` (the anthropic shape sends
+#: no `cache_control`: where caching costs more than it saves, `promptc cost --advise`).
+CACHE_TTLS: tuple[str, ...] = ("5m", "1h", "none")
+#: what a `/// budget:` line limits (promptc.budget): the whole request, and what is not cached
+BUDGET_LIMITS: tuple[str, ...] = ("total", "uncached")
 MANIFEST = "manifest.json"
 SOURCE_SUFFIX = ".prompt"
 #: A source file whose name starts with this is a partial: it emits no artifact.

@@ -42,6 +42,8 @@ __all__ = [
     "Block",
     "Breakpoint",
     "Cache",
+    "CacheKey",
+    "HeadPart",
     "Manifest",
     "ManifestEntry",
     "Message",
@@ -66,7 +68,7 @@ ROLES: tuple[Role, ...] = ("system", "developer", "user", "assistant")
 BOUNDARIES: tuple[Boundary, ...] = ("stable", "dynamic")
 TARGETS: tuple[Target, ...] = ("system", "user_context")
 RENDERERS: tuple[Renderer, ...] = ("placeholder", "python")
-TTLS: tuple[str, ...] = ("5m", "1h")
+TTLS: tuple[str, ...] = ("5m", "1h", "none")
 SHAPE_NAMES: tuple[str, ...] = ("plain", "anthropic", "openai", "openai-responses", "gemini")
 
 
@@ -386,26 +388,6 @@ def _document(data: Any, label: str) -> Mapping[str, Any]:
     raise ArtifactError(f"{label}: expected a JSON object, got {_describe(data)}")
 
 
-def canonical_json(value: Any) -> str:
-    """The one text promptc hashes and counts for a JSON value: compact, keys in the order written,
-    non-ASCII kept (what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` gives)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def head_segments(tools: Iterable[Any], output_schema: Any) -> list[tuple[str, str]]:
-    """The part of a request that leads it in every provider's cache order, before any message: the
-    tools, then the output schema, each as (tag, canonical JSON). The tags are not role names, so
-    they cannot be confused with a message in the prefix encoding."""
-    tool_list = [t.to_json() if hasattr(t, "to_json") else t for t in tools]
-    segments: list[tuple[str, str]] = []
-    if tool_list:
-        segments.append(("tools", canonical_json(tool_list)))
-    if output_schema is not None:
-        schema = output_schema.to_json() if hasattr(output_schema, "to_json") else output_schema
-        segments.append(("output_schema", canonical_json(schema)))
-    return segments
-
-
 # ---------------------------------------------------------------------------------------------
 # The artifact
 
@@ -670,13 +652,65 @@ def _prefix_end(value: Any, path: str) -> PrefixEnd | None:
 
 
 @dataclass(frozen=True, slots=True)
+class HeadPart:
+    """A part of the request before the messages (`tools`, `output_schema`), with its size (its
+    canonical JSON) and whether the provider caches it as part of the prefix (`cached`: false for
+    an Anthropic or Gemini output schema, which no breakpoint covers)."""
+
+    part: str
+    chars: int
+    tokens: int
+    cached: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.part, "chars": self.chars, "tokens": self.tokens, "cached": self.cached}
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        return cls(
+            _choice(data, "part", at, ("tools", "output_schema")),
+            _count(data, "chars", at),
+            _count(data, "tokens", at),
+            _bool(data, "cached", at),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    """What `prefix_sha256` covers besides the prefix bytes: the encoding, the provider, the model
+    as the provider resolves it (an alias counts as its dated snapshot), and the request parameters
+    the provider's cache keys on that the prefix reaches (`promptc.requestmodel`)."""
+
+    encoding: str
+    provider: str | None
+    model: str | None
+    params: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"encoding": self.encoding, "provider": self.provider, "model": self.model, "params": list(self.params)}
+
+    @classmethod
+    def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
+        return cls(
+            _str(data, "encoding", at),
+            _optional_str(data, "provider", at),
+            _optional_str(data, "model", at),
+            _strings(data, "params", at),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Cache:
     """The cache analysis: the cache-stable prefix (None/0 when the prompt has none) and breakpoints.
 
-    The prefix covers the request in the providers' cache order: the tools and the output schema
-    first (`head_chars`/`head_tokens` of it; 0 without them), then the messages. `cacheable_tokens`
-    is what the provider profile caches of it (None without a profile); `ttl` the Anthropic
-    breakpoint lifetime (None: the provider's default)."""
+    The prefix covers the request in the provider's cache order (`promptc.requestmodel`): the head
+    (`head`: the tools, and the output schema where the provider caches it; `head_chars`/
+    `head_tokens` count the cached ones), then the messages. `cacheable_tokens` is what the
+    provider profile caches of it (None without a profile); `ttl` the Anthropic breakpoint
+    lifetime (None: the provider's default); `key` what the hash covers besides the bytes.
+    `breakpoints` are the anthropic shape's `cache_control` places (`anthropic: true` for the ones
+    it sends). `key` and `head` are written by every build since they were added (None and empty
+    in an artifact of the same schema written before)."""
 
     prefix_sha256: str | None
     prefix_chars: int
@@ -687,9 +721,11 @@ class Cache:
     ttl: str | None
     prefix_end: PrefixEnd | None
     breakpoints: tuple[Breakpoint, ...]
+    key: CacheKey | None = None
+    head: tuple[HeadPart, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "prefix_sha256": self.prefix_sha256,
             "prefix_chars": self.prefix_chars,
             "prefix_tokens": self.prefix_tokens,
@@ -700,6 +736,10 @@ class Cache:
             "prefix_end": None if self.prefix_end is None else self.prefix_end.to_json(),
             "breakpoints": [breakpoint.to_json() for breakpoint in self.breakpoints],
         }
+        if self.key is not None:
+            data["key"] = self.key.to_json()
+            data["head"] = [part.to_json() for part in self.head]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
@@ -711,6 +751,7 @@ class Cache:
     @classmethod
     def _parse(cls, data: Mapping[str, Any], at: str) -> Self:
         parse = Breakpoint._parse
+        key = data.get("key")
         return cls(
             _optional_sha256(data, "prefix_sha256", at),
             _count(data, "prefix_chars", at),
@@ -723,6 +764,13 @@ class Cache:
             tuple(
                 parse(_object(item, f"{at}breakpoints[{i}]"), f"{at}breakpoints[{i}].")
                 for i, item in enumerate(_list(data, "breakpoints", at))
+            ),
+            None if key is None else CacheKey._parse(_object(key, at + "key"), at + "key."),
+            ()
+            if "head" not in data
+            else tuple(
+                HeadPart._parse(_object(item, f"{at}head[{i}]"), f"{at}head[{i}].")
+                for i, item in enumerate(_list(data, "head", at))
             ),
         )
 

@@ -172,9 +172,14 @@ class Header:
     input_types: tuple[tuple[str, dict], ...] = ()
     #: where each param is written (its directive's value)
     param_spans: tuple[tuple[str, Span], ...] = ()
-    #: `/// cache_ttl:` (`5m` | `1h`) and where it is written
+    #: `/// cache_ttl:` (`5m` | `1h` | `none`) and where it is written
     cache_ttl: str | None = None
     cache_ttl_span: Span | None = None
+    #: `/// input: name: TYPE(max_tokens=N)`: (name, N, where the bound is written)
+    input_bounds: tuple[tuple[str, int, Span], ...] = ()
+    #: `/// budget: total<=8000, uncached<=2000`: (limit name, tokens, where) and the line's value
+    budget: tuple[tuple[str, int, Span], ...] = ()
+    budget_span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,9 @@
 """Where and why the cache-stable prefix ends (`cache.prefix_end`), and W710: a prefix cut short by
 something that could move.
 
-The prefix ends where the first dynamic section of the request starts (SPEC §6): the emitted
-order of the document's sections is the request's order, so that section is the first one whose
-boundary is dynamic. `locate` names the cause and points at it in the source:
+The prefix ends where the request model's walk stops (`promptc.requestmodel`: the first dynamic
+block in the provider's cache order, which reads the blocks in the document's order). `locate`
+maps that block back to its sections, names the cause and points at it in the source:
 
 - a section declared `/// section: NAME dynamic` → `section "NAME" is dynamic`, at its directive;
 - otherwise the section's first runtime-dependent element → `input ${product}`, `a {% for %} block`,
@@ -14,7 +14,7 @@ boundary is dynamic. `locate` names the cause and points at it in the source:
 *movable* element — one input's placeholders, one `{{ }}`/`{# #}` block, or one `{% %}` block with
 everything up to its matching end — and fixing that element would make at least
 `stable_run_tokens` (config, default 64) more tokens cacheable. The figure is exact for the case it
-names: it is the prefix the prompt would have if the element rendered as empty text (as
+names: it is the prefix the request model walks when that element renders as empty text (as
 `-D product=` makes it), tokens counted like `cache.prefix_tokens`, minus the prefix it has.
 Pure: no I/O.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import codes
+from . import codes, requestmodel
 from .diagnostics import Diagnostic, Span, make
 from .language import JOINER, unescape
 from .meter import Meter
@@ -75,21 +75,42 @@ def _at(span: Span | None, fallback: str, root: str) -> tuple[str, int, int]:
     return relative(span.src.path, root), span.line, span.col
 
 
-def locate(doc: Document, rel_source: str, root: str = "") -> Cut:
-    """The cut of `doc` (after section partitioning). `root` is stripped from source paths."""
-    for message in doc.messages:
-        for section in message.sections:
-            if section.boundary != "dynamic":
-                continue
-            if section.declared_boundary == "dynamic" and section.span is not None:
-                source, line, column = _at(section.span, rel_source, root)
-                return Cut(source, line, column, f'section "{section.name}" is dynamic', section)
-            for index, item in enumerate(section.items):
-                if isinstance(item, (Placeholder, Block)):
-                    source, line, column = _at(item.span, rel_source, root)
-                    return Cut(source, line, column, describe(item), section, index)
+def block_sections(doc: Document, message: int, block: int) -> list[Section]:
+    """The sections of the document that block `block` of message `message` is made of (a block is
+    a run of adjacent sections of one boundary)."""
+    groups: list[list[Section]] = []
+    for section in doc.messages[message].sections:
+        if groups and groups[-1][0].boundary == section.boundary:
+            groups[-1].append(section)
+        else:
+            groups.append([section])
+    return groups[block] if block < len(groups) else []
+
+
+def locate(
+    doc: Document,
+    rel_source: str,
+    root: str = "",
+    stop: tuple[int | None, int | None] | None | Artifact = None,
+) -> Cut:
+    """The cut of `doc` (after section partitioning): at `stop`, the block where the request model's
+    walk stops (message, block), or read from `stop`'s request model when it is the artifact;
+    None: the whole request is stable. `root` is stripped from source paths."""
+    if isinstance(stop, Artifact):
+        part = requestmodel.of_artifact(stop).prefix().stop
+        stop = None if part is None else (part.message, part.block)
+    if stop is None or stop[0] is None or stop[1] is None:
+        return _end(doc, rel_source, root)
+    for section in block_sections(doc, stop[0], stop[1]):
+        if section.declared_boundary == "dynamic" and section.span is not None:
             source, line, column = _at(section.span, rel_source, root)
             return Cut(source, line, column, f'section "{section.name}" is dynamic', section)
+        for index, item in enumerate(section.items):
+            if isinstance(item, (Placeholder, Block)):
+                source, line, column = _at(item.span, rel_source, root)
+                return Cut(source, line, column, describe(item), section, index)
+        source, line, column = _at(section.span, rel_source, root)
+        return Cut(source, line, column, f'section "{section.name}" is dynamic', section)
     return _end(doc, rel_source, root)
 
 
@@ -168,47 +189,38 @@ def gain(artifact: Artifact, doc: Document, cut: Cut, meter: Meter, at_least: in
         return None
     if at_least and _estimate(artifact, section, doc) + _SEAM_SLACK < at_least:
         return None
-    flat = _fixed_request(artifact, doc, section, _without(section, taken, index))
-    if flat is None:
+    blocks = _fixed_blocks(artifact, doc, section, _without(section, taken, index), meter)
+    if blocks is None:
         return None
-    return max(0, _would_be(artifact, flat, meter) - artifact.cache.prefix_tokens)
+    fixed = requestmodel.of_artifact(artifact, count=meter.tokens, blocks=blocks)
+    return max(0, fixed.prefix().tokens - artifact.cache.prefix_tokens)
 
 
-def _fixed_request(
-    artifact: Artifact, doc: Document, section: Section, fixed: str
-) -> list[tuple[int, str | None]] | None:
-    # the request as (message, stable text or None for a dynamic block), with the section fixed
-    flat: list[tuple[int, str | None]] = []
-    seen = False
+def _fixed_blocks(
+    artifact: Artifact, doc: Document, section: Section, fixed: str, meter: Meter
+) -> dict[tuple[int, int], tuple[requestmodel.Part, ...]] | None:
+    """The block parts of the request model as they would be with `section` rendering `fixed`: the
+    section joins its message's stable block (stable sections come first in a message), and the
+    rest of its block stays dynamic."""
     for mi, (message, node) in enumerate(zip(artifact.messages, doc.messages, strict=False)):
         position = 0
-        for block in message.blocks:
+        for bi, block in enumerate(message.blocks):
             nodes = node.sections[position : position + len(block.sections)]
             position += len(block.sections)
-            if block.stable:
-                flat.append((mi, unescape(block.text)))
-            elif not seen and any(s is section for s in nodes):
-                seen = True
-                flat.append((mi, fixed))
-                if len(nodes) > 1:
-                    flat.append((mi, None))
-            else:
-                flat.append((mi, None))
-    if not seen:
-        return None
-    return flat
-
-
-def _would_be(artifact: Artifact, flat: list[tuple[int, str | None]], meter: Meter) -> int:
-    segments: list[tuple[int, str]] = []
-    for mi, text in flat:
-        if text is None:
-            break
-        if segments and segments[-1][0] == mi:
-            segments[-1] = (mi, segments[-1][1] + JOINER + text)
-        else:
-            segments.append((mi, text))
-    return artifact.cache.head_tokens + sum(meter.tokens(text) for _, text in segments)
+            if block.stable or not any(s is section for s in nodes):
+                continue
+            out: dict[tuple[int, int], tuple[requestmodel.Part, ...]] = {}
+            text = fixed
+            stable_before = bi > 0 and message.blocks[bi - 1].stable
+            if stable_before:
+                text = unescape(message.blocks[bi - 1].text) + JOINER + fixed
+                out[(mi, bi - 1)] = ()
+            parts = [requestmodel.Part("block", "", text, "", True, len(text), meter.tokens(text), mi, bi)]
+            if len(nodes) > 1:
+                parts.append(requestmodel.Part("block", "", None, "", True, block.chars, block.tokens, mi, bi))
+            out[(mi, bi)] = tuple(parts)
+            return out
+    return None
 
 
 #: how far the exact gain may exceed the estimate from the counts the artifact already holds

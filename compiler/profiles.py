@@ -10,7 +10,13 @@ them). This module reads that file and answers the questions the build and the r
 - `Profile.cacheable(tokens)`: what the provider actually caches of a stable prefix of that many
   tokens (0 below the model's minimum; OpenAI counts in 128-token steps above it);
 - `shape_params(shape)`: how each shape spells the request parameters promptc knows (`max_tokens`,
-  `stop`, `temperature`…), checked by the tests against the installed official SDKs.
+  `stop`, `temperature`…), checked by the tests against the installed official SDKs;
+- what each provider's cache keys on (`Profile.cache_order`, `cache_params`, `schema_cached`,
+  `schema_level`) and `resolve_model(provider, model)`, the model as the provider resolves it (an
+  alias counts as the dated snapshot it points to), which `promptc.requestmodel` hashes;
+- `context_window(provider, model)`: the model's context window, which `promptc.budget` checks;
+- `shape_provider(shape)` and `shape_requires(shape)`: the provider a shape's call goes to, and what
+  its API requires of the turns.
 
 Standard library only: the runtime imports it to render shapes.
 """
@@ -23,7 +29,19 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["Profile", "ProfileError", "data", "providers", "resolve", "shape_params", "provider_of_model"]
+__all__ = [
+    "Profile",
+    "ProfileError",
+    "data",
+    "providers",
+    "resolve",
+    "resolve_model",
+    "shape_params",
+    "shape_provider",
+    "shape_requires",
+    "provider_of_model",
+    "context_window",
+]
 
 
 class ProfileError(ValueError):
@@ -84,6 +102,16 @@ class Profile:
     max_breakpoints: int | None
     lookback_blocks: int | None
     cache_ttls: tuple[str, ...]
+    #: the levels of the request in the order the provider's cache reads them
+    #: (`("tools", "system", "messages")`; OpenAI puts the output schema between tools and messages)
+    cache_order: tuple[str, ...] = ("tools", "output_schema", "messages")
+    #: the request parameters the cache keys on, each with the level whose entries a change of it
+    #: invalidates (`(("tool_choice", "messages"), ("thinking", "messages"))` for Anthropic)
+    cache_params: tuple[tuple[str, str], ...] = ()
+    #: the output schema is content the cache covers (OpenAI) or not (Anthropic, Gemini) …
+    schema_cached: bool = True
+    #: … and, when not, the level it keys (Anthropic: "system"), or None: it keys nothing
+    schema_level: str | None = "output_schema"
 
     def cacheable(self, tokens: int) -> int:
         """What the provider caches of a stable prefix of `tokens` tokens."""
@@ -119,7 +147,62 @@ def resolve(provider: str | None, model: str | None) -> Profile | None:
         _for_model(entry, "max_breakpoints", model)[0],
         _for_model(entry, "lookback_blocks", model)[0],
         tuple(_for_model(entry, "cache_ttls", model)[0] or ()),
+        *_cache_key(entry),
     )
+
+
+def _cache_key(entry: dict[str, Any]) -> tuple[Any, ...]:
+    key = entry.get("cache_key") or {}
+    schema = key.get("output_schema") or {}
+    order = tuple((entry.get("cache_order") or {}).get("value") or ("tools", "output_schema", "messages"))
+    params = tuple((name, fact["level"]) for name, fact in (key.get("params") or {}).items())
+    cached = bool(schema.get("cached", True))
+    return order, params, cached, schema.get("level", "output_schema" if cached else None)
+
+
+def resolve_model(provider: str | None, model: str | None) -> str | None:
+    """`model` as `provider` resolves it: an alias listed in the provider's `model_aliases` is the
+    dated snapshot it points to (`claude-sonnet-4-5` → `claude-sonnet-4-5-20250929`); any other
+    name is itself."""
+    if not model or not provider:
+        return model
+    entry = data()["providers"].get(provider) or {}
+    aliases = (entry.get("model_aliases") or {}).get("value") or {}
+    return aliases.get(model, model)
+
+
+def context_window(provider: str | None, model: str | None) -> tuple[int, str] | None:
+    """(the model's context window in tokens, the page it was read from), or None when the
+    profile does not know it (providers.json `context_window`; whether it must hold the output
+    too: `window_includes_output`)."""
+    entry = data()["providers"].get(provider or "")
+    if entry is None or "context_window" not in entry:
+        return None
+    value, family = _for_model(entry, "context_window", model)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    fact = entry["context_window"]
+    source = (fact.get("sources_by_model") or {}).get(family or "", fact.get("source", ""))
+    return value, source
+
+
+def window_includes_output(provider: str | None) -> bool:
+    """Whether the provider's context window must hold the output (`max_tokens`) too."""
+    entry = data()["providers"].get(provider or "") or {}
+    return bool((entry.get("context_window") or {}).get("includes_output", True))
+
+
+def shape_provider(shape: str) -> str | None:
+    """The provider whose API a shape's call goes to (`openai-responses` → openai); None for `plain`."""
+    entry = data()["shapes"].get(shape) or {}
+    return entry.get("provider")
+
+
+def shape_requires(shape: str) -> str | None:
+    """What the shape's API requires of the turns: `user_turn` (a turn after the opening system
+    part), `message` (any message), or None."""
+    entry = data()["shapes"].get(shape) or {}
+    return (entry.get("requires") or {}).get("needs")
 
 
 def shape_params(shape: str) -> dict[str, str]:

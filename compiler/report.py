@@ -68,51 +68,37 @@ class PrefixNode:
         return sum(s.tokens for s in self.segments)
 
 
-def _head_tokens(artifact: Any, segments: list[tuple[str, str]]) -> list[int]:
-    """The head's tokens split between the tools and the output schema (the artifact counts them
-    together): counted with the artifact's tokenizer, scaled to add up to `head_tokens`."""
-    total = artifact.cache.head_tokens
-    if not segments:
-        return []
-    if len(segments) == 1:
-        return [total]
-    try:
-        from .meter import meter
-
-        counter = meter(artifact.tokenizer.name)
-        counts = [counter.tokens(text) for _, text in segments]
-    except Exception:  # noqa: BLE001 - an unavailable tokenizer: split by characters instead
-        counts = [len(text) for _, text in segments]
-    whole = sum(counts) or 1
-    first = total * counts[0] // whole
-    return [first, total - first]
-
-
 def prompt_segments(artifact: Any) -> list[Segment]:
-    """The cache-stable prefix of an artifact as segments, in cache order."""
-    from .model import head_segments
+    """The cache-stable prefix of an artifact as segments: the parts its request model hashes
+    (`promptc.requestmodel`), in the provider's cache order — the identity (provider and model)
+    and the parameters the cache keys on (no tokens of their own: two models never share a
+    branch), the tools and output schema, the blocks."""
+    from .requestmodel import of_artifact
 
     out: list[Segment] = []
-    end = artifact.cache.prefix_end
-    if end is None:
+    if artifact.cache.prefix_end is None:
         return out
-    head = head_segments(artifact.tools, artifact.output_schema)
-    for (tag, text), tokens in zip(head, _head_tokens(artifact, head), strict=True):
-        digest = hashlib.sha256(f"{tag}\0{text}".encode()).hexdigest()
-        label = f"{len(artifact.tools)} tools" if tag == "tools" else "output schema"
-        if tag == "output_schema" and artifact.output_schema is not None:
-            label = f"output schema {artifact.output_schema.name}"
-        out.append(Segment(digest, label, tokens))
-    if end.message is None:
-        return out
-    for mi, message in enumerate(artifact.messages):
-        for bi, block in enumerate(message.blocks):
-            digest = hashlib.sha256(f"{message.role}\0{int(bi == 0)}\0{block.sha256}".encode()).hexdigest()
-            first_line = block.text.strip().split("\n", 1)[0]
-            label = f"{message.role}: {first_line[:48]}" + ("…" if len(first_line) > 48 else "")
-            out.append(Segment(digest, label, block.tokens))
-            if mi == end.message and bi == end.block:
-                return out
+    parts = of_artifact(artifact).prefix().parts
+    identity = [p for p in parts if p.kind in ("provider", "model")]
+    if identity:
+        key = "\0".join(f"{p.label}\0{p.text}" for p in identity)
+        label = " · ".join(p.text or "" for p in identity)
+        out.append(Segment(hashlib.sha256(key.encode()).hexdigest(), label, 0))
+    for part in parts:
+        if part.kind in ("provider", "model"):
+            continue
+        digest = hashlib.sha256(f"{part.label}\0{part.text}".encode()).hexdigest()
+        if part.kind == "param":
+            label = f"{part.label.removeprefix('param:')}={part.text}"
+        elif part.kind == "tools":
+            label = f"{len(artifact.tools)} tools"
+        elif part.kind == "output_schema":
+            name = artifact.output_schema.name if artifact.output_schema is not None else ""
+            label = f"output schema {name}".strip() + ("" if part.content else " (not cached)")
+        else:
+            first_line = (part.text or "").strip().split("\n", 1)[0]
+            label = f"{part.label}: {first_line[:48]}" + ("…" if len(first_line) > 48 else "")
+        out.append(Segment(digest, label, part.tokens if part.content else 0))
     return out
 
 
@@ -158,7 +144,7 @@ _COLOURS = {"met": "#2e7d32", "some": "#ef8f00", "none": "#c62828", "unknown": "
 
 CSS = """
 :root { color-scheme: light; --ink: #1d232b; --muted: #5b6470; --line: #d8dde3; --stable: #2e7d32;
-  --later: #9ccc9c; --dynamic: #f0a33a; --bust: #c62828; }
+  --later: #9ccc9c; --dynamic: #f0a33a; --bust: #c62828; --uncached: #b8c2cc; }
 * { box-sizing: border-box; }
 body { margin: 0 auto; max-width: 1200px; padding: 24px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI",
   Roboto, sans-serif; color: var(--ink); background: #fff; }
@@ -214,7 +200,8 @@ def _status(node: PrefixNode, minimums: Mapping[str, int | None]) -> str:
 
 def _tree_svg(root: PrefixNode, minimums: Mapping[str, int | None], busted: set[str]) -> str:
     """A left-to-right drawing: one column per tree level, one row per prompt."""
-    column, row, box_w, box_h = 230, 30, 200, 24
+    # a box holds two lines (12px, then 11px): 36px tall with its padding, rows 44px apart
+    column, row, box_w, box_h = 230, 44, 200, 36
     # rows: each prompt gets one, in depth-first order; a node sits at the middle of its rows
     positions: dict[int, tuple[int, float]] = {}
     leaves: list[tuple[str, int, int]] = []  # (name, depth of its end node, row)
@@ -273,9 +260,9 @@ def _tree_svg(root: PrefixNode, minimums: Mapping[str, int | None], busted: set[
             f"{node.cumulative} tokens from the start</title>"
             f'<rect x="{x:.1f}" y="{y - box_h / 2:.1f}" width="{box_w}" height="{box_h}" rx="4" '
             f'fill="#fff" stroke="{colour}" stroke-width="2"/>'
-            f'<text x="{x + 6:.1f}" y="{y - 1:.1f}">+{node.tokens} tok · Σ {node.cumulative}'
+            f'<text x="{x + 6:.1f}" y="{y - 3:.1f}">+{node.tokens} tok · Σ {node.cumulative}'
             f"{_e(more)}</text>"
-            f'<text class="small" x="{x + 6:.1f}" y="{y + 10:.1f}">{_e(label[:34])}</text></g>'
+            f'<text class="small" x="{x + 6:.1f}" y="{y + 12:.1f}">{_e(label[:34])}</text></g>'
         )
         for name in node.ends:
             ly = 10 + leaf_rows[name] * row + box_h / 2
@@ -308,12 +295,26 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
         )
     if end is not None and end.message is None:
         in_prefix = False
+    # a prefix below the provider's minimum is stable but not cached: the card says `cached 0`,
+    # and the bar must not paint it as the cached prefix
+    uncached = artifact.cache.cacheable_tokens == 0 and artifact.cache.prefix_tokens > 0
+    minimum = artifact.provider.min_cacheable_tokens if artifact.provider is not None else None
+    below = (
+        f" — in the stable prefix, but below {artifact.provider.name}'s minimum of {minimum} tokens: not cached"
+        if uncached and artifact.provider is not None
+        else " — in the stable prefix, not cached"
+    )
+    if uncached and pieces:
+        pieces[0] = (pieces[0][0], "var(--uncached)", f"tools and schema: {artifact.cache.head_tokens} tokens{below}")
     prefix_x = None
     for mi, message in enumerate(artifact.messages):
         for bi, block in enumerate(message.blocks):
             names = ", ".join(section.name for section in block.sections)
             title = f"message {mi} ({message.role}) block {bi}: {block.boundary}, {block.tokens} tokens — {names}"
-            if in_prefix:
+            if in_prefix and uncached:
+                colour = "var(--uncached)"
+                title += below
+            elif in_prefix:
                 colour = "var(--stable)"
                 title += " — in the cached prefix"
             elif block.stable:
@@ -332,9 +333,12 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
     prefix_tokens = artifact.cache.prefix_tokens
     for tokens, colour, title in pieces:
         w = max(2.0, tokens * scale)
+        kind = {"var(--stable)": "cached", "var(--uncached)": "uncached", "var(--later)": "later"}.get(
+            colour, "dynamic"
+        )
         parts.append(
-            f'<rect x="{x:.1f}" y="14" width="{w:.1f}" height="20" fill="{colour}" stroke="#fff" stroke-width="1">'
-            f"<title>{_e(title)}</title></rect>"
+            f'<rect class="block {kind}" x="{x:.1f}" y="14" width="{w:.1f}" height="20" fill="{colour}" '
+            f'stroke="#fff" stroke-width="1"><title>{_e(title)}</title></rect>'
         )
         x += w
     if end is not None:
@@ -344,7 +348,6 @@ def _bar_svg(artifact: Any, scale: float, bust: bool) -> str:
             f'<line x1="{prefix_x:.1f}" y1="10" x2="{prefix_x:.1f}" y2="40" stroke="{stroke}" stroke-width="2"/>'
             f'<text class="small" x="{min(prefix_x, width - 260):.1f}" y="52">prefix end: {prefix_tokens} tokens</text>'
         )
-    minimum = artifact.provider.min_cacheable_tokens if artifact.provider is not None else None
     if minimum is not None and minimum * scale < width:
         mx = left + minimum * scale
         parts.append(
@@ -374,9 +377,11 @@ def report_html(
     cost: Any = None,
     diff_cost: Any = None,
     traffic_label: str | None = None,
+    observed: Any = None,
 ) -> str:
     """The page. `artifacts` by name (`model.Artifact`); `diff` a `diff.ManifestDiff` against an
-    old build; `cost` a `cost.TreeCost` of the build; `diff_cost` a `cost.DiffCost`."""
+    old build; `cost` a `cost.TreeCost` of the build; `diff_cost` a `cost.DiffCost`; `observed` a
+    `reconcile.Reconciliation` of usage records against the build."""
     from .cost import money
 
     names = sorted(artifacts)
@@ -399,6 +404,7 @@ def report_html(
         + (f" · diff against an old build: {_plural(len(busted), 'cache bust')}" if diff is not None else "")
         + (f" · prices: {_e(cost.table.label)}" if cost is not None else "")
         + (f" · traffic: {_e(traffic_label)}" if traffic_label else "")
+        + (f" · usage records: {_e(observed.records_path)}" if observed is not None else "")
         + "</p></header>",
         '<p><label>Filter prompts <input id="filter" type="search" placeholder="name contains…"></label> '
         '<span id="shown" class="meta"></span></p>',
@@ -423,9 +429,13 @@ def report_html(
         out.append(_diff_section(diff, diff_cost, money))
     if cost is not None:
         out.append(_cost_section(cost, money))
+    if observed is not None:
+        out.append(_observed_section(observed, money))
     out.append('<section id="prompts"><h2>Prompts</h2>')
     out.append(
         '<p class="legend"><span><i class="swatch" style="background:var(--stable)"></i>cached prefix</span>'
+        '<span><i class="swatch" style="background:var(--uncached)"></i>stable prefix below the provider\'s '
+        "minimum (not cached)</span>"
         '<span><i class="swatch" style="background:var(--later)"></i>stable, after the prefix end</span>'
         '<span><i class="swatch" style="background:var(--dynamic)"></i>dynamic</span>'
         f"<span>one scale: the longest request is {longest} tokens</span></p>"
@@ -502,8 +512,12 @@ def _cost_section(cost: Any, money: Any) -> str:
     rows = []
     for p in cost.prompts:
         f = p.facts
+        per_day = "—" if p.requests_per_day is None else f"{p.requests_per_day:,}"
         if p.price is None:
-            rows.append(f'<tr><td>{_e(f.name)}</td><td colspan="5">not priced: {_e(p.unpriced)}</td></tr>')
+            rows.append(
+                f'<tr><td>{_e(f.name)}</td><td class="num">{per_day}</td>'
+                f'<td colspan="5">not priced: {_e(p.unpriced)}</td></tr>'
+            )
             continue
         day = (
             f'<td class="num">${money(p.day_with_cache)}</td><td class="num">${money(p.day_without_cache)}</td>'
@@ -511,7 +525,8 @@ def _cost_section(cost: Any, money: Any) -> str:
             else '<td class="num">—</td><td class="num">—</td>'
         )
         rows.append(
-            f'<tr><td>{_e(f.name)}</td><td>{_e(p.price.key)}</td><td class="num">${money(p.request_uncached or Decimal(0))}</td>'
+            f'<tr><td>{_e(f.name)}</td><td class="num">{per_day}</td><td>{_e(p.price.key)}</td>'
+            f'<td class="num">${money(p.request_uncached or Decimal(0))}</td>'
             f'<td class="num">${money(p.request_hit or Decimal(0))}</td>{day}</tr>'
         )
     share = cost.cacheable_share()
@@ -520,7 +535,50 @@ def _cost_section(cost: Any, money: Any) -> str:
         summary += f" · ${money(cost.day_with())}/day with caching, ${money(cost.day_without())}/day without"
     return (
         f'<section id="cost"><h2>Cost</h2><p>{summary} (prices: {_e(cost.table.label)})</p>'
-        '<table><thead><tr><th>prompt</th><th>priced as</th><th class="num">per request</th>'
+        '<table><thead><tr><th>prompt</th><th class="num">requests/day</th><th>priced as</th>'
+        '<th class="num">per request</th>'
         '<th class="num">per cache hit</th><th class="num">per day cached</th><th class="num">per day uncached</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _observed_section(observed: Any, money: Any) -> str:
+    """Promised against observed hits (`promptc reconcile`): per prompt, and each gap's cause with
+    its source line."""
+    from .reconcile import CAUSES
+
+    rows = []
+    causes = []
+    for p in sorted(observed.prompts.values(), key=lambda r: r.name):
+        ratio = "—" if p.hit_ratio is None else f"{p.hit_ratio * 100:.1f}%"
+        marked = ' class="bust"' if p.hit_ratio is not None and p.hit_ratio < 1 and p.lost > 0 else ""
+        rows.append(
+            f'<tr data-name="{_e(p.name)}"{marked}><td>{_e(p.name)}</td>'
+            f'<td class="num">{p.requests}</td><td class="num">{p.predicted}</td><td class="num">{p.cached}</td>'
+            f'<td class="num">{ratio}</td><td class="num">${money(p.lost)}</td></tr>'
+        )
+        for kind in CAUSES:
+            cause = p.causes.get(kind)
+            if cause is None:
+                continue
+            where = p.where.get(kind)
+            place = f" <code>{_e(where.label())}</code>" if where is not None else ""
+            causes.append(
+                f"<li><b>{_e(p.name)}</b>: {_e(kind)}, {_plural(cause.requests, 'request')}, "
+                f"{cause.missed} tokens missed, ${money(cause.lost)} lost{place} — {_e(p.details.get(kind, ''))}</li>"
+            )
+    ratio = observed.hit_ratio
+    summary = (
+        f"{_plural(observed.requests, 'request')}, {observed.total('predicted')} tokens predicted cached, "
+        f"{observed.total('cached')} cached"
+        + ("" if ratio is None else f" ({ratio * 100:.1f}%)")
+        + f", ${money(observed.lost)} lost against the prediction"
+    )
+    listed = f"<ul>{''.join(causes)}</ul>" if causes else "<p>no gaps: every request hit as predicted</p>"
+    return (
+        f'<section id="observed"><h2>Observed hits</h2><p>{summary} (records: {_e(observed.records_path)}; '
+        f"prices: {_e(observed.table_label)})</p>"
+        '<table><thead><tr><th>prompt</th><th class="num">requests</th><th class="num">predicted</th>'
+        '<th class="num">cached</th><th class="num">hit</th><th class="num">lost</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table><h3>Causes</h3>{listed}</section>"
     )

@@ -5,9 +5,10 @@ checks that only a profile makes possible (SPEC §10).
 config `model`), the profile (config `provider`, else the model's provider), the tokenizer (config
 `tokenizer`, else the profile's, else cl100k_base) and whether its counts are exact, and the
 Anthropic breakpoint TTL (`/// cache_ttl:`, else config). `check(artifact, doc, request)` then
-reports what the profile says about the artifact: a prefix below the model's minimum (W705),
-parameters the provider's request does not take (W707), breakpoints out of the lookback's reach
-(W708), and a parameter the provider requires (E709).
+reports what the profile says about the artifact: a prefix below the model's minimum (W705, which
+names a part of the head the provider does not cache), parameters the provider's request does not
+take (W707), breakpoints out of the lookback's reach (W708), a parameter the provider requires
+(E709), and a request the provider's API refuses (E711: no user turn).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from .diagnostics import Diagnostic, Span, make
 from .emit import Request
 from .model import Artifact
 from .nodes import Document
-from .profiles import shape_params
+from .profiles import shape_params, shape_requires
+from .requestmodel import opening
 
 #: The tokenizer when neither config nor a profile picks one.
 DEFAULT_TOKENIZER = "cl100k_base"
@@ -65,17 +67,25 @@ def check(artifact: Artifact, doc: Document, request: Request) -> list[Diagnosti
     label = f"{artifact.model} ({profile.name})" if artifact.model else profile.name
 
     tokens = artifact.cache.prefix_tokens
+    uncached = [part for part in artifact.cache.head if not part.cached]
     if tokens < profile.min_cacheable_tokens:
+        hint = "put more stable text before the first dynamic section, or accept that this prompt is not cached"
+        if uncached:
+            hint = (
+                f"the output schema ({uncached[0].tokens} tokens) is not part of {profile.name}'s cached prefix "
+                "(no cache breakpoint covers it); " + hint
+            )
         diagnostics.append(
             make(
                 codes.PREFIX_BELOW_MINIMUM,
                 f"cache-stable prefix is {tokens} tokens ({artifact.cache.prefix_chars} chars); "
                 f"{label} caches prefixes of at least {profile.min_cacheable_tokens} tokens",
                 at_start,
-                "put more stable text before the first dynamic section, or accept that this prompt is not cached",
+                hint,
                 source=src,
             )
         )
+    diagnostics += _sendable(artifact, doc, profile.shape, label)
 
     accepted = shape_params(profile.shape)
     for name in artifact.params:
@@ -106,6 +116,53 @@ def check(artifact: Artifact, doc: Document, request: Request) -> list[Diagnosti
     return diagnostics
 
 
+def _sendable(artifact: Artifact, doc: Document, shape: str, label: str) -> list[Diagnostic]:
+    """E711: the request of the profile's shape would have no user turn (Anthropic, Gemini) or no
+    message at all, whatever the inputs (a message that may render non-empty counts)."""
+    needs = shape_requires(shape)
+    if needs is None:
+        return []
+    roles = [m.role for m in artifact.messages]
+    first = opening(roles) if needs == "user_turn" else 0
+
+    def may_have_text(index: int) -> bool:
+        return any(not b.stable or b.text for b in artifact.messages[index].blocks)
+
+    candidates = [i for i in range(first, len(roles)) if needs == "message" or roles[i] != "assistant"]
+    if any(may_have_text(i) for i in candidates):
+        return []
+    if needs == "message":
+        what = "no message"
+    elif first == len(roles):
+        what = "no user turn: every message is part of the system prompt"
+    elif not candidates:
+        what = "no user turn: the turns after the system prompt are the assistant's"
+    else:
+        what = "no user turn: its user messages are empty"
+    span = _message_span(doc.messages[-1]) if doc.messages else None
+    span = span or doc.source.span(0)
+    return [
+        make(
+            codes.REQUEST_NOT_SENDABLE,
+            f"the {shape} request for {label} would have {what}; its API refuses it",
+            span,
+            "add a `----- user -----` message with the request (a file without a separator line is one system message)",
+            source=doc.source,
+        )
+    ]
+
+
+def _message_span(message) -> Span | None:
+    """Where a message starts: its separator, else (the implicit system message) its first text."""
+    if message.span is not None:
+        return message.span
+    for section in message.sections:
+        for item in section.items:
+            if item.span is not None and item.span.src is not None:
+                return item.span
+    return None
+
+
 def _params_span(doc: Document) -> Span | None:
     spans = [span for _, span in doc.header.param_spans]
     return spans[0] if spans else None
@@ -132,7 +189,7 @@ def _lookback(artifact: Artifact, doc: Document, lookback: int, label: str) -> l
     with dynamic blocks between them. Each tool is one block; so is each artifact block. A request
     whose dynamic text differs misses the later entry, and the provider's lookback from it cannot
     reach the earlier one (entries are written only at breakpoints)."""
-    position = len(artifact.tools) + (1 if artifact.output_schema is not None else 0)
+    position = len(artifact.tools)  # the output schema is no content block of the anthropic request
     # block → (its position in the request, dynamic blocks up to it)
     blocks_at: dict[tuple[int | None, int | None], tuple[int, int]] = {(None, None): (position, 0)}
     dynamic = 0

@@ -23,7 +23,9 @@ Rendering rules (SPEC §4, §6, §9):
   can never eat a joiner or a byte of a neighbouring stable block: the cache-stable prefix is
   reproduced byte for byte whatever the inputs are.
 * `"renderer": "placeholder"` artifacts only substitute `${…}` and drop the backslash of escaped
-  openers. Sections of `"renderer": "python"` artifacts that hold promplate blocks are compiled
+  openers. The runtime decides by the artifact's `renderer` field, never by the text: a `{{ }}`,
+  `{# #}` or `{% %}` block in a placeholder artifact (which a build never writes: it can only be a
+  changed artifact) is refused with a RenderError and never compiled or run, as runtime-js does. Sections of `"renderer": "python"` artifacts that hold promplate blocks are compiled
   (once per distinct section text) into Python code with promplate's semantics and run with the
   inputs as globals.
 
@@ -31,7 +33,8 @@ Trust model: a python-renderer artifact *executes the code written in its `.prom
 the full power of Python (builtins included; this is not a sandbox). Render only artifacts built
 from your own repository, as you would import your own modules; never render an artifact that came
 from an untrusted party. Input *values* are always data and are never executed, so rendering
-untrusted user text through a trusted artifact is safe. Placeholder-renderer artifacts run no code.
+untrusted user text through a trusted artifact is safe. Placeholder-renderer artifacts run no code,
+whatever their text holds.
 
 Deliberate difference from promplate: the template runs as module-level code whose globals are the
 inputs, so a name assigned on only some paths (`{% if c %}{# x = 1 #}{% endif %}{{ x }}`) falls back
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +76,7 @@ __all__ = [
 
 
 _shapes: Any = None  # promptc.shapes, imported at the first `as_shape`
+_usage: Any = None  # promptc.usage, imported at the first `usage`
 
 
 class RenderError(ValueError):
@@ -280,7 +285,8 @@ class RenderedBlock:
     text: str
     #: a cache breakpoint of the artifact ends with this block
     breakpoint: bool = False
-    #: that breakpoint is one of the (at most four) the artifact marks for Anthropic
+    #: the anthropic shape puts `cache_control` on this block (one of the at most four markers the
+    #: artifact records; always a non-empty stable block)
     anthropic: bool = False
 
 
@@ -298,19 +304,69 @@ class Rendered:
     output_schema: OutputSchema | None = None
     #: the Anthropic breakpoint TTL (`cache_ttl`), or None for the provider's default
     ttl: str | None = None
-    #: the artifact marks a breakpoint for Anthropic right after the tools and schema
+    #: the artifact marks a breakpoint for Anthropic on the last tool
     head_breakpoint: bool = False
+    #: the provider of the artifact's profile (`anthropic`), None without one
+    provider: str | None = None
+    #: the model as the provider resolves it, which the prefix hash covers (`cache.key.model`)
+    cache_model: str | None = None
+    #: the sha256 of the artifact file (the manifest's), when rendered from a build folder
+    artifact_sha256: str | None = None
+    #: when this request was rendered (epoch seconds; not part of equality)
+    rendered_at: float | None = field(default=None, compare=False)
+
+    def usage(
+        self,
+        response: Any,
+        *,
+        shape: str | None = None,
+        model: str | None = None,
+        to: Any = None,
+        otel: bool = False,
+        timestamp: Any = None,
+        started: Any = None,
+    ) -> Any:
+        """The usage record (`promptc.usage.UsageRecord`) of the provider's `response` to this
+        request: an SDK response object or its decoded JSON. `shape` is the shape it was sent as
+        (read from the response when left out), `model` the model it went to when not the
+        artifact's; `timestamp` when the response came and `started` when the request was sent
+        (default: now, and when it was rendered). The record also goes to `to` (a JSONL file
+        path, a callable, or a list of them) and, with `otel=True`, onto the current
+        OpenTelemetry span (GenAI attributes).
+        A response whose usage cannot be read is a RenderError."""
+        global _usage
+        if _usage is None:
+            from . import usage as _usage
+        try:
+            record = _usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
+            return _usage.emit(record, to, otel=otel)
+        except _usage.UsageError as exc:
+            raise RenderError(f"prompt `{self.name}`: {exc}") from None
 
     def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
         """The request in a provider's shape: the keyword arguments of its official SDK call
         (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.shapes`).
         `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
-        computed for its own model); a shape that needs a model and has none is a RenderError."""
+        computed for its own model) and must be one of the shape's provider; a shape of another
+        provider than the artifact's needs it. A request that cannot be sent (no model, no user
+        turn, another provider's model) is a RenderError that names the shape."""
         global _shapes
         if _shapes is None:
             from . import shapes as _shapes
         try:
             return _shapes.build(self, shape, model)
+        except _shapes.ShapeError as exc:
+            raise RenderError(str(exc)) from None
+
+    def body(self, shape: str, *, model: str | None = None) -> bytes:
+        """The exact bytes of the request body the pinned Python SDK sends for `as_shape(shape)`
+        (its key order and JSON options; Gemini's REST body): what to POST to send the same bytes
+        from anywhere (the JavaScript runtime's `rendered.body(shape)` writes them too)."""
+        global _shapes
+        if _shapes is None:
+            from . import shapes as _shapes
+        try:
+            return _shapes.body(self, shape, model)
         except _shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
@@ -440,9 +496,39 @@ class _Python:
 _SectionPlan = str | tuple
 
 
+class _Refused:
+    """A block in a placeholder-renderer artifact: never compiled, never run (see `render`)."""
+
+    __slots__ = ("section",)
+
+    def __init__(self, section: str) -> None:
+        self.section = section
+
+    def render(self, inputs: Mapping[str, Any], prompt: str) -> str:
+        raise RenderError(refused_block(prompt, self.section))
+
+
+def refused_block(prompt: str, section: str) -> str:
+    """The message both runtimes give for a block in a placeholder artifact (runtime-js says the same)."""
+    return (
+        f"prompt `{prompt}`, section `{section}`: the artifact's renderer is `placeholder`, which runs no code, "
+        "but the section holds a `{{ }}`, `{# #}` or `{% %}` block; refused (the artifact was changed after "
+        "the build: rebuild it)"
+    )
+
+
 def _section_plan(
-    text: str, section: str, origins: tuple[tuple[str, int], ...], known: frozenset[str], schema: Any = None
+    text: str,
+    section: str,
+    origins: tuple[tuple[str, int], ...],
+    known: frozenset[str],
+    renderer: str = "python",
+    schema: Any = None,
 ) -> Any:
+    """`renderer` is the artifact's: only a `python` artifact's blocks are compiled and run; in any
+    other (a `placeholder` artifact promises it holds no code) a block is refused at render time,
+    after the placeholder checks, exactly as runtime-js refuses it. `schema` is the artifact's
+    input schema, for the defaults of `${a.b}` paths."""
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
     tokens = template.scan(text)
@@ -453,7 +539,8 @@ def _section_plan(
         elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
             checks.append(("root", tok.text.split(".", 1)[0]))
     if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        return (tuple(checks), (), (), _Python(text, section, origins, schema))
+        code = _Python(text, section, origins, schema) if renderer == "python" else _Refused(section)
+        return (tuple(checks), (), (), code)
     segments: list[str | None] = []
     slots: list[tuple[int, str, bool]] = []
     for tok in tokens:
@@ -490,10 +577,15 @@ def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: 
 
 
 def _render_section(
-    text: str, inputs: Mapping[str, Any], prompt: str, section: str, origins: tuple[tuple[str, int], ...] = ()
+    text: str,
+    inputs: Mapping[str, Any],
+    prompt: str,
+    section: str,
+    origins: tuple[tuple[str, int], ...] = (),
+    renderer: str = "python",
 ) -> str:
     """One section's text rendered on its own (what `render_artifact` does for each section)."""
-    return _render_planned(_section_plan(text, section, origins, frozenset()), inputs, prompt, section)
+    return _render_planned(_section_plan(text, section, origins, frozenset(), renderer), inputs, prompt, section)
 
 
 _new = object.__new__
@@ -516,11 +608,13 @@ class RenderPlan:
     is the same as rendering the artifact section by section (`_render_section`), which is what the
     tests compare it with."""
 
-    __slots__ = ("artifact", "name", "must", "known", "render")
+    __slots__ = ("artifact", "name", "must", "known", "render", "sha256")
 
-    def __init__(self, artifact: Artifact) -> None:
+    def __init__(self, artifact: Artifact, sha256: str | None = None) -> None:
         self.artifact = artifact
         self.name = artifact.name
+        #: the artifact file's sha256 (the manifest's), which usage records carry
+        self.sha256 = sha256
         schema = artifact.input_schema
         required = set(schema.get("required", artifact.inputs))
         #: present in every call (a missing one is reported with all the others at once)
@@ -559,6 +653,7 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         "_plan": plan,
         "_str": str,
         "_dict": dict,
+        "_time": time.time,
     }
     index: dict[int, str] = {}
 
@@ -611,7 +706,8 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
             marked = (mi, bi) in marks
             anthropic = marked and marks[(mi, bi)]
             plans = [
-                (_section_plan(s.text, s.name, s.origins, known, artifact.input_schema), s.name) for s in block.sections
+                (_section_plan(s.text, s.name, s.origins, known, artifact.renderer, artifact.input_schema), s.name)
+                for s in block.sections
             ]
             if all(section_plan.__class__ is str for section_plan, _ in plans):
                 text = JOINER.join(section_plan for section_plan, _ in plans)
@@ -684,6 +780,9 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
         "output_schema": artifact.output_schema,
         "ttl": artifact.cache.ttl,
         "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
+        "provider": None if artifact.provider is None else artifact.provider.name,
+        "cache_model": None if artifact.cache.key is None else artifact.cache.key.model,
+        "artifact_sha256": plan.sha256,
     }
     lines.append("    rendered = _new(_Rendered)")
     lines.append("    fields = rendered.__dict__")
@@ -691,6 +790,7 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Any:
     lines.append(f"    fields['messages'] = [{', '.join(message_exprs)}]")
     lines.append(f"    fields['blocks'] = [{', '.join(block_exprs)}]")
     lines.append(f"    fields['params'] = _dict({constant(artifact.params)})")
+    lines.append("    fields['rendered_at'] = _time()")
     lines.append("    return rendered")
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<promptc-render-plan {artifact.name}>", "exec"), namespace)  # noqa: S102
@@ -808,7 +908,8 @@ class Runtime:
         positional parameters are positional-only so that any input name, `name` included, works."""
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = RenderPlan(self.artifact(name))
+            artifact = self.artifact(name)
+            plan = self._plans[name] = RenderPlan(artifact, self.manifest.artifacts[name].sha256)
         return plan.render({**mapping, **inputs} if mapping else inputs, self._strict)
 
     def parse(self, name: str, response: Any) -> Any:

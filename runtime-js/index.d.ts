@@ -1,7 +1,23 @@
 // Types of promptc-runtime: render prompts compiled by promptc, as the Python runtime does.
 
 export * from "./render.js";
-import type { Rendered, UnknownInputs } from "./render.js";
+import type { Rendered, Shape, UnknownInputs, UsageRecord } from "./render.js";
+
+export declare const USAGE_SCHEMA: "promptc.usage/1";
+/** promptc's provider names → the OpenTelemetry GenAI `gen_ai.provider.name` values */
+export declare const OTEL_PROVIDER_NAMES: { readonly [provider: string]: string };
+/** The usage record of a response to `rendered` (what `rendered.usage` returns, without sending it). */
+export declare function makeRecord(rendered: Rendered, response: unknown, options?: { shape?: Exclude<Shape, "plain">; model?: string | null; timestamp?: number | Date | string }): UsageRecord;
+/** The shape whose response this is, or null when the response does not say. */
+export declare function detectShape(response: unknown): Exclude<Shape, "plain"> | null;
+/** A response's token counts, normalised. */
+export declare function countsOf(response: unknown, shape: Exclude<Shape, "plain">): { input: number; read: number; written: number | null; output: number | null; usage: { [name: string]: number }; responseModel: string | null };
+/** A record as one JSONL line (no newline), as Python writes it. */
+export declare function recordLine(record: UsageRecord): string;
+/** The OpenTelemetry attributes of a record (GenAI conventions plus `promptc.*`). */
+export declare function spanAttributes(record: UsageRecord): { [key: string]: string | number };
+export declare function isoTimestamp(when?: number | Date | string): string;
+export declare function parseTimestamp(value: number | string): number;
 
 export declare const MANIFEST: "manifest.json";
 export declare const MANIFEST_SCHEMA: "promptc.manifest/2";

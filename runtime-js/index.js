@@ -3,27 +3,50 @@
 // (src/render.js, which does no I/O, runs anywhere).
 
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { parseOutput, RenderError, renderArtifact } from "./src/render.js";
+import { parseOutput, readArtifact, RenderError, renderArtifact, setUsageWriter } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
+import { recordLine } from "./src/usage.js";
+
+// `rendered.usage(response, { to: "usage.jsonl" })`: one line per record, one append each
+setUsageWriter((path, record) => {
+  appendFileSync(path instanceof URL ? fileURLToPath(path) : path, recordLine(record) + "\n");
+});
 
 export {
+  adoptArtifact,
   ARTIFACT_SCHEMA,
+  dumpsJson,
   InputTypeError,
   JOINER,
+  JsonNumber,
   MissingInputsError,
   OutputError,
+  parseJson,
   parseOutput,
   RenderError,
+  readArtifact,
   Rendered,
   renderArtifact,
   SHAPES,
   UNKNOWN_INPUTS,
   UnknownInputsError,
+  UsageError,
 } from "./src/render.js";
+export {
+  countsOf,
+  detectShape,
+  isoTimestamp,
+  makeRecord,
+  OTEL_PROVIDER_NAMES,
+  parseTimestamp,
+  recordLine,
+  spanAttributes,
+  USAGE_SCHEMA,
+} from "./src/usage.js";
 export { admits, checkValue, describe } from "./src/inputtypes.js";
 
 export const MANIFEST = "manifest.json";
@@ -98,7 +121,9 @@ export class Runtime {
     }
     let artifact;
     try {
-      artifact = JSON.parse(data.toString("utf8"));
+      const text = data.toString("utf8");
+      JSON.parse(text); // the platform's own message for a file that is not JSON
+      artifact = readArtifact(text); // the tools and params in their written order, numbers as written
     } catch (error) {
       throw new RenderError(`\`${path}\`: ${error.message}`);
     }
@@ -108,7 +133,11 @@ export class Runtime {
 
   /** Render prompt `name` with `values` (an object: input name → value). */
   render(name, values = {}) {
-    return renderArtifact(this.artifact(name), values, { unknownInputs: this.unknownInputs });
+    const artifact = this.artifact(name);
+    return renderArtifact(artifact, values, {
+      artifactSha256: this.manifest.artifacts[name].sha256,
+      unknownInputs: this.unknownInputs,
+    });
   }
 
   /** The value of a provider `response` to prompt `name`, checked against its output contract. */

@@ -3,6 +3,19 @@
 /** JSON values, as an artifact holds them. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/** A JSON number as written (`json.js`): Python's reading of it, kept exactly. */
+export declare class JsonNumber {
+  constructor(lexeme: string);
+  readonly lexeme: string;
+  readonly integer: boolean;
+  /** the text CPython's json.dumps writes for it */
+  python(): string;
+  valueOf(): number;
+}
+
+/** Lossless JSON: objects as Maps in the written order, numbers as JsonNumbers. */
+export type JsonTree = null | boolean | string | JsonNumber | JsonTree[] | Map<string, JsonTree>;
+
 export type Shape = "plain" | "anthropic" | "openai" | "openai-responses" | "gemini";
 export declare const SHAPES: readonly Shape[];
 export declare const JOINER: "\n\n";
@@ -45,7 +58,7 @@ export interface RenderedBlock {
   readonly text: string;
   /** a cache breakpoint of the artifact ends with this block */
   readonly breakpoint: boolean;
-  /** that breakpoint is one of those the artifact marks for Anthropic */
+  /** the anthropic shape puts `cache_control` on this block (a marker the artifact records) */
   readonly anthropic: boolean;
 }
 
@@ -57,12 +70,13 @@ export interface Message {
 export interface Tool {
   name: string;
   description: string;
-  input_schema: { [key: string]: Json };
+  /** as written: keys in the file's order, numbers as written */
+  input_schema: Map<string, JsonTree>;
 }
 
 export interface OutputSchema {
   name: string;
-  schema: { [key: string]: Json };
+  schema: Map<string, JsonTree>;
 }
 
 export interface ShapeOptions {
@@ -76,17 +90,76 @@ export declare class Rendered {
   readonly messages: Message[];
   readonly blocks: RenderedBlock[][];
   readonly prefixSha256: string | null;
-  readonly params: { [key: string]: Json };
+  readonly params: Map<string, JsonTree>;
   readonly model: string | null;
   readonly tools: Tool[];
   readonly outputSchema: OutputSchema | null;
   readonly ttl: string | null;
   readonly headBreakpoint: boolean;
-  /** The request in a provider's shape: the keyword arguments of its official SDK call. */
+  /** the provider of the artifact's profile, null without one */
+  readonly provider: string | null;
+  /** the model as the provider resolves it, which the prefix hash covers */
+  readonly cacheModel: string | null;
+  /** the sha256 of the artifact file (the manifest's), when rendered from a build folder */
+  readonly artifactSha256: string | null;
+  /** when this request was rendered, in epoch seconds */
+  readonly renderedAt: number | null;
+  /** The usage record of the provider's response to this request (an SDK response object or its
+   * decoded JSON), as the Python runtime writes it; also sent to `options.to` and `options.span`. */
+  usage(response: unknown, options?: UsageOptions): UsageRecord;
+  /** The request in a provider's shape: the keyword arguments of its official SDK call, as plain
+   * values. A shape of another provider than the artifact's needs `model`. */
   asShape(shape: "plain", options?: ShapeOptions): Message[];
   asShape(shape?: Shape, options?: ShapeOptions): { [key: string]: unknown } | Message[];
+  /** The exact request body the pinned Python SDK sends for `asShape(shape)`: POST it as it is. */
+  body(shape: Exclude<Shape, "plain">, options?: ShapeOptions): string;
   /** The fields under the Python runtime's names (`prefix_sha256`, `output_schema` …). */
   toJSON(): { [key: string]: unknown };
+}
+
+/** A response whose usage cannot be read (`rendered.usage` raises it as a RenderError). */
+export declare class UsageError extends Error {}
+
+/** One request's usage, as both runtimes write it (`promptc.usage/1`, one JSONL line each). */
+export interface UsageRecord {
+  schema: "promptc.usage/1";
+  prompt: string;
+  artifact_sha256: string | null;
+  prefix_sha256: string | null;
+  shape: Exclude<Shape, "plain">;
+  provider: "anthropic" | "openai" | "gemini";
+  model: string | null;
+  response_model: string | null;
+  started_at: string | null;
+  timestamp: string;
+  /** every input token of the request, cached and written ones included */
+  input_tokens: number;
+  cache_read_input_tokens: number;
+  /** null where the provider does not report cache writes */
+  cache_creation_input_tokens: number | null;
+  output_tokens: number | null;
+  /** the provider's own counts, under its names */
+  usage: { [name: string]: number };
+}
+
+/** The part of an OpenTelemetry span `usage({ span })` uses (`trace.getActiveSpan()`). */
+export interface SpanLike {
+  setAttributes(attributes: { [key: string]: string | number }): unknown;
+}
+
+export interface UsageOptions {
+  /** the shape the request was sent as (read from the response when left out) */
+  shape?: Exclude<Shape, "plain">;
+  /** the model it was sent to, when not the artifact's */
+  model?: string | null;
+  /** when the response came (epoch seconds, a Date or an ISO string; default now) */
+  timestamp?: number | Date | string;
+  /** when the request was sent (default: when it was rendered) */
+  started?: number | Date | string;
+  /** a JSONL file path (with `load()`'s index.js), a function, or a list of them */
+  to?: string | URL | ((record: UsageRecord) => unknown) | Array<string | URL | ((record: UsageRecord) => unknown)>;
+  /** an OpenTelemetry span to set the GenAI attributes on */
+  span?: SpanLike | null;
 }
 
 /** The decoded JSON of `build/<name>.json`. */
@@ -107,7 +180,25 @@ export declare class OutputError extends RenderError {
 
 /** The value of a provider response (JSON text, or the decoded value), checked against the
  * artifact's output contract. */
-export declare function parseOutput(artifact: Artifact | object, response: unknown): unknown;
+export declare function parseOutput(artifact: Artifact | object | string | Uint8Array, response: unknown): unknown;
 
-/** Render one artifact with `values` (input name → value). */
-export declare function renderArtifact(artifact: Artifact | object, values?: object, options?: RenderOptions): Rendered;
+/** An artifact read from its JSON text, remembering its tools and params losslessly. */
+export declare function readArtifact(text: string | Uint8Array): Artifact;
+/** `readArtifact` for a lossless tree already parsed (`parseJson`). */
+export declare function adoptArtifact(tree: JsonTree): Artifact;
+/** Read JSON losslessly. */
+export declare function parseJson(text: string): JsonTree;
+/** Write a tree (or plain values) as CPython's json.dumps writes the same data. */
+export declare function dumpsJson(
+  value: unknown,
+  options?: { ensureAscii?: boolean; separators?: [string, string]; allowNan?: boolean },
+): string;
+
+/** Render one artifact (decoded, or its JSON text) with `values` (input name → value). */
+export declare function renderArtifact(
+  artifact: Artifact | object | string | Uint8Array,
+  values?: object,
+  options?: RenderOptions & { artifactSha256?: string | null },
+): Rendered;
+/** Install the function `usage({ to: path })` appends records with (index.js installs node's). */
+export declare function setUsageWriter(writer: ((path: string | URL, record: UsageRecord) => void) | null): void;

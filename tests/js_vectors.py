@@ -6,10 +6,13 @@ what the Python runtime (`promptc.runtime`) makes of them — the rendered promp
 every shape, or the error it raises. `tests/test_js_runtime.py` checks that the Python runtime
 still produces exactly this; `runtime-js/test/vectors.test.js` that the JavaScript runtime does.
 
-The canonical serialisation both sides compare is JSON without spaces (`separators=(",", ":")`,
-`ensure_ascii=False` in Python, `JSON.stringify` in JavaScript): the two agree on it byte for
-byte, key order included, for every value but a float holding an integer (`3.0`), which
-JavaScript cannot tell from `3` — so no vector holds one.
+Each shape's request is compared as JSON.stringify writes it on both sides (the keyword
+arguments as plain values), and its body (`rendered.body(shape)`: the bytes the pinned Python SDK
+sends) as the exact string. The JavaScript test reads each vector file losslessly, so the
+artifact's tools, schema and params keep their key order (integer-like keys too) and numbers
+(`-0.0`, `1e16`, `100.0`, integers above 2^53) as the artifact file has them, and the bodies must
+match byte for byte; the `numbers` vector holds those cases. Input values are read with
+JSON.parse, so no case's values hold a float with an integral value or an integer above 2^53.
 
 Regenerate with `UPDATE_GOLDEN=1 python -m pytest tests/test_js_runtime.py` (or run this file).
 The same run writes `runtime-js/src/shape-params.js` from `promptc/data/providers.json`.
@@ -26,6 +29,7 @@ from promptc.compile import compile_text
 from promptc.config import Config
 from promptc.language import SHAPES
 from promptc.profiles import data as profile_data
+from promptc.profiles import shape_provider
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors"
@@ -66,7 +70,44 @@ ORDER_SCHEMA = {
     "required": ["order"],
 }
 
-#: name → (files, prompt, config, input_schema override or None, cases: (values, model))
+
+def _deep(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "string", "maxLength": 9007199254740993}
+    for i in range(levels):
+        node = {"type": "object", "properties": {str(levels - i): node, "z": {"type": "null"}}}
+    return node
+
+
+#: a tool whose schema JavaScript objects would reorder (integer-like keys), nest deeply and hold
+#: numbers JavaScript writes otherwise than Python: -0.0, 1e16, 1e21, integers above 2^53, 100.0
+NUMBERS_TOOL = {
+    "name": "measure",
+    "description": "Measure — précisément, 精确地 😀.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "zeta": {"type": "number", "minimum": -0.0, "maximum": 1e16, "multipleOf": 0.1},
+            "10": {"type": "integer", "maximum": 1234567890123456789, "minimum": -9007199254740993},
+            "2": {"type": "number", "exclusiveMaximum": 1e21, "default": 100.0, "examples": [1e-7, 5e-324, 1.5]},
+            "deep": _deep(12),
+        },
+        "required": ["zeta", "10"],
+    },
+}
+NUMBERS_SCHEMA = {
+    "type": "object",
+    "properties": {"3": {"type": "integer"}, "b": {"type": "number", "minimum": 2.5e-5}, "1": {"const": -0.0}},
+    "required": ["3", "b", "1"],
+    "additionalProperties": False,
+}
+
+#: the model each case passes to the shapes of a provider (`as_shape(shape, model=…)`), unless the
+#: case says otherwise (a dict merged over these; OWN: none passed); a shape of the artifact's own
+#: provider gets none, and renders for the artifact's model
+MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o", "gemini": "gemini-2.5-flash"}
+OWN: dict[str, str | None] = {"anthropic": None, "openai": None, "gemini": None}
+
+#: name → (files, prompt, config, input_schema override or None, cases: (values, models))
 SOURCES: dict[str, tuple[dict[str, str], str, Config, Any, list[tuple[dict[str, Any], str | None]]]]
 SOURCES = {
     "placeholders": (
@@ -133,7 +174,11 @@ SOURCES = {
         "s",
         Config(),
         None,
-        [({"question": "Why?", "context": "ctx"}, None), ({"question": "", "context": ""}, "claude-opus-4-1")],
+        [
+            ({"question": "Why?", "context": "ctx"}, None),
+            ({"question": "", "context": ""}, {"anthropic": "claude-opus-4-1"}),
+            ({"question": "Why?", "context": "ctx"}, OWN),  # other providers' shapes refuse: no model of theirs
+        ],
     ),
     "tools": (
         {
@@ -146,7 +191,7 @@ SOURCES = {
         "t",
         Config(),
         None,
-        [({"q": "Where is order 12?"}, None), ({"q": "Again"}, "gemini-2.5-flash")],
+        [({"q": "Where is order 12?"}, None), ({"q": "Again"}, {"openai": "gpt-4.1"}), ({"q": "x"}, OWN)],
     ),
     "tools_loose": (
         {
@@ -158,7 +203,25 @@ SOURCES = {
         "l",
         Config(provider="anthropic"),
         None,
-        [({}, None), ({}, "claude-haiku-4-5")],
+        [({}, None), ({}, {"anthropic": "claude-haiku-4-5", "openai": "gemini-2.5-flash"})],
+    ),
+    "numbers": (
+        {
+            "n.prompt": "/// tools: tool.json\n/// output: out.json\n"
+            "/// param: model=gpt-4o, max_tokens=64, seed=12345678901234567, temperature=0.5\n"
+            '/// param: logit_bias={"50256": -100, "10": 5, "a": 1e2}, stop=END\n'
+            "----- system -----\nYou answer with numbers: é, 漢字, 😀, \\${literal}.\n"
+            "----- user -----\n${q}\n",
+            "tool.json": json.dumps(NUMBERS_TOOL, ensure_ascii=False),
+            "out.json": json.dumps(NUMBERS_SCHEMA),
+        },
+        "n",
+        Config(),
+        None,
+        [
+            ({"q": "How much? — ünïcødé \u2028 \x7f"}, None),
+            ({"q": "again"}, {"anthropic": "claude-sonnet-4-5", "gemini": "gemini-2.5-pro"}),
+        ],
     ),
     "validation": (
         {
@@ -195,6 +258,16 @@ SOURCES = {
             ({"n": 1.5, "tags": [], "flags": {}, "order": {"id": "o" * 60, "items": [], "notes": {"a": 1}}}, None),
             ({"n": 2, "tags": [], "flags": {}, "order": {"id": "O-1", "items": [], "notes": {"a": "b"}}}, None),
         ],
+    ),
+    "tampered": (
+        # a placeholder artifact whose text was changed after the build to hold blocks (a build
+        # folder from a cache, an artifact store, a pull request): both runtimes refuse it by its
+        # renderer field, after the placeholder checks, and run nothing
+        {"x.prompt": "----- system -----\nStable.\n----- user -----\nHello ${name}.\n"},
+        "x",
+        Config(),
+        "tampered",
+        [({"name": "Ann"}, None), ({}, None)],
     ),
     "lookup": (
         # a mapping type says nothing of its keys, so a missing one is the render's lookup error
@@ -374,6 +447,8 @@ def rendered_json(rendered: runtime.Rendered) -> dict[str, Any]:
         "output_schema": None if rendered.output_schema is None else rendered.output_schema.to_json(),
         "ttl": rendered.ttl,
         "head_breakpoint": rendered.head_breakpoint,
+        "provider": rendered.provider,
+        "cache_model": rendered.cache_model,
     }
 
 
@@ -381,9 +456,19 @@ def _error(exc: Exception) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": str(exc)}
 
 
-def run_case(artifact: dict[str, Any], values: dict[str, Any], model: str | None) -> dict[str, Any]:
-    """What the Python runtime makes of one case."""
-    case: dict[str, Any] = {"values": values, "model": model}
+def models_of(artifact: dict[str, Any], models: dict[str, str | None] | None) -> dict[str, str | None]:
+    """The model passed to each shape of the case."""
+    chosen: dict[str, str | None] = {**MODELS, **(models or {})}
+    own = artifact["provider"]["name"] if artifact["provider"] else None
+    if own and (models is None or own not in models):
+        chosen[own] = None
+    return {shape: chosen.get(shape_provider(shape) or "") for shape in (*SHAPES, "openai-chat")}
+
+
+def run_case(artifact: dict[str, Any], values: dict[str, Any], models: dict[str, str | None] | None) -> dict[str, Any]:
+    """What the Python runtime makes of one case: per shape, the model it was given and the request
+    (the keyword arguments) and body (the bytes, as text) it made, or the error."""
+    case: dict[str, Any] = {"values": values}
     try:
         rendered = runtime.render_artifact(artifact, values)
     except runtime.RenderError as exc:
@@ -391,11 +476,14 @@ def run_case(artifact: dict[str, Any], values: dict[str, Any], model: str | None
         return case
     case["rendered"] = rendered_json(rendered)
     case["shapes"] = {}
-    for shape in (*SHAPES, "openai-chat"):  # the last one: not a shape
+    for shape, model in models_of(artifact, models).items():  # the last one, openai-chat: not a shape
         try:
-            case["shapes"][shape] = {"request": rendered.as_shape(shape, model=model)}
+            outcome: dict[str, Any] = {"model": model, "request": rendered.as_shape(shape, model=model)}
+            if shape != "plain":
+                outcome["body"] = rendered.body(shape, model=model).decode("utf-8")
+            case["shapes"][shape] = outcome
         except runtime.RenderError as exc:
-            case["shapes"][shape] = {"error": _error(exc)}
+            case["shapes"][shape] = {"model": model, "error": _error(exc)}
     return case
 
 
@@ -412,6 +500,13 @@ def artifact_of(files: dict[str, str], prompt: str, config: Config, schema: dict
     artifact = compiled.artifact.to_json()
     if schema == "inferred":
         artifact["input_schema"] = _with_inferred(artifact["input_schema"])
+    elif schema == "tampered":
+        assert artifact["renderer"] == "placeholder"
+        message = artifact["messages"][1]
+        code = "{{ __import__('os').system('touch PWNED') }}{% for i in range(3) %}x{% endfor %}{# c #}"
+        section = message["blocks"][0]["sections"][0]
+        section["text"] = f"{section['text']} {code}"
+        message["content"] = section["text"]
     elif schema is not None:
         artifact["input_schema"] = schema  # hand-made
     return artifact
@@ -427,25 +522,42 @@ def vector(name: str, artifact: dict[str, Any] | None = None) -> dict[str, Any]:
         "name": name,
         "sources": files,
         "artifact": artifact,
-        "cases": [run_case(artifact, values, model) for values, model in cases],
+        "cases": [run_case(artifact, values, models) for values, models in cases],
         "parses": [run_parse(artifact, response) for response in PARSES.get(name, [])],
     }
 
 
 def dump(value: dict[str, Any]) -> str:
-    canonical(value)  # refuses what JavaScript would read differently
+    for case in value["cases"]:
+        canonical(case["values"])  # input values: JavaScript reads them with JSON.parse
     return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
 
 
 def shape_params_js() -> str:
-    """`runtime-js/src/shape-params.js`: each shape's parameter names, from providers.json."""
-    table = {shape: entry["params"] for shape, entry in profile_data()["shapes"].items()}
+    """`runtime-js/src/shape-params.js`, from providers.json: each shape's parameter names, its
+    provider, what its API requires of the turns and how the pinned Python SDK writes its body,
+    and each provider's model-name prefixes."""
+    data = profile_data()
+    table = {shape: entry["params"] for shape, entry in data["shapes"].items()}
     assert set(table) | {"plain"} == set(SHAPES) and shapes.SHAPES == SHAPES
-    body = json.dumps(table, indent=2, ensure_ascii=False)
+    info = {
+        shape: {"provider": entry["provider"], "requires": entry["requires"]["needs"], "body": entry["body"]}
+        for shape, entry in data["shapes"].items()
+    }
+    prefixes = {name: entry["model_prefixes"] for name, entry in data["providers"].items()}
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
     return (
         "// Generated from promptc/data/providers.json by tests/js_vectors.py: do not edit.\n"
         "// promptc's parameter names → the names each shape's SDK call takes.\n"
-        f"export const SHAPE_PARAMS = Object.freeze({body});\n"
+        f"export const SHAPE_PARAMS = Object.freeze({dump(table)});\n"
+        "// Per shape: the provider it goes to, what its API requires of the turns, how the pinned\n"
+        "// Python SDK writes the body (key order, json.dumps options; Gemini's REST layout).\n"
+        f"export const SHAPE_INFO = Object.freeze({dump(info)});\n"
+        "// The model-name prefixes of each provider (`claude-` → anthropic).\n"
+        f"export const MODEL_PREFIXES = Object.freeze({dump(prefixes)});\n"
     )
 
 

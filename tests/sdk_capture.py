@@ -5,9 +5,12 @@ fake API key and an `httpx2.Client` whose transport is an `httpx2.MockTransport`
 built on httpx2, the pydantic fork of httpx), calls the SDK's own request method with `req` passed
 unchanged as keyword arguments, and returns what went over the (mock) wire:
 
-    {"method": "POST", "url": "...", "headers": {lowercased name: value}, "json": <decoded body>}
+    {"method": "POST", "url": "...", "headers": {lowercased name: value}, "json": <decoded body>,
+     "body": <the body's bytes>}
 
-The mock answers with a minimal valid success body so the SDK call completes. Retries are off and no
+The mock answers with a minimal valid success body so the SDK call completes, or with `answer` (a
+provider-shaped JSON body) when one is given; the SDK's own response object is then under
+`"response"`. Retries are off and no
 request reaches the network. Whatever the SDK raises before sending (`TypeError` for an unknown or
 missing keyword, a pydantic `ValidationError` for a bad google-genai config, ...) propagates, so a
 test can use these helpers to show that a request is *not* acceptable to the SDK.
@@ -70,6 +73,7 @@ class _Recorder:
             "url": str(request.url),
             "headers": {k.lower(): v for k, v in request.headers.items()},
             "json": json.loads(content) if content else None,
+            "body": content,
         }
 
 
@@ -167,12 +171,16 @@ def _gemini_body(request: Any) -> dict[str, Any]:
     }
 
 
-def capture_anthropic(req: dict[str, Any]) -> dict[str, Any]:
+def _answering(answer: dict[str, Any] | None, default: Callable[[Any], dict[str, Any]]) -> _Recorder:
+    return _Recorder(default if answer is None else (lambda _request: answer))
+
+
+def capture_anthropic(req: dict[str, Any], answer: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request `anthropic.Anthropic(...).messages.create(**req)` sends."""
     import anthropic
     import httpx2
 
-    recorder = _Recorder(_anthropic_body)
+    recorder = _answering(answer, _anthropic_body)
     with _clean_env(), httpx2.Client(transport=httpx2.MockTransport(recorder), trust_env=False) as http:
         client = anthropic.Anthropic(
             api_key=FAKE_API_KEY,
@@ -183,8 +191,8 @@ def capture_anthropic(req: dict[str, Any]) -> dict[str, Any]:
             timeout=600.0,
             http_client=http,
         )
-        client.messages.create(**req)
-    return recorder.only()
+        response = client.messages.create(**req)
+    return {**recorder.only(), "response": response}
 
 
 def _openai_client(http: Any) -> Any:
@@ -193,33 +201,33 @@ def _openai_client(http: Any) -> Any:
     return openai.OpenAI(api_key=FAKE_API_KEY, base_url=OPENAI_BASE_URL, max_retries=0, http_client=http)
 
 
-def capture_openai_chat(req: dict[str, Any]) -> dict[str, Any]:
+def capture_openai_chat(req: dict[str, Any], answer: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request `openai.OpenAI(...).chat.completions.create(**req)` sends."""
     import httpx2
 
-    recorder = _Recorder(_openai_chat_body)
+    recorder = _answering(answer, _openai_chat_body)
     with _clean_env(), httpx2.Client(transport=httpx2.MockTransport(recorder), trust_env=False) as http:
-        _openai_client(http).chat.completions.create(**req)
-    return recorder.only()
+        response = _openai_client(http).chat.completions.create(**req)
+    return {**recorder.only(), "response": response}
 
 
-def capture_openai_responses(req: dict[str, Any]) -> dict[str, Any]:
+def capture_openai_responses(req: dict[str, Any], answer: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request `openai.OpenAI(...).responses.create(**req)` sends."""
     import httpx2
 
-    recorder = _Recorder(_openai_responses_body)
+    recorder = _answering(answer, _openai_responses_body)
     with _clean_env(), httpx2.Client(transport=httpx2.MockTransport(recorder), trust_env=False) as http:
-        _openai_client(http).responses.create(**req)
-    return recorder.only()
+        response = _openai_client(http).responses.create(**req)
+    return {**recorder.only(), "response": response}
 
 
-def capture_gemini(req: dict[str, Any]) -> dict[str, Any]:
+def capture_gemini(req: dict[str, Any], answer: dict[str, Any] | None = None) -> dict[str, Any]:
     """The request `google.genai.Client(...).models.generate_content(**req)` sends."""
     import httpx2
     from google import genai
     from google.genai import types
 
-    recorder = _Recorder(_gemini_body)
+    recorder = _answering(answer, _gemini_body)
     transport = httpx2.MockTransport(recorder)
     with (
         _clean_env(),
@@ -234,5 +242,5 @@ def capture_gemini(req: dict[str, Any]) -> dict[str, Any]:
             retry_options=None,
         )
         client = genai.Client(api_key=FAKE_API_KEY, http_options=http_options)
-        client.models.generate_content(**req)
-    return recorder.only()
+        response = client.models.generate_content(**req)
+    return {**recorder.only(), "response": response}

@@ -278,3 +278,38 @@ def test_diff_against_a_revision_without_the_source_folder(project: Path) -> Non
     assert run_promptc("build", "-q", cwd=project).returncode == 0
     done = run_promptc("diff", "--against", "HEAD", cwd=project)
     assert done.returncode == 2 and "error[E942]" in done.stderr
+
+
+def test_a_tool_description_bust_points_at_the_edited_line_of_the_tool_file(project: Path) -> None:
+    """Editing a tool's description busts every prompt that carries it; the bust is placed on the
+    line of the description in the tool file (so the github annotation lands there), not line 1."""
+    tools = [
+        {"name": "search", "description": "Search the docs.", "input_schema": {"type": "object", "properties": {}}},
+        {"name": "open", "description": "Open a page.", "input_schema": {"type": "object", "properties": {}}},
+    ]
+    write(project, "pyproject.toml", '[tool.promptc]\ntokenizer = "approx-bytes/4"\n')
+    write(project, "prompts_src/tools/kit.json", json.dumps(tools, indent=2) + "\n")
+    write(
+        project,
+        "prompts_src/a.prompt",
+        "/// tools: tools/kit.json\n----- system -----\nBe kind.\n----- user -----\n${q}\n",
+    )
+    assert run_promptc("build", "-q", cwd=project).returncode == 0
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "one")
+    tools[1]["description"] = "Open a page and read it."
+    write(project, "prompts_src/tools/kit.json", json.dumps(tools, indent=2) + "\n")
+    assert run_promptc("build", "-q", cwd=project).returncode == 0
+    _git(project, "commit", "-qam", "two")
+    line = next(i for i, text in enumerate(json.dumps(tools, indent=2).splitlines(), 1) if "Open a page" in text)
+    assert line > 1
+    done = run_promptc("diff", "--against", "HEAD~1", "--format", "json", cwd=project)
+    (bust,) = json.loads(done.stdout)["busts"]
+    new, old = bust["first_difference"]["new"], bust["first_difference"]["old"]
+    assert (new["source"], new["line"]) == ("prompts_src/tools/kit.json", line)
+    assert new["text"].strip() == '"description": "Open a page and read it.",'
+    assert new["reason"] == "tool `open` differs at `description`"
+    assert (old["source"], old["line"]) == ("HEAD~1:prompts_src/tools/kit.json", line)
+    github = run_promptc("diff", "--against", "HEAD~1", "--format", "github", cwd=project).stdout
+    assert f"::warning file=prompts_src/tools/kit.json,line={line},col=" in github

@@ -126,7 +126,11 @@ def test_cli_runner_wiring(project: Path, monkeypatch) -> None:
 
 
 def test_provider_flag_checks_prefix_minimums(project: Path) -> None:
-    write(project, "prompts_src/short.prompt", "A short stable prompt.\n")
+    write(
+        project,
+        "prompts_src/short.prompt",
+        "----- system -----\nA short stable prompt.\n----- user -----\n${question}\n",
+    )
     assert run_promptc("check", "--strict", cwd=project).returncode == 0
     warned = run_promptc("check", "--provider", "gemini", cwd=project)
     assert warned.returncode == 0
@@ -153,7 +157,22 @@ def test_an_unknown_tokenizer_is_one_usage_error(project: Path, how: str) -> Non
         args[0] = command
         result = run_promptc(*args, cwd=project)
         assert result.returncode == 2, result.stdout + result.stderr
-        assert result.stderr.count("unknown tokenizer `gpt-17`") == 1 and "E901" not in result.stdout
+        if how == "flag":
+            assert result.stderr.count("unknown tokenizer `gpt-17`") == 1 and "E901" not in result.stdout
+        else:  # an E902 at the config file's line, as every other bad value there
+            assert result.stdout.count("pyproject.toml:2:1: error[E902]: unknown tokenizer `gpt-17`") == 1
+            assert "E901" not in result.stdout
+
+
+def test_a_misspelt_tokenizer_gets_did_you_mean_with_the_config_line(project: Path) -> None:
+    write(project, "prompts_src/p.prompt", "Hi\n")
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.promptc]\ntokenizer = "cl100k"\n')
+    result = run_promptc("check", cwd=project)
+    assert result.returncode == 2
+    assert "pyproject.toml:5:1: error[E902]: unknown tokenizer `cl100k`" in result.stdout
+    assert "= hint: did you mean `cl100k_base`?" in result.stdout
+    flag = run_promptc("check", "--tokenizer", "o200k", cwd=project)
+    assert flag.returncode == 2 and "did you mean `o200k_base`?" in flag.stderr
 
 
 def test_config_paths_are_relative_to_the_pyproject_that_holds_them(tmp_path: Path) -> None:
@@ -295,5 +314,28 @@ def test_init_starts_a_project_that_builds_and_renders(tmp_path: Path) -> None:
     assert run_promptc("build", "--strict", cwd=tmp_path).returncode == 0
     rendered = run_promptc("render", "hello", "--var", "question=Hi?", cwd=tmp_path)
     assert json.loads(rendered.stdout)[1] == {"role": "user", "content": "Hi?"}
-    again = run_promptc("init", cwd=tmp_path)
-    assert again.returncode == 2 and "already has [tool.promptc]" in again.stderr
+    before = (tmp_path / "pyproject.toml").read_text()
+    again = run_promptc("init", cwd=tmp_path)  # twice: done already, not a usage error
+    assert again.returncode == 0 and "already has [tool.promptc]" in again.stderr
+    assert (tmp_path / "pyproject.toml").read_text() == before
+
+
+def test_init_beside_an_existing_first_prompt_fails_without_writing(tmp_path: Path) -> None:
+    write(tmp_path, "prompts_src/hello.prompt", "Mine.\n")
+    done = run_promptc("init", cwd=tmp_path)
+    assert done.returncode == 1 and "prompts_src/hello.prompt already exists" in done.stderr
+    assert not (tmp_path / "pyproject.toml").exists()
+    assert (tmp_path / "prompts_src" / "hello.prompt").read_text() == "Mine.\n"
+
+
+def test_check_locked_json_spells_each_stale_file_one_way(project: Path) -> None:
+    """`stale` lists the files as the diagnostics name them: relative to the current folder."""
+    write(project, "prompts_src/a.prompt", "Hi.\n")
+    assert run_promptc("build", cwd=project).returncode == 0
+    write(project, "build/stray.json", "{}")
+    write(project, "prompts_src/a.prompt", "Hi!\n")
+    done = run_promptc("check", "--locked", "--format", "json", cwd=project)
+    payload = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert payload["stale"] == ["build/a.json", "build/manifest.json", "build/stray.json"]
+    assert payload["stale"] == [d["path"] for d in payload["diagnostics"] if d["code"] == "E905"]

@@ -174,11 +174,16 @@ def test_cost_command_totals_the_tree(project: Path) -> None:
     assert data["summary"]["per_day"]["without_cache"] == "3.151800"
     chat = next(p for p in data["prompts"] if p["name"] == "support/chat")
     assert chat["cacheable_tokens"] == 0 and chat["stable_after_prefix_tokens"] == 47
-    assert [w["name"] for w in data["waste"]][:2] == ["agents/reviewer", "support/chat"]
+    # support/chat: `${product}` holds its first section's 49 stable tokens, and 47 follow (W710's 96)
+    assert [w["name"] for w in data["waste"]][:2] == ["support/chat", "agents/reviewer"]
+    assert data["waste"][0]["stable_behind_placeholder_tokens"] == 49 and data["waste"][0]["placeholder"] == "product"
     text = run_promptc("cost", "--out", "old", cwd=project).stdout
     assert text.startswith("prices: promptc/data/prices.json (read 2026-12-01)")
     assert "not priced: agents/fixer (no model)" in text
-    assert "support/chat: 47 stable tokens after the prefix end; even moved, the prefix stays under" in text
+    assert (
+        "support/chat: 49 stable tokens held in a dynamic section by `${product}`, 47 more after it; even moved, "
+        "the prefix stays under" in text
+    )
 
 
 def test_diff_traffic_reports_cost_per_day_and_the_deploy(project: Path) -> None:
@@ -267,3 +272,34 @@ def test_the_docs_diff_sample_is_what_promptc_prints(project: Path) -> None:
     result = run_promptc(*args, cwd=project)
     assert result.returncode == 1
     assert (result.stdout + result.stderr).splitlines() == block.group(2).splitlines()
+
+
+def test_cost_names_the_layout_where_one_placeholder_holds_a_whole_block(tmp_path: Path) -> None:
+    """`${customer_name}` in the first line, thousands of stable tokens after it in the same block:
+    the prefix is empty, W710 says so, and `promptc cost` lists the waste with the tokens W710
+    counts, the placeholder to move, and (with traffic) the money per day."""
+    from .conftest import write
+
+    body = "You are the support assistant of the Acme store; answer from the policy below. " * 450
+    write(
+        tmp_path,
+        "prompts_src/support.prompt",
+        "/// param: model=claude-sonnet-4-5\n/// param: max_tokens=512\n----- system -----\n"
+        f"Hello ${{customer_name}}. {body}\n----- user -----\n${{q}}\n",
+    )
+    built = run_promptc("build", cwd=tmp_path)
+    assert built.returncode == 0, built.stdout
+    w710 = re.search(r"cutting off (\d+) stable tokens", built.stdout)
+    assert w710, built.stdout
+    (tmp_path / "t.json").write_text('{"support": 5000}')
+    done = run_promptc("cost", "--traffic", "t.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = next(l for l in done.stdout.splitlines() if l.startswith("  support:"))  # noqa: E741
+    assert line.startswith(
+        f"  support: {w710.group(1)} stable tokens held in a dynamic section by `${{customer_name}}`"
+    )
+    assert "with `${customer_name}` moved below them, " in line and "/day" in line
+    data = json.loads(run_promptc("cost", "--format", "json", cwd=tmp_path).stdout)
+    (waste,) = data["waste"]
+    assert waste["name"] == "support" and waste["placeholder"] == "customer_name"
+    assert waste["stable_behind_placeholder_tokens"] == int(w710.group(1)) and waste["cacheable_if_moved"] > 1024

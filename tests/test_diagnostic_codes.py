@@ -57,6 +57,11 @@ def _linked_output(tmp_path: Path) -> None:
     (tmp_path / "build").symlink_to("elsewhere", target_is_directory=True)
 
 
+def _linked_trash(tmp_path: Path) -> None:
+    (tmp_path / ".promptc-cache").mkdir()
+    (tmp_path / ".promptc-cache/trash").symlink_to("../..", target_is_directory=True)
+
+
 def _stale_build(tmp_path: Path) -> None:
     build("prompts_src", "build", APPROX)
     (tmp_path / "prompts_src/a.prompt").write_text("Changed.\n")
@@ -126,6 +131,39 @@ def _cli_missing_path(tmp_path: Path):
     return problems
 
 
+def _import(kind: str, files: dict[str, str], *, prepare=None, **options):
+    """`promptc import KIND src -o out` through the library, returning its diagnostics."""
+
+    def run(tmp_path: Path):
+        from promptc.importers import import_tree
+
+        for rel, body in files.items():
+            write(tmp_path, f"src/{rel}", body)
+        if prepare:
+            prepare(tmp_path)
+        return list(import_tree(kind, "src", "out", config=APPROX, **options).diagnostics)
+
+    return run
+
+
+def _no_engine(kind: str, files: dict[str, str]):
+    def run(tmp_path: Path):
+        from unittest import mock
+
+        with mock.patch("importlib.util.find_spec", lambda name, *a: None):
+            return _import(kind, files, check=True)(tmp_path)
+
+    return run
+
+
+def _file_where_folder_goes(tmp_path: Path) -> None:
+    write(tmp_path, "out/team", "a file where the import needs a folder\n")
+
+
+def _users_file(tmp_path: Path) -> None:
+    write(tmp_path, "out/greet.prompt", "My own prompt.\n")
+
+
 _HELD: list = []
 
 CASES = {
@@ -161,7 +199,8 @@ CASES = {
     "E401": _text("----- tool -----\nHi\n"),
     "E402": _text("Preamble\n----- system -----\nHi\n"),
     "W403": _text("----- system -----\n/// nothing\n----- user -----\nHi\n"),
-    "W404": _text("Hi\n---- user ----\nthere\n"),
+    "W404": _text("Hi\n--- user ---\nthere\n"),
+    "E406": _text("----- system -----\nYou help.\n---- user -----\nHi\n"),
     "W405": _text("----- system -----\nRules.\n----- user -----\nQ\n----- system -----\nNow: ${x}\n"),
     # 5xx
     "E501": _text("/// input: question\nQuestion: ${question}\nAgain: ${questoin}.\n"),
@@ -198,6 +237,12 @@ CASES = {
     ),
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
     "E710": _text("/// param: model=42\nHi\n"),
+    "E711": _text("/// param: model=gemini-2.5-flash\nSummarize ${text}\n"),
+    "E720": _text("/// budget: total<=5\n/// input: diff: str(max_tokens=10)\nReview ${diff}\n"),
+    "E721": _text("/// budget: total<=500\n/// input: diff\nReview ${diff}\n"),
+    "E722": _text(
+        "/// param: model=gpt-4o, max_tokens=128000\n/// input: diff: str(max_tokens=10)\n----- user -----\n${diff}\n"
+    ),
     "E730": _text("/// param: model=gpt-4o, temperature=hot\nHi\n"),
     "W710": _text(
         "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
@@ -273,6 +318,10 @@ CASES = {
         check("prompts_src", "prompts_src/build", APPROX).diagnostics,
     )[1],
     "E911": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_output),
+    "E912": _project(
+        {"prompts_src/a.prompt": "Hi\n", "build/notes.md": "mine\n", "build/img/logo.png": "png"}, action="build"
+    ),
+    "E913": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_trash),
     "E920": lambda tmp_path: (
         write(tmp_path, "prompts_src/a-b.prompt", "Hi.\n"),
         write(tmp_path, "prompts_src/a_b.prompt", "Hi.\n"),
@@ -306,12 +355,90 @@ CASES = {
             {"support/chat": 12000, "helpdesk/agnet": 800}, ["support/chat", "helpdesk/agent"], "traffic.json"
         ),
     )[1],
+    # 95x: usage records and the cache advisor
+    "E950": lambda tmp_path: [__import__("promptc.reconcile", fromlist=["x"]).records_problem("usage.jsonl")],
+    "W951": lambda tmp_path: _records(tmp_path, '{"schema": "promptc.usage/1", "prompt": "a"}\n{"cut off\n'),
+    "E952": lambda tmp_path: _advice_write(tmp_path),
     # 94x: diff's old tree
     "E940": lambda tmp_path: _old_tree(tmp_path, "HEAD", git=False),
     "E941": lambda tmp_path: _old_tree(tmp_path, "main~7"),
     "E942": lambda tmp_path: _old_tree(tmp_path, None),
     "E943": lambda tmp_path: _old_tree(tmp_path, "HEAD", lose_blob=True),
+    # 96x-97x: promptc import
+    "E960": _import("prompty", {"chat.prompty": "---\nname: chat\nmodel: &m gpt-4o\nalias: *m\n---\nuser:\nHi\n"}),
+    "E961": _import(
+        "prompty",
+        {
+            "chat.prompty": "---\nmodel: gpt-4o\ninputs:\n  - name: history\n    kind: thread\n---\nsystem:\nBe brief.\n\n{{history}}\n"
+        },
+    ),
+    "E962": _import("jinja", {"greet.j2": "Dear {{ name | title }},\nthanks for writing.\n"}),
+    "E963": _import("dotprompt", {"greet.prompt": "---\nmodel: gemini-2.5-flash\n---\n{{#if vip}}\nWelcome back!\n"}),
+    "E964": _import("dotprompt", {"greet.prompt": "{{> signature}}\nHello {{name}}.\n"}),
+    "E965": _import("jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=_users_file),
+    "E966": _import("jinja", {"team/greet.j2": "Hello {{ name }}.\n"}, prepare=_file_where_folder_goes),
+    "E967": lambda tmp_path: _check_differs(tmp_path),
+    "E968": _no_engine("jinja", {"greet.j2": "Hello {{ name }}.\n"}),
+    "E969": lambda tmp_path: (
+        write(tmp_path, "inputs.json", '{"share": {"total": 10, "people": 0}}\n'),
+        _import("jinja", {"share.j2": "Each pays {{ total / people }}.\n"}, check=True, inputs="inputs.json")(tmp_path),
+    )[1],
+    "E970": lambda tmp_path: (
+        write(tmp_path, "inputs.json", '{"greting": {"name": "Ann"}}\n'),
+        _import("jinja", {"greeting.j2": "Hello {{ name }}.\n"}, check=True, inputs="inputs.json")(tmp_path),
+    )[1],
+    "E971": _import(
+        "dotprompt",
+        {
+            "count.prompt": '---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: string, pattern: "^a"}\n---\n{{#if n}}Count: {{n}}{{/if}}\n'
+        },
+    ),
+    "W972": _import(
+        "prompty",
+        {
+            "chat.prompty": "---\nmodel:\n  id: gpt-4o\n  connection:\n    kind: key\n    apiKey: ${env:OPENAI_API_KEY}\n---\nuser:\nHi\n"
+        },
+    ),
 }
+
+
+def _records(tmp_path: Path, text: str):
+    from promptc.reconcile import ReadStats, read_records
+
+    write(tmp_path, "usage.jsonl", text)
+    stats = ReadStats()
+    list(read_records("usage.jsonl", stats))
+    return stats.diagnostics
+
+
+def _advice_write(tmp_path: Path):
+    """--advise --write for a prompt whose source left the source folder after the build."""
+    from decimal import Decimal
+
+    from promptc.context import SourceTree
+    from promptc.cost import advise, facts_from_artifact, plan_writes
+
+    long = "Answer from the article you cite. " * 200
+    source = (
+        f"/// param: model=claude-sonnet-4-5, max_tokens=99\n----- system -----\n{long}\n----- user -----\n${{q}}\n"
+    )
+    write(tmp_path, "prompts_src/agent.prompt", source)
+    (compiled,) = build("prompts_src", "build", Config()).prompts
+    artifact = compiled.load_artifact()
+    advice = advise([facts_from_artifact(artifact)], {"agent": Decimal(30)})
+    return [w.diagnostic for w in plan_writes(advice, SourceTree(files={}, root_display="prompts_src"), Config())]
+
+
+def _check_differs(tmp_path: Path):
+    """A converted prompt that a (deliberately broken) importer got wrong: --check catches it."""
+    from promptc.importers import compile_converted, convert
+    from promptc.importers.check import run_checks
+
+    write(tmp_path, "src/greet.j2", "Hello {{ name }}.\nBye.\n")
+    converted = convert("jinja", {"greet.j2": (tmp_path / "src/greet.j2").read_bytes()}, root_display="src")
+    converted[0].text = converted[0].text.replace("Bye.", "Goodbye.")
+    _tree, compiled = compile_converted(converted, APPROX)
+    return run_checks("jinja", tmp_path / "src", converted, compiled, None, {})
 
 
 def _old_tree(tmp_path: Path, revision: str | None, git: bool = True, lose_blob: bool = False):

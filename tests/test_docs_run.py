@@ -4,7 +4,7 @@ the output promptc prints.
 A fenced block is run by its language:
 
 - `console`: each `$ command` line runs in bash, in a scratch copy of the repository (its
-  `prompts_src/`, `build/` and `pyproject.toml`) with the installed `promptc` on `PATH`; the lines
+  `prompts_src/`, `build/`, `docs/examples/` and `pyproject.toml`) with the installed `promptc` on `PATH`; the lines
   after it, up to the next `$`, are its expected output (stdout and stderr together). A line `…`
   stands for any number of lines. A command shown without output must succeed.
 - `python`: executed in the same kind of scratch copy.
@@ -86,7 +86,7 @@ def test_every_sample_that_cannot_run_says_why() -> None:
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
-    for name in ("prompts_src", "build"):
+    for name in ("prompts_src", "build", "docs/examples"):
         shutil.copytree(ROOT / name, tmp_path / name, symlinks=True)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path

@@ -97,14 +97,27 @@ def test_a_source_that_vanishes_before_a_worker_reads_it_is_e106(project: Path, 
 def test_leftovers_of_dead_builds_are_cleaned_up(project: Path, monkeypatch) -> None:
     monkeypatch.chdir(project)
     write(project, "prompts_src/a.prompt", "Hi\n")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    pid = dead.stdout.strip()  # a process that has exited
-    spool = project / f".promptc-cache/build.spool-{pid}"
-    write(spool, "a.json", "half an artifact")
-    trash = project / f".promptc-cache/trash/build-{pid}-1"
-    write(trash, "old.json", "x" * 1000)
+    # a build that made a spool folder and sent a folder to the trash, then died before deleting
+    # either (os._exit: the trash's background thread never runs)
+    dying = (
+        "import os, pathlib; from promptc.driver.output import make_spool, discard\n"
+        "out = pathlib.Path('build'); spool = make_spool(out); (spool / 'a.json').write_text('half an artifact')\n"
+        "old = pathlib.Path('old'); old.mkdir(); (old / 'old.json').write_text('x' * 1000)\n"
+        "import promptc.driver.output as o; o._empty_trash = lambda trash: None; discard(old, out)\n"
+        "print(spool.name); os._exit(0)\n"
+    )
+    dead = subprocess.run([sys.executable, "-c", dying], capture_output=True, text=True, check=True)
+    spool = project / ".promptc-cache" / dead.stdout.strip()
+    trash = project / ".promptc-cache/trash"
+    assert spool.is_dir() and len(list(trash.iterdir())) == 1
+    # and folders that only have such names (committed, copied or planted): never promptc's to delete
+    pid = dead.stdout.split("-")[1]
+    planted_spool = project / f".promptc-cache/build.spool-{pid}-planted"
+    write(planted_spool, "a.json", "not promptc's")
+    planted_trash = write(project, f".promptc-cache/trash/build-{pid}-1/old.json", "not promptc's").parent
     assert build("prompts_src", "build", APPROX).written
-    assert not spool.exists() and not trash.exists()
+    assert not spool.exists() and list(trash.iterdir()) == [planted_trash]
+    assert (planted_spool / "a.json").read_text() == (planted_trash / "old.json").read_text() == "not promptc's"
     assert (project / ".promptc-cache/.gitignore").read_text().strip().endswith("*")
 
 

@@ -57,6 +57,8 @@ Hello ${name}.
 
 TOOLS = {"name": "search", "description": "Search the docs.", "input_schema": {"type": "object", "properties": {}}}
 
+TICKET_SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+
 
 class Session:
     """A synchronous face on pygls' asyncio client: its loop runs in a thread of its own."""
@@ -160,6 +162,8 @@ def workspace(tmp_path_factory):
     (src / "e.prompt").write_text(PROMPT_E)
     (src / "_shared.prompt").write_text(SHARED)
     (src / "tools" / "search.json").write_text(json.dumps(TOOLS))
+    (src / "schemas").mkdir()
+    (src / "schemas" / "ticket.json").write_text(json.dumps(TICKET_SCHEMA))
     (root / "build").mkdir()
     (root / "build" / "keep.txt").write_text("the server must not touch this folder\n")
     before = _snapshot(root / "build")
@@ -350,3 +354,184 @@ def test_the_command_is_registered_and_other_commands_do_not_import_pygls():
 def test_a_partial_nothing_includes_still_gets_its_reading_errors(workspace):
     uri = workspace.open("_new.prompt", "/// section: draft stable\nHello ${}\n")
     assert [d.code for d in workspace.diagnostics(uri)] == ["E202"]
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _read_frame(stream) -> dict:
+    length = 0
+    while (header := stream.readline()) not in (b"\r\n", b""):
+        if header.lower().startswith(b"content-length:"):
+            length = int(header.split(b":")[1])
+    return json.loads(stream.read(length))
+
+
+def test_a_request_whose_params_do_not_validate_gets_an_error_response(tmp_path):
+    """JSON-RPC: a request is always answered. A hover at `line: -1`, written on the wire as a
+    client that does not validate would, gets Invalid Params (-32602) naming where the params
+    failed, and the server goes on answering (the next request, then shutdown)."""
+    (tmp_path / "a.prompt").write_text("Hello.\n")
+    uri = (tmp_path / "a.prompt").as_uri()
+    server = subprocess.Popen(
+        [promptc_executable(), "lsp"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    answers: list[dict] = []
+
+    def read() -> None:
+        while (message := _read_frame(server.stdout)) is not None:
+            answers.append(message)
+            if message.get("id") == 4:
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    hover = {"textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}}
+    good = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+    item = {"uri": uri, "languageId": "prompt", "version": 1, "text": "Hello.\n"}
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"capabilities": {}, "rootUri": tmp_path.as_uri()},
+        },
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}},
+        {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": hover},
+        {"jsonrpc": "2.0", "id": 3, "method": "textDocument/definition", "params": good},
+        {"jsonrpc": "2.0", "id": 4, "method": "shutdown"},
+    ):
+        server.stdin.write(_frame(message))
+    server.stdin.flush()
+    reader.join(30)
+    server.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    server.stdin.close()
+    server.wait(10)
+    by_id = {a["id"]: a for a in answers if "id" in a and "method" not in a}
+    assert sorted(by_id) == [1, 2, 3, 4], answers
+    error = by_id[2]["error"]
+    assert error["code"] == -32602
+    assert "$.params.position" in error["message"] and "Position.line" in error["message"]
+    assert by_id[3] == {"jsonrpc": "2.0", "id": 3, "result": []}
+
+
+@pytest.mark.parametrize("breaker", ["\u2028", "\u0085", "\f", "\u001e"])
+def test_incremental_edits_after_a_character_splitlines_breaks_at(workspace, breaker):
+    """LSP lines end at \\n, \\r\\n and \\r only: an edit on the line after one holding U+2028 (or
+    U+0085, a form feed, U+001E) lands on that line, as the client meant it."""
+    text = f"/// input: name\n----- user -----\nHi{breaker} there\nBye ${{nme}}\n"
+    uri = workspace.open(f"lines_{ord(breaker):04x}.prompt", text)
+    assert "E501" in [d.code for d in workspace.diagnostics(uri)]
+    start = len("Bye ${")
+    edit = types.TextDocumentContentChangePartial(
+        range=types.Range(
+            start=types.Position(line=3, character=start), end=types.Position(line=3, character=start + 3)
+        ),
+        text="name",
+    )
+    mark = len(workspace.published)
+    workspace.change(uri, edit)
+    assert [d.code for d in workspace.diagnostics(uri, after=mark)] == []
+    # and a diagnostic after the character is placed on the client's line
+    mark = len(workspace.published)
+    workspace.change(
+        uri,
+        types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=3, character=0), end=types.Position(line=3, character=0)),
+            text="${oops} ",
+        ),
+    )
+    got = workspace.diagnostics(uri, after=mark)
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in got if d.code == "E501"] == [("E501", 3, 0)]
+
+
+def test_definition_of_a_schema_input_type(workspace):
+    """Go to definition on `@schemas/ticket.json` in `/// input:` opens the schema file; on the
+    input's name it stays an input (no file)."""
+    text = "/// input: ticket: @schemas/ticket.json\n----- user -----\nTicket ${ticket.id}\n"
+    uri = workspace.open("typed.prompt", text)
+    workspace.diagnostics(uri)
+
+    def definition(needle: str, offset: int) -> list[str]:
+        params = types.DefinitionParams(text_document=_doc(uri), position=_at(text, needle, offset))
+        return [loc.uri for loc in workspace.run(workspace.client.text_document_definition_async(params))]
+
+    assert definition("@schemas", 3) == [workspace.uri("schemas/ticket.json")]
+    assert definition("ticket.json", 2) == [workspace.uri("schemas/ticket.json")]
+    assert definition("ticket:", 1) == []
+    hover = workspace.run(
+        workspace.client.text_document_hover_async(
+            types.HoverParams(text_document=_doc(uri), position=_at(text, "@schemas", 3))
+        )
+    )
+    assert "input schema `schemas/ticket.json`" in hover.contents.value
+
+
+#: a Dotprompt file (Firebase Genkit): YAML front matter, then Handlebars; `.prompt` too
+DOTPROMPT = """\
+---
+model: googleai/gemini-2.0-flash
+input:
+  schema:
+    name: string
+---
+Hello {{name}}, {{#if vip}}welcome back{{/if}}! ${not_promptc}
+"""
+
+
+def _hover_at(workspace, uri: str, line: int, character: int):
+    params = types.HoverParams(text_document=_doc(uri), position=types.Position(line=line, character=character))
+    return workspace.run(workspace.client.text_document_hover_async(params))
+
+
+def test_a_dotprompt_file_beside_a_promptc_one_is_left_alone(workspace):
+    """In the source folder, a `.prompt` that starts with a YAML `---` header is another tool's:
+    no diagnostics, no hover, no lens; the promptc prompt beside it is checked as ever. Deleting
+    the header makes it promptc's, and typing it back clears what was reported."""
+    ours = workspace.open("d2.prompt", "/// input: question\n----- user -----\nQ: ${questoin}\n")
+    assert "E501" in [d.code for d in workspace.diagnostics(ours)]
+    theirs = workspace.open("genkit.prompt", DOTPROMPT)
+    assert workspace.diagnostics(theirs) == []
+    assert _hover_at(workspace, theirs, 6, 8) is None
+    lenses = workspace.run(
+        workspace.client.text_document_code_lens_async(types.CodeLensParams(text_document=_doc(theirs)))
+    )
+    assert not lenses
+    # without its header the same text is a promptc prompt with problems promptc reports
+    mark = len(workspace.published)
+    body = DOTPROMPT.split("---\n", 2)[2]
+    workspace.change(theirs, types.TextDocumentContentChangeWholeDocument(text=body))
+    assert workspace.diagnostics(theirs, after=mark) != []
+    mark = len(workspace.published)
+    workspace.change(theirs, types.TextDocumentContentChangeWholeDocument(text=DOTPROMPT))
+    assert workspace.diagnostics(theirs, after=mark) == []
+
+
+def test_a_prompt_file_outside_every_promptc_project_is_left_alone(workspace, tmp_path):
+    """A `.prompt` in a folder with no `[tool.promptc]` above it and outside the source folder
+    (a Humanloop or Dotprompt project next door) gets nothing; one under a pyproject.toml with
+    `[tool.promptc]` is checked."""
+    elsewhere = tmp_path / "humanloop"
+    elsewhere.mkdir()
+    (elsewhere / "pyproject.toml").write_text('[project]\nname = "not-promptc"\n')
+    uri = (elsewhere / "support.prompt").as_uri()
+    workspace.versions[uri] = 1
+    item = types.TextDocumentItem(uri=uri, language_id="prompt", version=1, text="Hi ${}\n")
+    workspace.notify(workspace.client.text_document_did_open, types.DidOpenTextDocumentParams(text_document=item))
+    assert workspace.diagnostics(uri) == []
+    assert _hover_at(workspace, uri, 0, 4) is None
+    project = tmp_path / "other_promptc"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.promptc]\n")
+    uri2 = (project / "x.prompt").as_uri()
+    workspace.versions[uri2] = 1
+    item = types.TextDocumentItem(uri=uri2, language_id="prompt", version=1, text="Hi ${}\n")
+    workspace.notify(workspace.client.text_document_did_open, types.DidOpenTextDocumentParams(text_document=item))
+    assert [d.code for d in workspace.diagnostics(uri2)] == ["E202"]

@@ -50,3 +50,27 @@ def test_every_request_at_every_position_answers(tmp_path: Path) -> None:
                 features.definition(view, position)
                 features.references(view, uri, position, True)
                 features.completion(view, position)
+
+
+def test_the_server_and_the_extension_read_the_same_front_matter() -> None:
+    """A `.prompt` that starts with a YAML `---` line is a Dotprompt or Humanloop file: the server
+    leaves it alone, on the same cases the VS Code extension's test reads (one shared file)."""
+    import json
+
+    from promptc.lsp.workspace import is_foreign
+
+    cases = json.loads((Path(__file__).parent.parent / "editors/vscode/test/front-matter.json").read_text("utf-8"))
+    assert [text for text in cases["foreign"] if not is_foreign(text)] == []
+    assert [text for text in cases["promptc"] if is_foreign(text)] == []
+
+
+def test_a_project_owns_its_source_folder_and_what_a_promptc_pyproject_covers(tmp_path: Path) -> None:
+    (tmp_path / "prompts_src").mkdir()
+    (tmp_path / "genkit").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    project = Project(tmp_path)
+    assert project.owns(tmp_path / "prompts_src" / "a.prompt")
+    assert not project.owns(tmp_path / "genkit" / "hello.prompt")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n\n[tool.promptc]\n')
+    project.load_config()
+    assert project.owns(tmp_path / "genkit" / "hello.prompt")

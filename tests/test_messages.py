@@ -77,6 +77,13 @@ def test_e704_names_the_conflict() -> None:
         ("{% set x = 1 %}{{ x }}\n", "E208", "`{# x = … #}`"),
         ("{% include 'x' %}\n", "E208", "`/// include: _partial`"),
         ("A literal {{ brace\n", "E201", "`\\{{`"),
+        ("Hi {{ name|default('there') }}\n", "W605", "write `{{ name or 'there' }}`"),
+        ("Hi {{ items|join(', ') }}\n", "W605", "write `{{ ', '.join(items) }}`"),
+        ("Hi {{ name|upper }}\n", "W605", "write `{{ name.upper() }}`"),
+        ("Hi {{ name | trim | title }}\n", "W605", "write `{{ name.strip().title() }}`"),
+        ("Hi {# TODO #} there\n", "W605", "write a comment as `/// TODO`"),
+        ("Hi {# TODO: fix the tone #} there\n", "E601", "write a comment as `/// …`, or `\\{#`"),
+        ("Use {{ and }} to open and close a block.\n", "E601", "to write `{{` as text, escape it: `\\{{`"),
     ],
 )
 def test_jinja_habits_say_that_blocks_are_python(source: str, code: str, hint: str) -> None:
@@ -133,3 +140,87 @@ def test_e905_says_what_is_stale_and_why(tmp_path) -> None:
     assert "unchanged, so one of" in messages["a.json"] and "_p.prompt" in messages["a.json"]
     assert "its source" in messages["b.json"] and "changed since it was built" in messages["b.json"]
     assert "should not be there" in messages["stray.json"]
+
+
+def test_a_filter_with_arguments_is_named_for_what_it_calls() -> None:
+    found = diagnostics("Hi {{ name|default('there') }}, {{ items|join(', ') }}\n")
+    assert [(c, m) for c, m, _ in found] == [
+        ("W605", "`| default(…)` is a Jinja filter; in a Python block it calls `default`, which becomes an input"),
+        ("W605", "`| join(…)` is a Jinja filter; in a Python block it calls `join`, which becomes an input"),
+    ]
+
+
+def test_python_that_does_not_parse_keeps_its_own_hint() -> None:
+    ((code, _, hint),) = diagnostics("Value: {{ a + }}\n")
+    assert code == "E601" and hint is None
+
+
+def test_loop_index_with_declared_inputs_is_one_error_with_the_enumerate_hint() -> None:
+    found = diagnostics("/// input: items\n{% for x in items %}{{ loop.index }}. {{ x }}{% endfor %}\n")
+    assert found == [
+        (
+            "E501",
+            "`loop.index` is Jinja's loop variable; here `loop` is read as an input, and it is not declared",
+            "blocks are Python: `{% for i, x in enumerate(items) %}` gives the index as `i`",
+        )
+    ]
+
+
+def test_require_declared_inputs_points_at_the_misspelt_declaration() -> None:
+    from promptc import Config
+
+    config = Config(require_declared_inputs=True)
+    found = compile_text("/// inputs: a\n----- user -----\n${a}\n", config=config).diagnostics
+    error = next(d for d in found if d.code == "E503")
+    assert (error.line, error.col) == (1, 5)
+    assert "`/// inputs:` (line 1) is not the `input` directive" in error.message
+    assert error.hint == "write `/// input: a`"
+    loop = compile_text("{% for x in items %}{{ loop.index }}{% endfor %}\n", config=config).diagnostics
+    assert [(d.code, d.hint) for d in loop] == [
+        (
+            "E503",
+            "add `/// input: items`; `loop` comes from Jinja syntax, not meant as an input (W605 says what to write)",
+        ),
+        ("W605", "blocks are Python: `{% for i, x in enumerate(items) %}` gives the index as `i`"),
+    ]
+
+
+def test_render_without_std_inputs_names_the_flag(tmp_path) -> None:
+    from .conftest import run_promptc, write
+
+    write(
+        tmp_path,
+        "prompts_src/g.prompt",
+        "----- system -----\nYou help.\n/// include: std/env\n----- user -----\n${q}\n",
+    )
+    assert run_promptc("build", cwd=tmp_path).returncode == 0
+    done = run_promptc("render", "g", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "is missing 6 inputs" in done.stderr
+    assert "5 of them are the inputs of std/env: pass --std-inputs to fill them from this machine" in done.stderr
+    with_flag = run_promptc("render", "g", "--std-inputs", cwd=tmp_path)
+    assert with_flag.returncode == 1 and "missing 1 input: q" in with_flag.stderr
+    assert "--std-inputs" not in with_flag.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("---- user -----", "4 dashes before the role, not five"),
+        ("----- user ----", "4 dashes after the role, not five"),
+        ("  ----- user -----", "indented"),
+        ("-----user-----", "no space around the role"),
+    ],
+)
+def test_a_mistyped_separator_is_an_error_not_a_merged_turn(line: str, why: str) -> None:
+    result = compile_text(f"----- system -----\nYou help.\n{line}\nHi\n")
+    assert result.artifact is None
+    ((code, message, hint),) = [(d.code, d.message, d.hint) for d in result.diagnostics]
+    assert code == "E406" and f"({why})" in message
+    assert message.endswith("as text, the `user` turn it starts would be part of the `system` message above")
+    assert hint.startswith("write `----- user -----`")
+
+
+def test_a_prose_divider_stays_text_with_a_warning() -> None:
+    result = compile_text("----- system -----\nExamples:\n--- User ---\nHi\n--- Notes ---\n")
+    assert [d.code for d in result.diagnostics] == ["W404", "W404"] and result.artifact is not None

@@ -28,9 +28,11 @@ def test_the_prefix_tree_has_shared_trunks_and_splits() -> None:
     agents = trunks[("agents/fixer", "agents/planner", "agents/reviewer")]
     # the shared identity: one edge of 399 tokens that all three agents end on
     assert agents.tokens == agents.cumulative == 399 and agents.ends == agents.prompts and not agents.children
-    # the helpdesk identity with its tools: the whole prefix of agent and escalate alike
+    # the helpdesk identity with its tools: the whole prefix of agent and escalate alike, after the
+    # cache identity (provider and model, no tokens of its own), which no other model shares
     agent = trunks[("helpdesk/agent", "helpdesk/escalate")]
-    assert agent.cumulative == 1114 and [s.label for s in agent.segments][0] == "4 tools"
+    labels = [s.label for s in agent.segments]
+    assert agent.cumulative == 1114 and labels[:2] == ["anthropic · claude-sonnet-4-5-20250929", "4 tools"]
     assert agent.ends == ["helpdesk/agent", "helpdesk/escalate"]
 
 
@@ -87,3 +89,36 @@ def test_report_with_an_old_build_and_traffic(tmp_path: Path) -> None:
 def test_report_of_a_missing_build_is_a_usage_error(tmp_path: Path) -> None:
     result = run_promptc("report", "-o", "r.html", "--out", "nothing", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def _bar_of(page: str, name: str) -> str:
+    start = page.index(f'data-name="{name}"><h3>')
+    return page[start : page.index("</div>", start)]
+
+
+def test_a_prefix_below_the_minimum_is_not_painted_as_the_cached_prefix() -> None:
+    """The card says `cached 0 tokens`; the bar agrees: its prefix blocks are the uncached colour,
+    titled with the provider's minimum, and none is `cached`."""
+    artifacts = _artifacts(ROOT / "build")
+    page = report_html(artifacts)
+    below = sorted(n for n, a in artifacts.items() if a.cache.cacheable_tokens == 0 and a.cache.prefix_tokens > 0)
+    cached = sorted(n for n, a in artifacts.items() if a.cache.cacheable_tokens)
+    assert below and cached
+    for name in below:
+        bar = _bar_of(page, name)
+        assert "cached 0 tokens" in bar and 'class="block cached"' not in bar
+        assert 'class="block uncached"' in bar and "minimum of" in bar and "not cached" in bar
+    for name in cached:
+        assert 'class="block cached"' in _bar_of(page, name)
+        assert 'class="block uncached"' not in _bar_of(page, name)
+
+
+def test_the_cost_table_has_the_requests_per_day(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text('{"support/chat": 12000, "helpdesk/agent": 800}')
+    result = run_promptc("report", "-o", str(tmp_path / "r.html"), "--traffic", str(tmp_path / "t.json"), cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "r.html").read_text()
+    cost = page[page.index('<section id="cost">') :]
+    assert '<th class="num">requests/day</th>' in cost
+    assert '<tr><td>support/chat</td><td class="num">12,000</td>' in cost
+    assert '<tr><td>helpdesk/agent</td><td class="num">800</td>' in cost

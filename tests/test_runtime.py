@@ -386,7 +386,7 @@ ENV = {
 
 def test_sysprompt_layout():
     from promptc.config import DEFAULT_DISCLAIMER, DEFAULT_INTRO
-    from promptc.emit import prefix_digest
+    from promptc.requestmodel import Part, digest
 
     art = artifact(SYSPROMPT, name="review")
     layout = [[(b["boundary"], [s["name"] for s in b["sections"]]) for b in m["blocks"]] for m in art["messages"]]
@@ -400,7 +400,14 @@ def test_sysprompt_layout():
         ],
     ]
     assert (art["cache"]["prefix_end"]["message"], art["cache"]["prefix_end"]["block"]) == (0, 0)
-    assert art["cache"]["prefix_sha256"] == prefix_digest([("system", "You are a code review assistant.")])
+    # the identity (provider, the model as Anthropic resolves the alias), then one field pair per
+    # block: the role the provider sees it under, its text
+    prefix = [
+        Part("provider", "provider", "anthropic", "identity", False),
+        Part("model", "model", "claude-sonnet-4-5-20250929", "identity", False),
+        Part("block", "system", "You are a code review assistant.", "system", True),
+    ]
+    assert art["cache"]["prefix_sha256"] == digest(prefix)
 
     rendered = render_artifact(art, {**ENV, "today": "2025-03-04", "question": "Is this safe?"})
     env_text = (

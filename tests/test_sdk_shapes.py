@@ -13,8 +13,8 @@ import pytest
 
 from promptc import load
 from promptc.driver import build
-from promptc.profiles import data, shape_params
-from promptc.runtime import RenderError
+from promptc.profiles import data, provider_of_model, shape_params
+from promptc.runtime import RenderError, render_artifact
 
 from . import sdk_capture
 from .conftest import write
@@ -67,7 +67,11 @@ def runtime(tmp_path_factory: pytest.TempPathFactory):
     write(root, "prompts_src/_identity.prompt", IDENTITY)
     write(root, "prompts_src/tools/docs.json", json.dumps(TOOLS, indent=2))
     write(root, "prompts_src/schemas/answer.json", json.dumps(ANSWER, indent=2))
-    write(root, "prompts_src/dynamic_first.prompt", "/// tools: tools/docs.json\n/// param: max_tokens=50\n${q}\n")
+    write(
+        root,
+        "prompts_src/dynamic_first.prompt",
+        "/// tools: tools/docs.json\n/// param: max_tokens=50\n----- system -----\n${q}\n----- user -----\nHi\n",
+    )
     result = build(root / "prompts_src", root / "build")
     assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics
     codes = {d.code for d in result.diagnostics}
@@ -128,7 +132,8 @@ def test_openai_chat_sdk_accepts_the_shape(runtime) -> None:
         "type": "json_schema",
         "json_schema": {"name": "answer", "schema": ANSWER, "strict": True},
     }
-    assert body["prompt_cache_key"] == runtime.artifact("agent").cache.prefix_sha256
+    # the artifact's prefix hash covers anthropic and claude-sonnet-4-5: not OpenAI's to route by
+    assert "prompt_cache_key" not in body
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
 
 
@@ -148,7 +153,7 @@ def test_openai_responses_sdk_accepts_the_shape(runtime) -> None:
     }
     assert body["text"] == {"format": {"type": "json_schema", "name": "answer", "schema": ANSWER, "strict": True}}
     assert body["input"][0]["role"] == "system" and body["input"][1]["content"] == INPUTS["question"]
-    assert body["prompt_cache_key"] == runtime.artifact("agent").cache.prefix_sha256
+    assert "prompt_cache_key" not in body
 
 
 def test_gemini_sdk_accepts_the_shape(runtime) -> None:
@@ -168,6 +173,25 @@ def test_gemini_sdk_accepts_the_shape(runtime) -> None:
     assert generation["maxOutputTokens"] == 700 and generation["stopSequences"] == ["</answer>"]
     assert generation["temperature"] == 0.2
     assert generation["responseMimeType"] == "application/json" and generation["responseJsonSchema"] == ANSWER
+
+
+CAPTURES = {
+    "anthropic": ("capture_anthropic", None),
+    "openai": ("capture_openai_chat", "gpt-4o"),
+    "openai-responses": ("capture_openai_responses", "gpt-5"),
+    "gemini": ("capture_gemini", "gemini-2.5-flash"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CAPTURES))
+def test_the_body_is_the_bytes_the_sdk_sends(runtime, shape: str) -> None:
+    """`rendered.body(shape)` is byte for byte what the pinned SDK sends for `as_shape(shape)`: its
+    key order, its JSON options, Gemini's REST layout (providers.json `shapes.*.body`)."""
+    capture, model = CAPTURES[shape]
+    rendered = runtime.render("agent", INPUTS)
+    sent = getattr(sdk_capture, capture)(rendered.as_shape(shape, model=model))
+    assert sent["body"] == rendered.body(shape, model=model)
+    assert json.loads(sent["body"]) == json.loads(rendered.body(shape, model=model))  # and it is JSON
 
 
 def test_a_shape_the_sdk_refuses_is_caught_by_the_capture() -> None:
@@ -192,10 +216,12 @@ def _keywords(function) -> set[str]:
     return {name for name, p in inspect.signature(function).parameters.items() if p.kind == p.KEYWORD_ONLY}
 
 
+# the submodules are imported by name: the SDKs load them lazily, so an attribute path from the
+# package works only after some other test happened to import them in the same worker
 SDK_CALLS = {
-    "anthropic": lambda: pytest.importorskip("anthropic").resources.messages.Messages.create,
-    "openai": lambda: pytest.importorskip("openai").resources.chat.completions.Completions.create,
-    "openai-responses": lambda: pytest.importorskip("openai").resources.responses.Responses.create,
+    "anthropic": lambda: pytest.importorskip("anthropic.resources.messages").Messages.create,
+    "openai": lambda: pytest.importorskip("openai.resources.chat.completions").Completions.create,
+    "openai-responses": lambda: pytest.importorskip("openai.resources.responses").Responses.create,
 }
 
 
@@ -229,7 +255,14 @@ def test_anthropic_sdk_takes_no_sampling_parameters() -> None:
 
 def test_every_profile_number_names_its_source_and_date() -> None:
     for name, provider in data()["providers"].items():
-        for key in ("tokenizer", "max_breakpoints", "lookback_blocks", "min_cacheable_tokens", "cache_step_tokens"):
+        for key in (
+            "tokenizer",
+            "max_breakpoints",
+            "lookback_blocks",
+            "min_cacheable_tokens",
+            "cache_step_tokens",
+            "context_window",
+        ):
             fact = provider[key]
             if fact.get("value") is None and not fact.get("by_model"):
                 continue  # the provider has no such thing
@@ -237,6 +270,158 @@ def test_every_profile_number_names_its_source_and_date() -> None:
             assert fact["read"] == "2026-12-01", (name, key)
 
 
+def test_what_each_cache_keys_on_names_its_source_and_date() -> None:
+    """The facts the prefix hash is made of (providers.json `cache_key`, `model_aliases`, `cache_order`)
+    each name the page they were read from and the date; the keyed parameters are parameters the
+    provider's shape sends, and every alias points into the same provider."""
+    for name, provider in data()["providers"].items():
+        for key in ("cache_key", "model_aliases", "cache_order"):
+            fact = provider[key]
+            assert fact["source"].startswith("https://") and fact["read"] == "2026-12-01", (name, key)
+        accepted = set(shape_params(provider["shape"]))
+        assert set(provider["cache_key"]["params"]) <= accepted, name
+        for alias, snapshot in provider["model_aliases"]["value"].items():
+            assert snapshot.startswith(alias.removesuffix("-latest").removesuffix("-0")), alias
+            assert provider_of_model(snapshot) == provider_of_model(alias) == name, alias
+    for shape, entry in data()["shapes"].items():
+        assert entry["requires"]["source"].startswith("https://") and entry["body"]["sdk"].count("==") == 1, shape
+
+
 def test_shape_params_of_the_profile_shapes_exist() -> None:
     for provider in data()["providers"].values():
         assert shape_params(provider["shape"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The issue's cases: breakpoints that exist, sendable or refused, another provider's shape
+
+BIG_SCHEMA = {
+    "type": "object",
+    "properties": {f"field_{i}": {"type": "string", "description": "what this field holds " * 4} for i in range(60)},
+}
+SMALL_TOOL = [{"name": "ping", "description": "Ping.", "input_schema": {"type": "object"}}]
+
+
+def _compiled(text: str, **files: str):
+    from promptc import compile_text
+
+    return compile_text(text, name="p", partials={f"{k}.json": v for k, v in files.items()})
+
+
+def _markers(body: dict) -> list[str]:
+    out = [f"tool:{t['name']}" for t in body.get("tools", []) if "cache_control" in t]
+    for block in body.get("system", []):
+        out += [f"system:{block['text'][:12]}"] if "cache_control" in block else []
+    for message in body["messages"]:
+        out += [f"{message['role']}:{b['text'][:12]}" for b in message["content"] if "cache_control" in b]
+    return out
+
+
+def test_an_anthropic_output_schema_alone_is_no_cached_prefix() -> None:
+    """~1,800 schema tokens, no tools, a first message that starts with an input: nothing a marker
+    can cover, so no prefix, no cacheable tokens, and W705 says why."""
+    compiled = _compiled(
+        "/// output: s.json\n/// param: model=claude-sonnet-4-5, max_tokens=10\n"
+        "----- system -----\n${who} rules\n----- user -----\nhi\n",
+        s=json.dumps(BIG_SCHEMA),
+    )
+    cache = compiled.artifact.cache
+    assert cache.prefix_sha256 is None and cache.prefix_tokens == 0 and cache.cacheable_tokens == 0
+    assert [(p.part, p.cached) for p in cache.head] == [("output_schema", False)] and cache.head[0].tokens > 1500
+    assert not any(b.stable_prefix for b in cache.breakpoints)
+    w705 = next(d for d in compiled.diagnostics if d.code == "W705")
+    assert "the output schema" in w705.hint and "not part of anthropic's cached prefix" in w705.hint
+    body = sdk_capture.capture_anthropic(render_artifact(compiled.artifact, {"who": "x"}).as_shape("anthropic"))["json"]
+    # the one recorded marker (the stable user turn) is the one in the body
+    assert [(b.message, b.block) for b in cache.breakpoints if b.anthropic] == [(1, 0)]
+    assert _markers(body) == ["user:hi"]
+
+
+def test_a_small_tool_before_the_schema_is_all_the_marker_covers() -> None:
+    compiled = _compiled(
+        "/// tools: t.json\n/// output: s.json\n/// param: model=claude-sonnet-4-5, max_tokens=10\n"
+        "----- system -----\n${who} rules\n----- user -----\n${q}\n",
+        s=json.dumps(BIG_SCHEMA),
+        t=json.dumps(SMALL_TOOL),
+    )
+    cache = compiled.artifact.cache
+    tools = next(p for p in cache.head if p.part == "tools")
+    assert cache.prefix_tokens == tools.tokens < 50  # the schema behind the tool is not counted
+    assert [(b.message, b.block, b.tokens) for b in cache.breakpoints] == [(None, None, tools.tokens)]
+    assert cache.cacheable_tokens == 0  # below the model's minimum, as the marker covers only the tool
+    rendered = render_artifact(compiled.artifact, {"who": "x", "q": "y"})
+    assert _markers(sdk_capture.capture_anthropic(rendered.as_shape("anthropic"))["json"]) == ["tool:ping"]
+
+
+def test_a_one_message_prompt_for_gemini_is_a_build_error() -> None:
+    compiled = _compiled("/// param: model=gemini-2.5-flash\nSummarize ${text}\n")
+    error = next(d for d in compiled.diagnostics if d.code == "E711")
+    assert (
+        (error.span.line, error.span.col) == (2, 1)
+        and "gemini request" in error.message
+        and "----- user -----" in error.hint
+    )
+    assert compiled.artifact is None
+
+
+def test_a_request_without_a_user_turn_is_refused_at_render_naming_the_shape() -> None:
+    # no profile: nothing to refuse at build; the shapes that need a user turn refuse at render
+    compiled = _compiled("/// param: max_tokens=9\nSummarize ${text}\n")
+    rendered = render_artifact(compiled.artifact, {"text": "t"})
+    for shape, model in (("gemini", "gemini-2.5-flash"), ("anthropic", "claude-sonnet-4-5")):
+        with pytest.raises(RenderError, match=f"the {shape} request has no user turn"):
+            rendered.as_shape(shape, model=model)
+    sdk_capture.capture_openai_chat(rendered.as_shape("openai", model="gpt-4o"))  # a system message alone is fine
+    # the only user turn renders empty
+    turn = _compiled(
+        "/// param: model=claude-sonnet-4-5, max_tokens=9\n----- system -----\nRules.\n----- user -----\n${q}\n"
+    )
+    with pytest.raises(RenderError, match="anthropic request has no user turn .*its user turns rendered empty|every"):
+        render_artifact(turn.artifact, {"q": ""}).as_shape("anthropic")
+    sdk_capture.capture_anthropic(render_artifact(turn.artifact, {"q": "hi"}).as_shape("anthropic"))
+
+
+def test_another_providers_shape_needs_its_model(tmp_path) -> None:
+    compiled = _compiled(
+        "/// param: model=claude-sonnet-4-5, max_tokens=9\n----- system -----\nRules.\n----- user -----\n${q}\n"
+    )
+    rendered = render_artifact(compiled.artifact, {"q": "hi"})
+    with pytest.raises(
+        RenderError, match=r"built for `claude-sonnet-4-5` \(anthropic\); the gemini request goes to gemini"
+    ):
+        rendered.as_shape("gemini")
+    with pytest.raises(RenderError, match="`gpt-4o` is an openai model; the anthropic request goes to anthropic"):
+        rendered.as_shape("anthropic", model="gpt-4o")
+    sent = sdk_capture.capture_gemini(rendered.as_shape("gemini", model="gemini-2.5-flash"))
+    assert sent["url"].endswith("/models/gemini-2.5-flash:generateContent")
+    # and from the shell: the refusal, then the render with --model
+    from promptc.driver import build as build_tree
+
+    from .conftest import run_promptc, write
+
+    write(tmp_path, "pyproject.toml", "[tool.promptc]\nsrc = 'src'\nout = 'out'\n")
+    write(
+        tmp_path,
+        "src/p.prompt",
+        "/// param: model=claude-sonnet-4-5, max_tokens=9\n----- system -----\nRules.\n----- user -----\n${q}\n",
+    )
+    build_tree(tmp_path / "src", tmp_path / "out")
+    refused = run_promptc("render", "p", "--var", "q=hi", "--shape", "gemini", cwd=tmp_path)
+    assert refused.returncode == 1 and "the gemini request goes to gemini" in refused.stderr
+    done = run_promptc("render", "p", "--var", "q=hi", "--shape", "gemini", "--model", "gemini-2.5-flash", cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["model"] == "gemini-2.5-flash"
+    # --format body: the exact bytes, as rendered.body gives them (and so as the SDK sends them)
+    raw = run_promptc("render", "p", "--var", "q=hi", "--shape", "anthropic", "--format", "body", cwd=tmp_path)
+    assert raw.returncode == 0 and raw.stdout.encode() == rendered.body("anthropic")
+
+
+def test_the_prefix_hash_and_cache_key_follow_the_model() -> None:
+    base = "/// param: model={m}, max_tokens=9\n----- system -----\nRules.\n----- user -----\n${{q}}\n"
+    sha = {
+        m: _compiled(base.format(m=m)).artifact.cache.prefix_sha256 for m in ("gpt-4o", "gpt-4o-2024-08-06", "gpt-4.1")
+    }
+    assert sha["gpt-4o"] == sha["gpt-4o-2024-08-06"] != sha["gpt-4.1"]  # an alias is its snapshot
+    rendered = render_artifact(_compiled(base.format(m="gpt-4o")).artifact, {"q": "hi"})
+    assert rendered.as_shape("openai")["prompt_cache_key"] == sha["gpt-4o"]
+    assert rendered.as_shape("openai", model="gpt-4o-2024-08-06")["prompt_cache_key"] == sha["gpt-4o"]
+    assert "prompt_cache_key" not in rendered.as_shape("openai", model="gpt-4.1")  # another model: another cache

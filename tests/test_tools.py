@@ -188,7 +188,11 @@ def test_the_prefix_covers_tools_and_schema_first(tmp_path: Path) -> None:
 
 def test_the_model_picks_the_profile_and_the_tokenizer(tmp_path: Path) -> None:
     write(tmp_path, "prompts_src/gpt.prompt", "/// param: model=gpt-4o\nHello there.\n")
-    write(tmp_path, "prompts_src/claude.prompt", "/// param: model=claude-opus-4-5, max_tokens=9\nHello there.\n")
+    write(
+        tmp_path,
+        "prompts_src/claude.prompt",
+        "/// param: model=claude-opus-4-5, max_tokens=9\n----- system -----\nHello there.\n----- user -----\n${q}\n",
+    )
     write(tmp_path, "prompts_src/none.prompt", "Hello there.\n")
     result = build(tmp_path / "prompts_src", tmp_path / "build")
     assert not [d for d in result.diagnostics if d.severity == "error"]
@@ -267,3 +271,70 @@ def test_inspect_shows_the_model_profile_tools_and_cacheable_tokens(tmp_path: Pa
     assert "tokens:  o200k_base (exact)" in shown.stdout
     assert "tools:   search" in shown.stdout and "output:  answer" in shown.stdout
     assert "cacheable 0" in shown.stdout and "(tools and schema " in shown.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# One error per mistake, every schema problem at its keyword, in promptc's words
+
+
+def _tool_errors(body: str) -> list[tuple[str, int, int, str, str | None]]:
+    found = compile_text("/// tools: t.json\nHi\n", partials={"t.json": body}).diagnostics
+    return [(d.code, d.line, d.col, d.message, d.hint) for d in found]
+
+
+def test_an_openai_tool_file_is_one_error_and_its_inner_mistakes_are_still_found() -> None:
+    wrapped = {
+        "type": "function",
+        "function": {"name": "search", "description": "Search.", "parameters": {"type": "object", "properties": {}}},
+    }
+    ((code, line, col, message, hint),) = _tool_errors(json.dumps(wrapped))
+    assert (code, line, col) == ("E822", 1, 10)  # at `"function"`, the value of `type`
+    assert message.startswith('this is an OpenAI tool (`{"type": "function", "function": {…}}`)')
+    assert "with `parameters` renamed `input_schema`" in hint
+    wrapped["function"]["parameters"]["properties"] = {"q": {"type": "strin"}}
+    found = _tool_errors(json.dumps(wrapped))
+    assert [c for c, *_ in found] == ["E822", "E823"]
+    assert (
+        found[1][3]
+        == "tool `search`: parameters: `type` is `strin`, which is not a JSON Schema type (at `properties/q/type`)"
+    )
+    assert found[1][4] == "did you mean `string`?"
+    # OpenAI's inner object on its own: `parameters` is one error, not also "no input_schema"
+    inner = {"name": "fetch", "description": "Fetch.", "parameters": {"type": "object", "properties": {}}}
+    ((code, _, _, message, hint),) = _tool_errors(json.dumps(inner))
+    assert code == "E822" and message.startswith("`parameters` is OpenAI's name")
+    assert hint == "rename the key `input_schema`; the openai and gemini shapes send it as `parameters`"
+
+
+def test_every_schema_problem_is_reported_at_its_keyword_with_its_own_hint() -> None:
+    body = (
+        '{"name": "lookup", "description": "Look up.", "input_schema": {"type": "object",\n'
+        '  "properties": {"id": {"type": "strin"}, "n": {"type": "integr", "minimum": "0"},'
+        ' "type": {"type": "string"}},\n'
+        '  "requird": ["id"], "required": "id"}}\n'
+    )
+    found = _tool_errors(body)
+    assert [(c, line, col) for c, line, col, _, _ in found] == [
+        ("E823", 2, 33),
+        ("E823", 2, 57),
+        ("E823", 2, 78),
+        ("E823", 3, 3),  # the misspelt key itself
+        ("E823", 3, 34),
+    ]
+    messages = [m.split(": ", 2)[2] for _, _, _, m, _ in found]
+    assert messages == [
+        "`type` is `strin`, which is not a JSON Schema type (at `properties/id/type`)",
+        "`type` is `integr`, which is not a JSON Schema type (at `properties/n/type`)",
+        "`minimum` must be a number, not a string (at `properties/n/minimum`)",
+        "`requird` is not a JSON Schema keyword, so it checks nothing (at `requird`)",
+        "`required` must be an array, not a string (at `required`)",
+    ]
+    hints = [h for *_, h in found]
+    assert hints[0] == "did you mean `string`?" and hints[1] == "did you mean `integer`?"
+    assert hints[3] == "did you mean `required`?" and hints[4] == 'list the names: `"required": ["id"]`'
+    assert not any("is not valid under any of the given schemas" in m for _, _, _, m, _ in found)
+
+
+def test_a_property_called_type_is_a_name_not_the_keyword() -> None:
+    schema = {"type": "object", "properties": {"type": {"type": "string"}, "requird": {"type": "boolean"}}}
+    assert _tool_errors(json.dumps(tool("x") | {"input_schema": schema})) == []

@@ -205,6 +205,56 @@ def test_watch_end_to_end(project: Path, start_watch) -> None:
     assert "build crashed" not in watch.output
 
 
+def _unused(name: str, body: str = "Q: ${q}") -> str:
+    """A prompt with one warning: W502, its declared input `unused_NAME` is never used."""
+    return f"/// input: q, unused_{name}\n----- user -----\n{body}\n"
+
+
+def test_a_rebuild_prints_what_changed_not_every_warning_of_the_tree(project: Path, start_watch) -> None:
+    """Five prompts with a warning each. The first build prints all five; then over three edits a
+    rebuild prints only what changed: new diagnostics in full, fixed ones and the ones still in the
+    edited file one line each, and a summary line counting the whole tree."""
+    for name in "abcde":
+        write(project, f"prompts_src/{name}.prompt", _unused(name))
+    watch = start_watch("prompts_src", "-o", "build")
+    watch.wait_for_output("built 5 prompts in ")
+    assert watch.output.count("warning[W502]") == 5
+
+    def rebuild(path: str, text: str) -> list[str]:
+        mark = watch.mark()
+        save(project / path, text)
+        watch.wait_for_output(" rebuilt ", mark)
+        lines = watch.since(mark).splitlines()
+        assert not any(f"{other}.prompt" in line for other in "cde" for line in lines), lines
+        return lines
+
+    # 1: a typo in a.prompt: the new error (and the warning it brings) in full, a's old warning one line
+    lines = rebuild("prompts_src/a.prompt", _unused("a", "Q: ${qq}"))
+    text = "\n".join(lines)
+    assert "prompts_src/a.prompt:3:4: error[E501]" in text and " 3 | Q: ${qq}" in text
+    assert "prompts_src/a.prompt:1:12: warning[W502]: declared input `q` is never used" in text
+    assert [line for line in lines if line.startswith("still: ")] == [
+        "still: prompts_src/a.prompt:1:15: warning[W502]: declared input `unused_a` is never used"
+    ]
+    assert "b.prompt" not in text
+    assert lines[-1].endswith(": 1 error, 6 warnings (2 new, 5 unchanged)"), lines[-1]
+
+    # 2: a.prompt fixed for good: three `fixed:` lines and the summary, nothing else
+    lines = rebuild("prompts_src/a.prompt", "/// input: q\n----- user -----\nQ: ${q}\n")
+    assert [line.split(": ", 2)[:2] for line in lines[:-1]] == [
+        ["fixed", "prompts_src/a.prompt:1:12"],
+        ["fixed", "prompts_src/a.prompt:1:15"],
+        ["fixed", "prompts_src/a.prompt:3:4"],
+    ], lines
+    assert lines[-1].endswith(": 0 errors, 4 warnings (3 fixed, 4 unchanged)"), lines[-1]
+
+    # 3: b.prompt reworded, its warning stays: one `still:` line and the summary
+    lines = rebuild("prompts_src/b.prompt", _unused("b", "Question: ${q}"))
+    assert lines[:-1] == ["still: prompts_src/b.prompt:1:15: warning[W502]: declared input `unused_b` is never used"]
+    assert lines[-1].endswith(": 0 errors, 4 warnings (4 unchanged)"), lines[-1]
+    assert watch.stop() == 0
+
+
 def test_watch_exits_cleanly_on_sigterm(project: Path, start_watch) -> None:
     write(project, "prompts_src/a.prompt", "Hi.\n")
     watch = start_watch("prompts_src", "-o", "build")

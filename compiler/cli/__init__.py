@@ -15,8 +15,10 @@ from .common import Settings
 from .cost import cost_cmd
 from .diff import diff_cmd
 from .fmt import fmt_cmd
+from .importer import audit_cmd, import_cmd
 from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
 from .lsp import lsp_cmd
+from .reconcile import reconcile_cmd
 from .report import report_cmd
 from .runtime import inspect_cmd, render_cmd
 from .watch import watch_cmd
@@ -93,7 +95,10 @@ for _command in (
     fmt_cmd,
     cost_cmd,
     report_cmd,
+    reconcile_cmd,
     lsp_cmd,
+    import_cmd,
+    audit_cmd,
 ):
     main.add_command(_command)
 

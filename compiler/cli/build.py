@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from .common import Reporter, common_options, project_config
+from .common import Reporter, common_options, interrupted, project_config
 
 
 @click.command("build")
@@ -22,10 +23,11 @@ def build_cmd(src, out, fmt, strict, allow, quiet, defines, tokenizer, provider)
     reporter = Reporter(fmt, strict, quiet, config.allow)
     if reporter.strict:
         # a strict build must not write when a warning would fail it: check first, then write
-        preview = check(config.src, config.out, config)
+        with interrupted("build", config.out):
+            preview = check(config.src, config.out, config)
         if any(d.severity == "warning" for d in preview.diagnostics) or not preview.ok:
             sys.exit(reporter.emit([*config_diags, *preview.diagnostics], preview.source_count, summary="build failed"))
-    with progress_callback() as on_progress:
+    with interrupted("build", config.out), progress_callback() as on_progress:
         result = build(config.src, config.out, config, on_progress=on_progress)
     diagnostics = [*config_diags, *result.diagnostics]
     if result.ok:
@@ -48,12 +50,15 @@ def check_cmd(src, out, locked, fmt, strict, allow, quiet, defines, tokenizer, p
     from ..driver import check
 
     config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
-    result = check(config.src, config.out, config, locked=locked)
+    with interrupted("check", config.out):
+        result = check(config.src, config.out, config, locked=locked)
     reporter = Reporter(fmt, strict, quiet, config.allow)
     summary = "check"
     if locked and result.stale:
         summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"
-    stale = list(result.stale)
+    # paths as the diagnostics spell them, relative to the current folder (`build/stray.json`), not
+    # to the output folder as `BuildResult.stale` has them
+    stale = [(Path(config.out) / rel).as_posix() for rel in result.stale]
     diagnostics = [*config_diags, *result.diagnostics]
     if locked and result.ok:
         for key, problem in _stale_bindings(config, result):
@@ -83,6 +88,10 @@ def _write_bindings(config) -> list:
     (like the artifacts). Their diagnostics: E920 stops a file, W921 is reported."""
     from pathlib import Path
 
+    from .. import codes
+    from ..atomic import reason, write_file
+    from ..diagnostics import make
+
     diagnostics: list = []
     for key in BINDINGS:
         target = getattr(config, key)
@@ -93,11 +102,21 @@ def _write_bindings(config) -> list:
         if not text:
             continue
         path = Path(target)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
+        data = text.encode("utf-8")
+        try:
+            if not path.is_file() or path.read_bytes() != data:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_file(path, data)  # atomic: the old module or the new, never a fragment
+        except OSError as exc:
+            diagnostics.append(
+                make(
+                    codes.OUTPUT_UNWRITABLE,
+                    f"cannot write `{path.as_posix()}` ({key}): {reason(exc)}; it is unchanged",
+                    None,
+                    "free some disk space, or check that the path names a file in a folder",
+                    path=path.as_posix(),
+                )
+            )
     return diagnostics
 
 

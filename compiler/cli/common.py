@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..diagnostics import Diagnostic
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif", "markdown")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
 #: `{"schema", "command", …}`; paths in it are as the user named them, relative to the current folder.
 OUTPUT_SCHEMA = "promptc.output/1"
@@ -106,11 +106,19 @@ def project_config(
         raise click.BadParameter(problem, param_hint="--provider")
     from ..meter import TokenizerError, meter
 
-    try:  # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt
+    # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one from
+    # [tool.promptc] is already an E902 at its line there (and left out of the config)
+    if tokenizer is not None and tokenizer:
+        from ..config import tokenizer_problem
+
+        unknown = tokenizer_problem(tokenizer)
+        if unknown is not None:
+            raise click.BadParameter(f"{unknown[0]}; {unknown[1]}", param_hint="--tokenizer")
+    try:
         if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
             meter(config.tokenizer)
     except TokenizerError as exc:
-        raise click.BadParameter(str(exc), param_hint="--tokenizer (or `tokenizer` in [tool.promptc])") from None
+        raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
 
 
@@ -132,6 +140,15 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
         name, eq, text = value.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="-D")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # the shell passed bytes that are not UTF-8 (Python keeps them as lone surrogates):
+            # they could reach no artifact, so say so here rather than fail deep in the build
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise click.BadParameter(
+                f"the value of {name} is not valid UTF-8 text ({shown!r}); pass UTF-8", param_hint="-D"
+            ) from None
         defines[name] = text
     return defines
 
@@ -199,6 +216,20 @@ class Reporter:
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
         shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        if self.fmt == "markdown":
+            from ..diagnostics import render_markdown
+
+            command = click.get_current_context().info_name or "promptc"
+            click.echo(render_markdown(shown, f"promptc {summary or command}", files))
+            return status if errors else 0
+        if self.fmt == "sarif":
+            # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
+            import orjson
+
+            from ..diagnostics import render_sarif
+
+            click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
+            return status if errors else 0
         try:
             color = use_color(settings().color)
         except RuntimeError:  # no click context: a library caller
@@ -209,3 +240,34 @@ class Reporter:
             line = summary_line(diagnostics, files)
             click.echo(f"{summary}: {line}" if summary else line)
         return status if errors else 0
+
+
+class interrupted:
+    """`with interrupted("build", out):` — Ctrl-C (SIGINT) or SIGTERM during a build ends the
+    command with one line on stderr and exit status 128 + the signal (130, 143), as a shell reports
+    a process the signal ended: no traceback from the command or its process pool, and the output
+    folder holds a complete build (it is only ever swapped whole)."""
+
+    def __init__(self, command: str, out: str | Path) -> None:
+        self.command, self.out = command, out
+
+    def __enter__(self) -> None:
+        from ..driver.pool import stop_on_sigterm
+
+        self._sigterm = stop_on_sigterm()
+        self._sigterm.__enter__()
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        self._sigterm.__exit__(kind, value, traceback)
+        if kind is None or not issubclass(kind, KeyboardInterrupt):
+            return False
+        import signal
+        import sys
+
+        signum = getattr(value, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
+        click.echo(
+            f"promptc {self.command}: interrupted ({name}); `{Path(self.out).as_posix()}` holds the last complete build",
+            err=True,
+        )
+        sys.exit(128 + int(signum))

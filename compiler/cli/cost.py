@@ -162,8 +162,17 @@ def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
         lines.append("stable tokens left out of the cached prefix (most first):")
         for p in waste:
             f = p.facts
-            line = f"  {f.name}: {f.stable_after_prefix} stable tokens after the prefix end"
-            if f.movable_gain:
+            if f.stable_behind:
+                line = f"  {f.name}: {f.stable_behind} stable tokens held in a dynamic section by `${{{f.behind}}}`"
+                if f.stable_after_prefix:
+                    line += f", {f.stable_after_prefix} more after it"
+            else:
+                line = f"  {f.name}: {f.stable_after_prefix} stable tokens after the prefix end"
+            if f.movable_gain and f.stable_behind:
+                line += f"; with `${{{f.behind}}}` moved below them, {f.movable_gain} more tokens would be cached"
+                if p.day_waste:
+                    line += f" ({_dollars(p.day_waste)}/day, prices: {tree.table.label})"
+            elif f.movable_gain:
                 line += f"; moved before it, {f.movable_gain} more tokens would be cached"
                 if p.day_waste:
                     line += f" ({_dollars(p.day_waste)}/day, prices: {tree.table.label})"
@@ -200,13 +209,41 @@ def render_diff_text(cost: DiffCost, traffic_path: str) -> list[str]:
     metavar="FILE",
     help="JSON object: prompt name → requests per day. Without it, costs are per request.",
 )
+@click.option(
+    "--advise",
+    is_flag=True,
+    help="Per cache entry, the TTL that costs least at the traffic (none, 5m, 1h by the provider's write and read "
+    "prices), where caching loses money, and how far a prefix is short of its minimum. Needs --traffic or --records.",
+)
+@click.option(
+    "--records",
+    "records",
+    default=None,
+    metavar="FILE",
+    help="With --advise: usage records (JSONL or an OpenTelemetry export) whose timestamps are the traffic.",
+)
+@click.option(
+    "--write",
+    "write",
+    is_flag=True,
+    help="With --advise: add or change each prompt's `/// cache_ttl:` line to the advised TTL (atomically; only "
+    "when the artifact changes in nothing but the TTL).",
+)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-def cost_cmd(out: str | None, traffic_path: str | None, fmt: str) -> None:
+def cost_cmd(
+    out: str | None, traffic_path: str | None, advise: bool, records: str | None, write: bool, fmt: str
+) -> None:
     """What the build's prompts cost with and without caching: the cacheable share, the cost per
     request (and per day with --traffic), and the prompts whose layout leaves the most stable
-    tokens out of the cached prefix. Prices: promptc/data/prices.json (docs/cost.md)."""
+    tokens out of the cached prefix. With --advise, the TTL each prompt's traffic makes cheapest.
+    Prices: promptc/data/prices.json (docs/cost.md)."""
     from ..cost import tree_cost
 
+    if (records or write) and not advise:
+        _fail("cost", "--records and --write go with --advise")
+    if advise:
+        _advise_cmd(out, traffic_path, records, write, fmt)
+        return
     folder = out or settings().config.out
     _manifest, facts, _artifacts = read_build("cost", folder)
     traffic = load_traffic("cost", traffic_path, list(facts)) if traffic_path else None
@@ -220,6 +257,179 @@ def cost_cmd(out: str | None, traffic_path: str | None, fmt: str) -> None:
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
     click.echo(render_tree_text(tree, traffic_path))
+
+
+def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, write: bool, fmt: str) -> None:
+    from pathlib import Path
+
+    from ..cost import advise, plan_writes, prices
+
+    if (traffic_path is None) == (records is None):
+        _fail("cost", "--advise needs the traffic: --traffic FILE (requests per day) or --records FILE (timestamps)")
+    config = settings().config
+    folder = out or config.out
+    _manifest, facts, _artifacts = read_build("cost", folder)
+    if traffic_path is not None:
+        traffic = load_traffic("cost", traffic_path, list(facts))
+        advice = advise(facts.values(), traffic)
+        basis = f"traffic: {traffic_path}, per day"
+    else:
+        assert records is not None
+        times = _record_times(records, list(facts))
+        advice = advise(facts.values(), times=times)
+        basis = f"records: {records}, over their timestamps"
+    writes = []
+    if write:
+        from ..driver.sources import read_tree
+
+        src = Path(config.src)
+        if not src.is_dir():
+            _fail("cost", f"--write needs the source folder ({config.src}) to change the `/// cache_ttl:` lines")
+        tree, _ = read_tree(src, Path(folder))
+        writes = plan_writes(advice, tree, config)
+        writes = _apply(writes, src)
+    table = prices()
+    if fmt == "json":
+        import orjson
+
+        from .common import envelope
+
+        payload = envelope(
+            "cost",
+            out=folder,
+            advise=True,
+            traffic=traffic_path,
+            records=records,
+            prices=table.to_json(),
+            advice=[a.to_json() for a in advice],
+            written=[{"prompt": w.name, "path": w.path, "ttl": w.ttl} for w in writes if w.diagnostic is None],
+            diagnostics=[w.diagnostic.to_json() for w in writes if w.diagnostic is not None],
+        )
+        click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(render_advice_text(advice, f"{basis}; prices: {table.label}, US dollars"))
+        written = [w for w in writes if w.diagnostic is None]
+        for w in written:
+            click.echo(f"wrote `/// cache_ttl: {w.ttl}` to {w.path}")
+        if written:
+            click.echo("run `promptc build` to compile the new TTLs")
+    failed = [w for w in writes if w.diagnostic is not None]
+    if failed:
+        from ..diagnostics import render_text
+
+        for w in failed:
+            assert w.diagnostic is not None
+            click.echo(render_text(w.diagnostic), err=True)
+        sys.exit(1)
+
+
+def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
+    """When each prompt's requests started, from a records file (streamed; the times are kept)."""
+
+    from ..diagnostics import render_text
+    from ..reconcile import ReadStats, read_records, records_problem
+    from ..usage import parse_timestamp
+
+    problem = records_problem(records)
+    if problem is not None:
+        click.echo(render_text(problem), err=True)
+        sys.exit(USAGE_ERROR)
+    stats = ReadStats()
+    times: dict[str, list[float]] = {}
+    for _line, record in read_records(records, stats):
+        stamp = record.started_at or record.timestamp
+        times.setdefault(record.prompt, []).append(parse_timestamp(stamp))
+    for d in stats.diagnostics:
+        click.echo(render_text(d), err=True)
+    return {name: found for name, found in times.items() if name in names}
+
+
+def _apply(writes: list[Any], src: Path) -> list[Any]:
+    """Write each planned change atomically, only over the bytes that were read (a file saved in
+    the meantime is left alone: E952)."""
+    from dataclasses import replace
+
+    from .. import codes
+    from ..atomic import ChangedOnDisk, reason, write_file
+    from ..diagnostics import make
+
+    done = []
+    for w in writes:
+        if w.diagnostic is None and w.text is not None:
+            rel = Path(w.path)
+            target = src / rel.relative_to(src) if rel.is_relative_to(src) else rel
+            try:
+                write_file(target, w.text.encode("utf-8"), expect=w.original)
+            except ChangedOnDisk:
+                w = replace(
+                    w,
+                    diagnostic=make(
+                        codes.ADVICE_NOT_WRITTEN,
+                        "the file changed on disk since it was read; run again",
+                        None,
+                        None,
+                        path=w.path,
+                    ),
+                )
+            except OSError as exc:
+                w = replace(
+                    w,
+                    diagnostic=make(
+                        codes.ADVICE_NOT_WRITTEN,
+                        f"cannot write the file: {reason(exc)}; it is unchanged",
+                        None,
+                        None,
+                        path=w.path,
+                    ),
+                )
+        done.append(w)
+    return done
+
+
+def render_advice_text(advice: list[Any], basis: str) -> str:
+    from ..cost import NO_CACHE
+
+    lines = [f"advice ({basis}):"]
+    for a in advice:
+        f = a.facts[0]
+        names = " + ".join(a.names)
+        if a.price is None:
+            lines.append(f"{names}: not priced ({a.unpriced})")
+            continue
+        head = f"{names}: {f.model}, {f.cacheable_tokens or 0} cached tokens, {a.requests.normalize():f} requests"
+        lines.append(head)
+        if not f.prefix_sha256:
+            lines.append("  no cache-stable prefix (the request starts with dynamic text): nothing to cache")
+            continue
+        if a.short_by is not None:
+            lines.append(
+                f"  the prefix is {f.prefix_tokens} tokens, {a.short_by} short of the minimum of {f.min_cacheable}: "
+                "nothing is cached at any TTL"
+            )
+            continue
+        costs = " · ".join(f"{o.ttl} {_dollars(o.cost)}" for o in a.options)
+        now = (
+            a.current if a.current != "mixed" else "mixed (" + ", ".join(sorted({x.ttl or "5m" for x in a.facts})) + ")"
+        )
+        lines.append(f"  {costs} (now: {now}, {_dollars(a.current_cost or Decimal(0))})")
+        if not a.choosable:
+            note = "the provider caches automatically: no TTL to choose"
+            if a.loses_money:
+                note += f"; caching costs {_dollars((a.current_cost or Decimal(0)) - (a.uncached or Decimal(0)))} more than no cache"
+            lines.append(f"  {note}")
+            continue
+        if a.best == a.current:
+            lines.append(f"  keep {a.best}")
+        else:
+            line = f"  → `/// cache_ttl: {a.best}` saves {_dollars(a.saving)}"
+            if a.best == NO_CACHE:
+                line += ": caching loses money at this traffic"
+            lines.append(line)
+        if a.loses_money and a.best != NO_CACHE and a.best != a.current:
+            lines.append(
+                f"  (today's TTL costs {_dollars((a.current_cost or Decimal(0)) - (a.uncached or Decimal(0)))} more than no cache)"
+            )
+    return "\n".join(lines)
 
 
 class DiffMoney:

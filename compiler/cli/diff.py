@@ -57,6 +57,11 @@ def _fail_with(diagnostic, fmt: str) -> NoReturn:
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
         click.echo(render_github(diagnostic))
+    elif fmt == "markdown":
+        from ..diagnostics import render_markdown
+
+        click.echo(render_markdown([diagnostic], "promptc diff: the old tree cannot be read"))
+        click.echo(render_text(diagnostic), err=True)
     else:
         click.echo(render_text(diagnostic), err=True)
     sys.exit(USAGE_ERROR)
@@ -101,10 +106,10 @@ def _compiled_manifest(tree, config) -> dict[str, Any]:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(("text", "json", "github")),
+    type=click.Choice(("text", "json", "github", "markdown")),
     default="text",
     show_default=True,
-    help="Output format.",
+    help="Output format (markdown: a report for a pull request, e.g. GitHub's $GITHUB_STEP_SUMMARY).",
 )
 @click.option(
     "--fail-on",
@@ -219,6 +224,11 @@ def diff_cmd(
         from ..diff import summary_line
 
         click.echo(f"diff: {summary_line(diff)}")
+    elif fmt == "markdown":
+        from ..diff import render_markdown
+
+        lines = money.text_lines() if money is not None else ()
+        click.echo(render_markdown(diff, failing, lines, title=f"promptc diff against {against or old_manifest}"))
     else:
         click.echo(render_text(diff))
         for line in money.text_lines() if money is not None else ():

@@ -68,15 +68,21 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     The compiled artifact of every file stays byte-identical: fmt compiles each file before and
     after (in memory) and refuses, exit 1, any file that does not compile or whose artifact would
     change. See docs/formatter.md."""
-    from ..driver.sources import read_tree
+    from ..driver.sources import loose_tree, read_tree
     from ..fmt import format_tree, unified_diff, write_results
 
     config, config_diags = project_config(None, None)
     targets, diagnostics = _targets(paths, Path(config.src))
     diagnostics = [*config_diags, *diagnostics]
     results = []
+    failed: set[str] = set()
     for root, picks in targets.items():
-        tree, read_diags = read_tree(root, Path(config.out))
+        if root != Path(config.src) and all(is_file for _, is_file in picks):
+            # files outside the source folder, each on its own: their folder (`~`, say) is read
+            # only as far as they need, never walked
+            tree, read_diags = loose_tree(root), []
+        else:
+            tree, read_diags = read_tree(root, Path(config.out))
         diagnostics += read_diags
         rels = []
         for rel, is_file in picks:
@@ -88,10 +94,13 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
             rels += [r for r in chosen if r not in rels]
         result = format_tree(root, sorted(rels), config, tree=tree)
         if not (check or diff):
-            diagnostics += write_results(result, root)
+            problems = write_results(result, root)
+            failed |= {d.path for d in problems}  # not written: neither reported nor counted as reformatted
+            diagnostics += problems
         diagnostics += result.diagnostics
         results += result.files
-    changed = [r for r in results if r.status == "changed"]
+    changed = [r for r in results if r.status == "changed" and r.display not in failed]
+    unwritten = [r for r in results if r.status == "changed" and r.display in failed]
     unchanged = [r for r in results if r.status == "unchanged"]
     refused = [r for r in results if r.status == "refused"]
     if fmt != "json":
@@ -106,11 +115,14 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
         summary = f"fmt: {_plural(len(changed))} reformatted, {len(unchanged)} unchanged"
     if refused:
         summary += f", {len(refused)} refused"
+    if unwritten:
+        summary += f", {len(unwritten)} not written"
     extra = {
         "check": check or diff,
         "changed": [r.display for r in changed],
         "unchanged": [r.display for r in unchanged],
         "refused": [r.display for r in refused],
+        "not_written": [r.display for r in unwritten],
     }
     if diff:
         extra["diffs"] = {r.display: unified_diff(r) for r in changed}

@@ -106,6 +106,21 @@ ${question}
 """
 
 
+def toml_string(value: str) -> str:
+    """`value` as a TOML basic string: every character is data (a quote, a backslash, a newline or
+    a control character cannot end the string or add a key)."""
+    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+    out = []
+    for char in value:
+        if char in short:
+            out.append(short[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 @click.command("init")
 @click.option("--src", default="prompts_src", show_default=True, help="Source folder to create.")
 @click.option("--out", default="build", show_default=True, help="Output folder the config names.")
@@ -113,18 +128,50 @@ def init_cmd(src: str, out: str) -> None:
     """Start a prompt project here: a SRC folder with a first prompt and [tool.promptc] in pyproject.toml."""
     from pathlib import Path
 
+    from ..atomic import ABSENT, read_file, reason, write_file
+
     pyproject = Path("pyproject.toml")
-    text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
+    try:
+        old = read_file(pyproject, limit=16 << 20) if pyproject.exists() else None
+        text = old.decode("utf-8") if old is not None else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "it is not UTF-8"
+        raise click.UsageError(f"cannot read pyproject.toml: {why}; nothing was changed") from None
+    # not usage errors (exit 2 is a wrong command line): a project set up already is done (exit 0,
+    # as `git init` run twice), a file in the way is a failure to write (exit 1)
     if "[tool.promptc]" in text:
-        raise click.UsageError("pyproject.toml already has [tool.promptc]; nothing to do")
+        click.echo("pyproject.toml already has [tool.promptc]: the project is set up, nothing to do", err=True)
+        return
     folder = Path(src)
     first = folder / "hello.prompt"
     if first.exists():
-        raise click.UsageError(f"{first} already exists; nothing was changed")
-    folder.mkdir(parents=True, exist_ok=True)
-    first.write_text(STARTER_PROMPT, encoding="utf-8")
-    table = f'[tool.promptc]\nsrc = "{src}"\nout = "{out}"\n'
-    pyproject.write_text((text.rstrip("\n") + "\n\n" if text.strip() else "") + table, encoding="utf-8")
+        click.echo(f"promptc init: {first.as_posix()} already exists; nothing was changed", err=True)
+        sys.exit(1)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    table = newline.join(["[tool.promptc]", f"src = {toml_string(src)}", f"out = {toml_string(out)}", ""])
+    body = (text.rstrip("\r\n") + newline * 2 if text.strip() else "") + table
+    try:
+        prompt_bytes, config_bytes = STARTER_PROMPT.encode("utf-8"), body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.UsageError("--src and --out must be valid UTF-8; nothing was changed") from None
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    target = first
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_file(first, prompt_bytes, expect=ABSENT)
+        target = pyproject
+        # compare-and-swap: an edit to pyproject.toml saved meanwhile is kept, not overwritten
+        write_file(pyproject, config_bytes, expect=old if old is not None else ABSENT)
+    except OSError as exc:
+        if target == pyproject:  # what init wrote goes again: all or nothing
+            first.unlink(missing_ok=True)
+        for path in made:
+            try:
+                path.rmdir()
+            except OSError:
+                break
+        click.echo(f"promptc init: cannot write {target.as_posix()}: {reason(exc)}; nothing was changed", err=True)
+        sys.exit(1)
     click.echo(f"created {first.as_posix()} and [tool.promptc] in pyproject.toml")
     click.echo("next: promptc build, then promptc render hello --var question='What is promptc?'")
 
@@ -175,9 +222,13 @@ def _generate(generator, output: str | None, build_dir: str | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
+    from ..atomic import reason, write_file
+
     path = Path(output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file(path, text.encode("utf-8"))  # atomic: the old module or the new, never a fragment
+    except OSError as exc:
+        click.echo(f"promptc gen: cannot write {path.as_posix()}: {reason(exc)}; it is unchanged", err=True)
+        sys.exit(1)
     click.echo(f"wrote {path.as_posix()}", err=True)

@@ -27,10 +27,17 @@ from .common import USAGE_ERROR, settings
     metavar="FILE",
     help="JSON object: prompt name → requests per day; adds cost per day (and the deploy cost with --old).",
 )
-def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str | None) -> None:
+@click.option(
+    "--records",
+    "records",
+    default=None,
+    metavar="FILE",
+    help="Usage records (JSONL or an OpenTelemetry export): add the observed hits and their causes (promptc reconcile).",
+)
+def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str | None, records: str | None) -> None:
     """Write one static HTML page (no network, no external assets): the prefix tree of all prompts,
-    each prompt's request as stable and dynamic bars with its prefix end, and with --old the cache
-    busts and what they cost."""
+    each prompt's request as stable and dynamic bars with its prefix end, with --old the cache
+    busts and what they cost, and with --records the hits observed against the ones promised."""
     from ..cost import diff_cost, tree_cost
     from ..diff import diff_manifests
     from ..report import report_html
@@ -55,11 +62,19 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
     diff = diff_manifests(old_manifest, manifest) if old_manifest is not None else None
     cost = tree_cost(facts.values(), traffic)
     money = diff_cost(old_facts, facts, traffic) if old_facts is not None and traffic is not None else None
-    page = report_html(artifacts, diff=diff, cost=cost, diff_cost=money, traffic_label=traffic_path)
+    observed = None
+    if records is not None:
+        from .reconcile import run_reconcile
+
+        observed = run_reconcile("report", records, folder)
+    page = report_html(artifacts, diff=diff, cost=cost, diff_cost=money, traffic_label=traffic_path, observed=observed)
+    from ..atomic import reason, write_file
+
     try:
-        Path(output).write_text(page, encoding="utf-8", newline="\n")
+        # atomic: the previous report stays whole until the new one is complete on disk
+        write_file(Path(output), page.encode("utf-8"))
     except OSError as exc:
-        click.echo(f"promptc report: cannot write {output}: {exc.strerror or exc}", err=True)
+        click.echo(f"promptc report: cannot write {output}: {reason(exc)}; it is unchanged", err=True)
         sys.exit(1)
     count = len(diff.busts) if diff is not None else 0
     busts = f", {count} cache bust{'' if count == 1 else 's'}" if diff is not None else ""

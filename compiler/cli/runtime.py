@@ -136,10 +136,11 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(("request", "json")),
+    type=click.Choice(("request", "json", "body")),
     default="request",
     show_default=True,
-    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope.",
+    help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope; body: the exact "
+    "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
 @click.option(
     "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
@@ -171,7 +172,7 @@ def render_cmd(
     texts: dict[str, Any] = {}
     for raw in variables:
         _parse_var(raw, texts)
-    from ..runtime import load
+    from ..runtime import MissingInputsError, load
 
     with _one_line_errors():
         runtime = load(_build_dir(out), unknown_inputs=unknown_inputs)
@@ -183,13 +184,39 @@ def render_cmd(
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
                     inputs = {**{k: v for k, v in collect().items() if k in wanted}, **inputs}
-        rendered = runtime.render(name, inputs)
+        try:
+            rendered = runtime.render(name, inputs)
+        except MissingInputsError as exc:
+            _fail(_with_std_hint(exc, std_inputs))
+        if fmt == "body":
+            import sys
+
+            sys.stdout.flush()
+            sys.stdout.buffer.write(rendered.body(shape, model=model))
+            sys.stdout.buffer.flush()
+            return
         payload = rendered.as_shape(shape, model=model)
     if fmt == "json":
         from .common import envelope
 
         payload = envelope("render", prompt=name, shape=shape, request=payload)
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _with_std_hint(exc: Exception, std_inputs: bool) -> str:
+    """A missing-inputs error that names `--std-inputs` when the missing inputs are the std
+    partials' (`env_cwd`, `git_branch`, `today` …), which that flag fills from this machine."""
+    from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS
+
+    std = [m for m in getattr(exc, "missing", ()) if m in (*ENV_KEYS, *GIT_KEYS, *DATE_KEYS)]
+    if not std or std_inputs:
+        return str(exc)
+    which = sorted({"std/env" if m in ENV_KEYS else "std/git" if m in GIT_KEYS else "std/date" for m in std})
+    every = len(std) == len(exc.missing)
+    return (
+        f"{exc}; {'they are' if every else f'{len(std)} of them are'} the inputs of {', '.join(which)}: "
+        "pass --std-inputs to fill them from this machine (values you give still win)"
+    )
 
 
 def _table(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -276,6 +303,14 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
         )
     else:
         lines.append("cache prefix: none (the request starts with dynamic content)")
+    key = cache.key
+    if key is not None and key.provider is not None:
+        keyed = " · ".join([key.provider, *([key.model] if key.model else []), *key.params])
+        lines.append(f"cache key: {keyed} ({key.encoding})")
+    for part in cache.head:
+        if not part.cached:
+            what = "output schema" if part.part == "output_schema" else part.part
+            lines.append(f"not cached: the {what} ({part.tokens} tokens): no breakpoint of this provider covers it")
     ends = prefix_end_line(artifact, src)
     if ends is not None:
         lines.append(ends)

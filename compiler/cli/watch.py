@@ -37,14 +37,81 @@ def _watch_summary(record: Any) -> str:
     return text
 
 
-def _report_build(record: Any, reporter: Any) -> None:
-    if record.config_reloaded:
-        click.echo(f"[{_stamp(record.finished_at)}] pyproject.toml changed: configuration reloaded", err=True)
-    if record.error is not None:
-        # one line, never a traceback: the loop keeps watching and the next save tries again
-        click.echo(f"[{_stamp(record.finished_at)}] build crashed: {record.error}", err=True)
-        return
-    reporter.emit(record.diagnostics, summary=_watch_summary(record))
+def _key(d: Any) -> tuple[str, str, str, str]:
+    """What makes a diagnostic the same one in the next build: its file, code, severity and
+    message (not its line: an edit above it moves it without fixing it)."""
+    return (d.path, d.code, d.severity, d.message)
+
+
+class _TextReport:
+    """The text report of each build. The first build (and the one after a configuration reload)
+    prints every diagnostic; a rebuild prints what changed: new diagnostics in full, fixed ones and
+    the ones still there in the files just edited one line each, and one summary line counting the
+    tree's errors and warnings. What is unchanged elsewhere is counted, not printed again."""
+
+    def __init__(self, reporter: Any) -> None:
+        self.reporter = reporter
+        self.previous: list[Any] | None = None
+
+    def __call__(self, record: Any) -> None:
+        if record.config_reloaded:
+            click.echo(f"[{_stamp(record.finished_at)}] pyproject.toml changed: configuration reloaded", err=True)
+        if record.error is not None:
+            # one line, never a traceback: the loop keeps watching and the next save tries again
+            click.echo(f"[{_stamp(record.finished_at)}] build crashed: {record.error}", err=True)
+            return
+        reporter = self.reporter
+        current = reporter.promote(record.diagnostics)
+        previous, self.previous = self.previous, current
+        if previous is None or record.config_reloaded or reporter.fmt != "text":
+            reporter.emit(current, summary=_watch_summary(record))
+            return
+        self._delta(record, previous, current)
+
+    def _delta(self, record: Any, previous: list[Any], current: list[Any]) -> None:
+        import os
+        from collections import Counter
+
+        from ..diagnostics import render_text, summary_line, use_color
+        from .common import settings
+
+        before = Counter(_key(d) for d in previous)
+        now = Counter(_key(d) for d in current)
+        edited = {os.path.abspath(path) for path in record.changes}
+        quiet = self.reporter.quiet
+        try:
+            color = use_color(settings().color)
+        except RuntimeError:
+            color = False
+        new, kept, seen = [], [], Counter()
+        for d in current:
+            key = _key(d)
+            seen[key] += 1
+            (new if seen[key] > before[key] else kept).append(d)
+        fixed, gone = [], Counter()
+        for d in previous:
+            key = _key(d)
+            gone[key] += 1
+            if gone[key] > now[key]:
+                fixed.append(d)
+        still = [d for d in kept if os.path.abspath(d.path) in edited]
+        if quiet:
+            new = [d for d in new if d.severity == "error"]
+            still = [d for d in still if d.severity == "error"]
+            fixed = []
+        for d in new:
+            click.echo(render_text(d, color=color) + "\n", color=color)
+        for d in fixed:
+            click.echo(f"fixed: {d}")
+        for d in still:
+            click.echo(f"still: {d}")
+        errors = any(d.severity == "error" for d in current)
+        if quiet and not errors:
+            return
+        counts = [(len(new), "new"), (len(fixed), "fixed"), (len(kept), "unchanged")]
+        detail = ", ".join(f"{n} {label}" for n, label in counts if n)
+        line = summary_line(current)
+        click.echo(f"{_watch_summary(record)}: {line}" + (f" ({detail})" if detail else ""))
 
 
 def _report_build_json(record: Any, reporter: Any) -> None:
@@ -98,6 +165,12 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
 
     from ..watch import watch
 
+    if fmt in ("sarif", "markdown"):
+        raise click.BadParameter(
+            f"a {fmt} report is one document per run; use `promptc check --format {fmt}` (or --format json, "
+            "one object per rebuild)",
+            param_hint="--format",
+        )
     ctx = click.get_current_context()
     given = {"src": src, "out": out, "tokenizer": tokenizer, "provider": provider}
     # flags typed on the command line keep winning after pyproject.toml changes
@@ -105,10 +178,13 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
     config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
     current = settings()  # the loop runs in another thread, where there is no click context
     reporter = Reporter(fmt, strict, quiet, config.allow)
-    report = _report_build_json if fmt == "json" else _report_build
+    text = _TextReport(reporter)
 
     def on_result(record: Any) -> None:
-        report(record, reporter)
+        if fmt == "json":
+            _report_build_json(record, reporter)
+        else:
+            text(record)
 
     def reload() -> tuple[Any, list]:
         fresh, diagnostics = current.reload()

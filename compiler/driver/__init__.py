@@ -15,6 +15,7 @@ passes (the CLI draws a bar with it), and every problem is a `Diagnostic` in the
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -30,8 +31,23 @@ from ..emit import dumps
 from ..language import SOURCE_SUFFIX
 from ..model import Manifest
 from .manifest import MANIFEST, collisions, manifest_for, read_manifest
-from .output import CACHE_DIR, STAGING_MARK, discard, output_lock, recover, stale_paths, write_error, write_output
-from .plan import Plan, last_good, load_plan, save_state
+from .output import (
+    CACHE_DIR,
+    STAGING_MARK,
+    Refused,
+    claim_output,
+    discard,
+    give_back,
+    linked_part,
+    make_spool,
+    output_lock,
+    owns_output,
+    recover,
+    stale_paths,
+    write_error,
+    write_output,
+)
+from .plan import Plan, compiler_fingerprint, last_good, load_plan, save_state
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import is_prompt, read_tree
 
@@ -128,44 +144,63 @@ def build(
     """
     config, config_diagnostics = _config(config)
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
-    spool = out.parent / CACHE_DIR / f"{out.name}.spool-{os.getpid()}" if write else None
     project = _Compiled()
     project.diagnostics += config_diagnostics
     problem = _output_problem(src, out)
     if problem is not None:
         project.diagnostics.append(problem)
         return project.result()
+    spools: list[Path] = []
+    failed = True
     try:
         # The lock is held for the whole build, not only the write: a slow build that started
         # first can never land last with older sources than what a faster one already wrote.
         with output_lock(out) if write else contextlib.nullcontext():
-            project = _compile(
-                src,
-                out,
-                config,
-                incremental=incremental and write,
-                keep_last_good=keep_last_good,
-                spool=spool,
-                on_progress=on_progress,
-            )
-            project.diagnostics[:0] = config_diagnostics
-            if not write or project.manifest is None:
-                return project.result()
-            recover(out)
-            shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
-            written = write_output(out, project.files, project.keep, shas)
-            if project.plan is not None and project.plan.fingerprint and project.tree is not None:
-                save_state(out, project.plan, project.prompts, project.tree)
+            try:
+                if write:
+                    # Before anything is read from the output folder or the cache: what dead builds
+                    # left is cleaned up, and a folder or cache entry promptc did not make is refused.
+                    recover(out)
+                    claim_output(out)
+
+                def spool() -> str:
+                    spools.append(make_spool(out))
+                    return str(spools[-1])
+
+                project = _compile(
+                    src,
+                    out,
+                    config,
+                    incremental=incremental and write,
+                    trusted=write and owns_output(out),
+                    keep_last_good=keep_last_good,
+                    spool=spool if write else None,
+                    on_progress=on_progress,
+                )
+                project.diagnostics[:0] = config_diagnostics
+                if not write or project.manifest is None:
+                    return project.result()
+                shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
+                written = write_output(out, project.files, project.keep, shas)
+                if project.plan is not None and project.plan.fingerprint and project.tree is not None:
+                    save_state(out, project.plan, project.prompts, project.tree)
+            except OSError as exc:
+                if write and exc.errno == errno.ENOSPC:
+                    give_back(out)  # the shadow set is only an optimisation: its space is the user's
+                raise
+        failed = False
         return project.result(written=written, unchanged=not written)
     except TimeoutError as exc:
         project.diagnostics.append(
             make(codes.OUTPUT_LOCKED, str(exc), None, "wait for the other build to finish", path=str(out))
         )
+    except Refused as exc:
+        project.diagnostics.append(exc.diagnostic)
     except OSError as exc:
         project.diagnostics.append(write_error(out, exc))
     finally:
-        if spool is not None and spool.exists():
-            discard(spool, out)
+        for folder in spools:  # what is left in it after a write (all of it after a failure)
+            discard(folder, out, now=failed)
     return project.result()
 
 
@@ -205,6 +240,13 @@ def _why_stale(path: str, out: Path, project: _Compiled) -> tuple[str, str]:
     rebuild = "run `promptc build` and commit the result"
     if not out.is_dir():
         return f"`{shown}` is missing: the output folder `{out.as_posix()}` does not exist", rebuild
+    link = linked_part(out, path)
+    if link is not None:
+        return (
+            f"`{(out / link).as_posix()}` is a symlink: promptc writes only files and folders of its own "
+            "into the output folder and never follows a link there",
+            "delete the link, then run `promptc build` and commit the result",
+        )
     if path not in project.files:
         return (
             f"`{shown}` should not be there: no source compiles to it",
@@ -237,8 +279,9 @@ def _compile(
     config: Config,
     *,
     incremental: bool = False,
+    trusted: bool = False,
     keep_last_good: bool = False,
-    spool: Path | None = None,
+    spool: Callable[[], str] | None = None,
     on_progress: Progress | None = None,
 ) -> _Compiled:
     """Stages 1 to 4: everything but writing (large builds spool artifacts to files, though)."""
@@ -258,7 +301,9 @@ def _compile(
         return project
 
     # 1. read sources (files the cache knows unchanged by their stat are read only when needed)
-    plan = load_plan(out, config) if incremental else Plan()
+    # The cache is read only for the very output folder promptc's last build swapped in: a committed,
+    # copied or hand-made one (or cache) is rebuilt from the sources, then recorded.
+    plan = (load_plan(out, config) if trusted else Plan(compiler_fingerprint(config))) if incremental else Plan()
     tree, diagnostics = read_tree(src, out, plan.files, plan.saved_ns)
     project.tree, project.plan = tree, plan
     project.diagnostics += diagnostics
@@ -268,11 +313,11 @@ def _compile(
     # 2. plan: which artifacts the output folder already holds as they should be
     reused = plan.reusable(rels, tree, out)
     to_compile = [rel for rel in rels if rel not in reused]
-    if incremental and 0 < len(to_compile) < PARALLEL_THRESHOLD:
+    if incremental and trusted and 0 < len(to_compile) < PARALLEL_THRESHOLD:
         plan.preload_token_counts(out, to_compile, config)
 
     # 3. compile the rest
-    use_spool = str(spool) if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
+    use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
     fresh = iter(compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress))
     prompts = [reused[rel] if rel in reused else next(fresh) for rel in rels]
     if keep_last_good:

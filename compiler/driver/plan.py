@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..atomic import read_file, write_file
 from ..compile import CompiledPrompt, name_of
 from ..config import Config
 from ..context import SourceTree
@@ -84,7 +85,8 @@ def load_plan(out: Path, config: Config) -> Plan:
 
     fingerprint = compiler_fingerprint(config)
     try:
-        state = orjson.loads(_state_path(out).read_bytes())
+        # never through a link, never a pipe: a cache entry promptc did not write is no cache
+        state = orjson.loads(read_file(_state_path(out), follow=False))
     except (OSError, ValueError):
         return Plan(fingerprint)
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
@@ -122,17 +124,15 @@ def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: Sourc
             "artifact_sha256": prompt.artifact_sha256,
             "includes": list(prompt.includes),
             "stat": stat,
-            "warnings": [_diag_to_state(d) for d in prompt.diagnostics],
+            **_warnings_to_state(prompt.diagnostics),
         }
-    path = _state_path(out)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    state = {"fingerprint": plan.fingerprint, "saved_ns": time.time_ns(), "files": files, "entries": entries}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"fingerprint": plan.fingerprint, "saved_ns": time.time_ns(), "files": files, "entries": entries}
-        tmp.write_bytes(orjson.dumps(state))
-        os.replace(tmp, path)
+        # atomic (a killed build leaves the old cache or the new), not fsynced: it is an
+        # optimisation a crash may lose, and never written through a link
+        write_file(_state_path(out), orjson.dumps(state), symlinks="refuse", durable=False)
     except OSError:
-        tmp.unlink(missing_ok=True)  # the cache is an optimisation; never fail a build over it
+        pass  # the cache is an optimisation; never fail a build over it
 
 
 def last_good(prompt: CompiledPrompt, previous: dict[str, Any], out: Path) -> CompiledPrompt | None:
@@ -180,14 +180,22 @@ def _output_stat(path: Path | str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def _diag_to_state(d: Diagnostic) -> list[Any]:
-    span = [d.span.start, d.span.end, d.span.line, d.span.col] if d.span else None
-    return [d.code, d.severity, d.message, d.path, span, d.hint, d.source_line]
+def _warnings_to_state(diagnostics: tuple[Diagnostic, ...]) -> dict[str, Any]:
+    """A prompt's warnings, with each source line they echo stored once (`lines`) and named by its
+    index: a thousand warnings on one long line must not store the line a thousand times."""
+    lines: dict[str, int] = {}
+    rows = []
+    for d in diagnostics:
+        span = [d.span.start, d.span.end, d.span.line, d.span.col] if d.span else None
+        line = None if d.source_line is None else lines.setdefault(d.source_line, len(lines))
+        rows.append([d.code, d.severity, d.message, d.path, span, d.hint, line])
+    return {"warnings": rows, "lines": list(lines)}
 
 
-def _diag_from_state(row: list[Any]) -> Diagnostic:
+def _diag_from_state(row: list[Any], lines: list[str]) -> Diagnostic:
     code, severity, message, path, span, hint, line = row
-    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, line)
+    text = None if line is None else lines[line]
+    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, text)
 
 
 def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
@@ -195,7 +203,8 @@ def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
     if _output_stat(os.path.join(out, f"{name}.json")) != entry.get("stat"):
         return None  # the file in the output folder is not the one this cache describes
     try:
-        warnings = tuple(_diag_from_state(row) for row in entry["warnings"])
+        lines = entry["lines"]
+        warnings = tuple(_diag_from_state(row, lines) for row in entry["warnings"])
         return CompiledPrompt(
             name,
             rel,
@@ -206,5 +215,5 @@ def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
             artifact_sha256=entry["artifact_sha256"],
             reused=True,
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, IndexError):
         return None

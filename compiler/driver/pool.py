@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,110 @@ _WORKER_STATE: dict[str, Any] = {}
 PARALLEL_THRESHOLD = 48
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM arrived while the process pool compiled: the workers are stopped, nothing was
+    written, and the caller ends the way the signal asks (the CLI re-raises it). A subclass of
+    KeyboardInterrupt, so whatever handles Ctrl-C handles it too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _worker_init() -> None:
+    """In each forked worker: Ctrl-C is the parent's to handle (it stops the pool; a worker that
+    raised KeyboardInterrupt itself would print a traceback), SIGTERM ends it quietly, and it dies
+    with the parent, so a parent killed outright leaves no worker writing into a closed pipe. The
+    signals the parent held back while forking are let through only then."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """While a build runs, SIGTERM (CI cancelling a job) raises `Interrupted` in the main thread, so
+    the pool is stopped and every `finally` runs, instead of the parent dying under its workers.
+    A forked worker that a signal reaches before its initializer ran (it inherits these handlers)
+    exits at once, quietly. A handler the application installed itself is left in place."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+
+    def on_term(signum: int, _frame) -> None:
+        if os.getpid() != owner:
+            os._exit(128 + signum)
+        raise Interrupted(signum)
+
+    def on_int(signum: int, frame) -> None:
+        if os.getpid() != owner:
+            os._exit(128 + signum)
+        signal.default_int_handler(signum, frame)
+
+    installed = {}
+    for signum, handler, default in (
+        (signal.SIGTERM, on_term, signal.SIG_DFL),
+        (signal.SIGINT, on_int, signal.default_int_handler),
+    ):
+        previous = signal.getsignal(signum)
+        if previous is default:
+            signal.signal(signum, handler)
+            installed[signum] = previous
+    try:
+        yield
+    finally:
+        for signum, previous in installed.items():
+            signal.signal(signum, previous)
+
+
+def _stop(executor, finished: bool) -> None:
+    """Shut the executor down; after an interruption, without waiting for chunks in progress: the
+    workers are killed (they hold nothing that needs cleaning up, their spool files go with the
+    spool folder)."""
+    if finished:
+        executor.shutdown(wait=True)
+        return
+    processes = list(getattr(executor, "_processes", {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.kill()
+        except (OSError, AttributeError):
+            pass
+    for process in processes:
+        process.join(timeout=5)
+
+
 def _workers() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -84,15 +191,37 @@ def compile_many(
         parser()
         _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
         try:
+            # concurrent.futures, not multiprocessing.Pool: a worker that a signal killed (Ctrl-C
+            # and CI's SIGTERM reach the whole process group) breaks the executor cleanly, where
+            # Pool.terminate() waits forever for a queue lock the dead worker held.
+            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures.process import BrokenProcessPool
+
             ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(jobs) as pool:
-                chunk = max(8, len(rels) // (jobs * 8))
-                compiled = []
-                for prompt in pool.imap(_compile_one, rels, chunksize=chunk):
-                    compiled.append(prompt)
-                    if on_progress is not None:
-                        on_progress(len(compiled), len(rels))
-                return compiled
+            executor = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init)
+            finished = False
+            try:
+                with stop_on_sigterm():
+                    chunk = max(8, len(rels) // (jobs * 8))
+                    compiled = []
+                    # The workers are forked while the map submits its chunks: with Ctrl-C and
+                    # SIGTERM held back meanwhile, a signal is never handled inside fork's own
+                    # hooks (where an exception is only printed and ignored) nor by a child that
+                    # has not yet installed its handlers; it arrives, whole, right after.
+                    with _signals_held():
+                        results = executor.map(_compile_one, rels, chunksize=chunk)
+                    for prompt in results:
+                        compiled.append(prompt)
+                        if on_progress is not None:
+                            on_progress(len(compiled), len(rels))
+                    finished = True
+                    return compiled
+            except BrokenProcessPool:
+                # the workers were killed under us: by a signal to the group (which reaches this
+                # process too, an instant later) or by the OOM killer
+                raise Interrupted(signal.SIGTERM) from None
+            finally:
+                _stop(executor, finished)
         finally:
             _WORKER_STATE.clear()
     compiled = []

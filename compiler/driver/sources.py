@@ -72,6 +72,83 @@ class LazyFiles(Mapping[str, bytes]):
         return len(self._order)
 
 
+class LooseFiles(Mapping[str, bytes]):
+    """The files of a folder that is not a source folder (a `.prompt` file opened or formatted on
+    its own: `~/notes.prompt`), read only when a compile asks for one, never the whole folder.
+
+    A lookup checks the one path: `.prompt` or `.json`, inside the folder after resolving links,
+    a regular file of at most `limit` bytes (a bigger one is an OSError naming its size, before a
+    byte is read). Listing (what "did you mean" hints iterate) shows what was looked up and the
+    folder's own entries, at most `listed` of them, without reading them: opening a file in `~` or
+    `/` costs what that file and its includes cost, not a walk of every JSON file beneath."""
+
+    def __init__(self, folder: Path, *, limit: int | None = None, listed: int = 1000) -> None:
+        from ..source import MAX_SOURCE_BYTES
+
+        self.folder = Path(os.path.realpath(folder))
+        self.limit = MAX_SOURCE_BYTES if limit is None else limit
+        self.listed = listed
+        self._data: dict[str, bytes] = {}
+        self._order: list[str] | None = None
+
+    def _path(self, rel: object) -> str | None:
+        if not isinstance(rel, str) or not rel.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):
+            return None
+        parts = rel.split("/")
+        if rel.startswith("/") or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
+            return None
+        path = os.path.join(self.folder, *parts)
+        real = os.path.realpath(path)
+        if not real.startswith(str(self.folder) + os.sep):
+            return None
+        try:
+            return path if S_ISREG(os.stat(real).st_mode) else None
+        except (OSError, ValueError):
+            return None
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._data or self._path(rel) is not None
+
+    def __getitem__(self, rel: str) -> bytes:
+        data = self._data.get(rel)
+        if data is not None:
+            return data
+        path = self._path(rel)
+        if path is None:
+            raise KeyError(rel)
+        from ..atomic import read_file
+
+        try:
+            data = read_file(path, limit=self.limit)
+        except OSError as exc:
+            raise SourceVanished(rel, exc) from None
+        self._data[rel] = data
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        if self._order is None:
+            names: list[str] = []
+            try:
+                with os.scandir(self.folder) as entries:
+                    for entry in entries:
+                        if len(names) >= self.listed:
+                            break
+                        if not entry.name.startswith(".") and entry.name.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):
+                            names.append(entry.name)
+            except OSError:
+                pass
+            self._order = names
+        return iter(sorted({*self._order, *self._data}))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def loose_tree(folder: Path) -> SourceTree:
+    """The source tree of a folder read as a loose file's (see `LooseFiles`)."""
+    return SourceTree(files=LooseFiles(folder), root_display=_display_root(folder))
+
+
 def _display_root(src: Path) -> str:
     try:
         rel = os.path.relpath(src)

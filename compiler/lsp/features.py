@@ -219,7 +219,9 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
 
             chosen = next(((p, s) for p, s in ref.paths if s.start <= offset <= s.end), ref.paths[0])
             key, problem = resolve(ctx, view.rel, chosen[0])
-            return Target(ref.kind, chosen[0], chosen[1], key, problem)
+            # an `@schemas/x.json` input type is a reference of kind "input": a path, not an input
+            kind = "schema" if ref.kind == "input" else ref.kind
+            return Target(kind, chosen[0], chosen[1], key, problem)
     for d in view.directives:
         if d.key == "input" and d.span.line == line:
             for match in re.finditer(r"@([^\s,|\]\[]+)", d.value):
@@ -572,16 +574,14 @@ def prefix_end(view: FileView) -> PrefixEndInfo | None:
 
 
 def _first_dynamic(view: FileView) -> tuple[str, Span | None]:
+    from ..requestmodel import of_artifact
+
     doc = view.document
     artifact = view.analysis.compiled.artifact  # type: ignore[union-attr]
-    flat = [(mi, bi) for mi, m in enumerate(artifact.messages) for bi in range(len(m.blocks))]
-    end = artifact.cache.prefix_end
-    index = -1
-    if end is not None and end.message is not None:
-        index = flat.index((end.message, end.block)) if (end.message, end.block) in flat else -1
-    if index + 1 >= len(flat):
+    stop = of_artifact(artifact).prefix().stop  # where the request model's walk stops
+    if stop is None or stop.message is None or stop.block is None:
         return "the whole request is stable", None
-    mi, bi = flat[index + 1]
+    mi, bi = stop.message, stop.block
     first = sum(len(block.sections) for block in artifact.messages[mi].blocks[:bi])
     section = doc.messages[mi].sections[first]
     if section.inputs:

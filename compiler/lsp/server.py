@@ -8,17 +8,23 @@ workspace and never writes anything, `build/` included.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument, Workspace
 
 from .. import __version__
 from ..diagnostics import Diagnostic
 from ..language import SOURCE_SUFFIX
 from . import features
-from .workspace import Project
+from .workspace import Project, is_foreign
 
 COMPLETION_TRIGGERS = ["{", "-", ":", " ", "/", ","]
 
@@ -30,9 +36,95 @@ def path_of_uri(uri: str) -> Path | None:
     return Path(unquote(parsed.path))
 
 
+#: a line with its end, as the LSP counts lines: only `\n`, `\r\n` and `\r` end one (Python's
+#: `str.splitlines` also ends lines at U+2028, U+0085, form feed, U+001E …, which the client does not)
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+class _Document(TextDocument):
+    """A pygls document whose lines are the client's: an incremental edit after a U+2028 (or any
+    other character `str.splitlines` breaks at) lands on the line the client meant."""
+
+    @property
+    def lines(self) -> Sequence[str]:
+        return tuple(_LSP_LINE.findall(self.source))
+
+
+def _create_document(workspace: Workspace, doc_uri: str, source=None, version=None, language_id=None) -> TextDocument:
+    return _Document(
+        doc_uri,
+        source=source,
+        version=version,
+        language_id=language_id,
+        sync_kind=workspace._sync_kind,
+        position_codec=workspace.position_codec,
+    )
+
+
+#: what `structure_message` hands on for a request it has already answered with an error
+_ANSWERED = object()
+
+
+def _what_failed(error: JsonRpcException) -> str | None:
+    """`Invalid Params: invalid value @ $.params.position (Position.line should be in range
+    [0:2147483647], but was -1.)`: where the params failed, from cattrs, and why."""
+    import cattrs
+
+    cause = error.__cause__
+    if not isinstance(cause, cattrs.ClassValidationError):
+        return None
+    where = "; ".join(cattrs.transform_error(cause))
+    why: list[str] = []
+    stack: list[BaseException] = [cause]
+    while stack:
+        exc = stack.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(reversed(exc.exceptions))
+        elif isinstance(exc, ValueError) and str(exc):
+            why.append(str(exc))
+    return f"{error.message}: {where}" + (f" ({'; '.join(why)})" if why else "")
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol with two repairs: a request whose params do not validate is answered with a
+    JSON-RPC error (pygls logs it and drops it, and the client waits forever), and the workspace's
+    documents split lines as the client does."""
+
+    @property
+    def _workspace(self) -> Workspace | None:
+        return self.__dict__.get("_promptc_workspace")
+
+    @_workspace.setter
+    def _workspace(self, workspace: Workspace | None) -> None:
+        if workspace is not None:
+            workspace._create_text_document = _create_document.__get__(workspace)
+        self.__dict__["_promptc_workspace"] = workspace
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if not (isinstance(data, dict) and "method" in data and data.get("id") is not None):
+                raise  # a notification (or a response) gets no answer
+            response = error.to_response_error()
+            response.message = _what_failed(error) or response.message
+            self._send_response(data["id"], error=response)
+            return _ANSWERED
+
+    def handle_message(self, message) -> None:
+        if message is _ANSWERED:
+            return
+        super().handle_message(message)
+
+
 class PromptServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("promptc", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "promptc",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=_Protocol,
+        )
         self.project: Project | None = None
         #: open documents outside the source folder: compiled on their own (uri → Project)
         self.loose: dict[str, Project] = {}
@@ -44,12 +136,25 @@ class PromptServer(LanguageServer):
             self.project = Project(Path.cwd())
         return self.project
 
-    def place(self, uri: str) -> tuple[Project, str] | None:
-        """The project and source-relative path of a document (a file outside the source folder
-        is compiled as the only prompt of its own folder)."""
+    def foreign(self, uri: str) -> bool:
+        """A document the server leaves alone: outside every promptc project (no `[tool.promptc]`
+        above it, not in the source folder), or a `.prompt` of another tool (Dotprompt,
+        Humanloop: it starts with a YAML `---` header)."""
         path = path_of_uri(uri)
         if path is None or path.suffix != SOURCE_SUFFIX:
+            return True
+        if not self.ensure_project().owns(path):
+            return True
+        document = self.workspace.text_documents.get(uri)
+        return document is not None and is_foreign(document.source[:64])
+
+    def place(self, uri: str) -> tuple[Project, str] | None:
+        """The project and source-relative path of a document (a file outside the source folder
+        is compiled as the only prompt of its own folder); None for a foreign document."""
+        if self.foreign(uri):
             return None
+        path = path_of_uri(uri)
+        assert path is not None
         project = self.ensure_project()
         rel = project.rel_of(path)
         if rel is not None:
@@ -62,16 +167,35 @@ class PromptServer(LanguageServer):
     def sync(self, uri: str) -> None:
         placed = self.place(uri)
         if placed is None:
+            self.forget(uri)
             return
         project, rel = placed
         document = self.workspace.get_text_document(uri)
         project.open(rel, document.source)
 
+    def forget(self, uri: str) -> None:
+        """A document that became foreign (its first line is now `---`): its unsaved text leaves
+        the project, whose prompts read the file on disk again."""
+        path = path_of_uri(uri)
+        if path is None or self.project is None:
+            return
+        rel = self.project.rel_of(path)
+        if rel is not None and rel in self.project.open_files:
+            self.project.close(rel)
+            self.project.disk_changed()
+        self.loose.pop(uri, None)
+
     def publish(self, changed_uri: str) -> None:
         """Re-check the changed document and every open document whose diagnostics it can change:
-        the prompts that include a changed partial, the partials a changed prompt includes."""
+        the prompts that include a changed partial, the partials a changed prompt includes. A
+        foreign document gets an empty list (what was reported before it became one goes)."""
         placed = self.place(changed_uri)
         if placed is None:
+            document = self.workspace.text_documents.get(changed_uri)
+            version = document.version if document is not None else None
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=changed_uri, diagnostics=[], version=version)
+            )
             return
         project, rel = placed
         tree = project.tree()
@@ -118,7 +242,9 @@ class PromptServer(LanguageServer):
 
 class _LooseProject(Project):
     """A `.prompt` file outside the workspace's source folder: its folder is its source folder,
-    with the workspace's config."""
+    with the workspace's config, read only as far as the compile needs (never walked)."""
+
+    scan = False
 
     def __init__(self, path: Path, workspace: Project) -> None:
         self._folder = path.parent.resolve()

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import time
+import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +24,28 @@ from ..context import SourceTree
 from ..diagnostics import Diagnostic, SourceText, deduplicated
 from ..frontend import PartialLoader
 from ..language import SOURCE_SUFFIX
+
+#: the first line of a YAML front matter: a Dotprompt or Humanloop `.prompt` file, not promptc's (a
+#: promptc separator has five dashes and a role; `---` alone is text to promptc)
+FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*(?:#[^\r\n]*)?(?:\r\n|\r|\n|\Z)")
+
+
+def is_foreign(text: str) -> bool:
+    """A `.prompt` file of another tool: it starts with a YAML front matter (`---`)."""
+    return FRONT_MATTER.match(text) is not None
+
+
+def has_promptc_table(pyproject: Path | None) -> bool:
+    """Whether `pyproject` has a `[tool.promptc]` table (an unreadable file has none)."""
+    if pyproject is None:
+        return False
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "promptc" in tool
+
 
 #: how long a scan of the source folder is trusted before the next compile looks again (a save or
 #: a watched-file event from the editor makes the next compile look at once)
@@ -74,9 +98,16 @@ class Cached:
 class Project:
     """One workspace: its config, its source folder, and the open documents.
 
+    With `scan = False` (a `.prompt` file opened outside the source folder, whose folder may be
+    `~` or `/`), the folder is never walked: a compile reads only the files it needs, each with
+    the source size cap (`driver.sources.LooseFiles`).
+
     `open_files` maps source-relative paths to the editor's text (as UTF-8 bytes). Compiled prompts
     are cached by the hashes of the files they read, so a change re-compiles only what it can
     change; `check` results are never written anywhere."""
+
+    #: walk the source folder (False: read only the files a compile asks for)
+    scan = True
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
@@ -86,6 +117,7 @@ class Project:
         self._scanned_at = 0.0
         self._disk: SourceTree | None = None
         self._known: dict[str, list] = {}
+        self._owned: dict[Path, bool] = {}
         self.load_config()
 
     # -- configuration ------------------------------------------------------------------------
@@ -100,7 +132,19 @@ class Project:
         self.config: Config = config
         self.src_display = _display(self.src, self.root)
         self._cache.clear()
+        self._owned.clear()
         self._scanned_at = 0.0
+
+    def owns(self, path: Path) -> bool:
+        """Whether a `.prompt` file is in a promptc project: inside the source folder, or under a
+        `pyproject.toml` (the nearest from its folder up) with a `[tool.promptc]` table."""
+        if self.rel_of(path) is not None:
+            return True
+        folder = path.parent.resolve()
+        owned = self._owned.get(folder)
+        if owned is None:
+            owned = self._owned[folder] = has_promptc_table(find_pyproject(folder))
+        return owned
 
     # -- files --------------------------------------------------------------------------------
 
@@ -139,7 +183,11 @@ class Project:
             from ..driver.sources import read_tree
 
             started = time.time_ns()
-            if self.src.is_dir():
+            if not self.scan:
+                from ..driver.sources import LooseFiles
+
+                tree = SourceTree(files=LooseFiles(self.src))
+            elif self.src.is_dir():
                 with _cwd(self.root):
                     tree, _ = read_tree(self.src, self.out, self._known, self._known_at if self._disk else 0)
             else:

@@ -34,7 +34,7 @@ _VALUE_SHAPES = {
     "input": re.compile(rf"{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})+"),
     "tools": re.compile(r"\S+\.json(?:[ \t]*,[ \t]*\S+\.json)*"),
     "output": re.compile(r"\S+\.json"),
-    "cache_ttl": re.compile(r"(?:5m|1h)"),
+    "cache_ttl": re.compile(r"(?:5m|1h|none)"),
 }
 
 

@@ -34,10 +34,11 @@ RESERVED_KEYS = (
     "tools",
     "output",
     "cache_ttl",
+    "budget",
 )
 #: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
 #: (`tools` is allowed: a shared identity often comes with its tools.)
-PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl")
+PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl", "budget")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: keys people write for a reserved one that a typo distance does not catch
@@ -55,7 +56,10 @@ _ALIASES = {
     "outputs": "output",
     "output_schema": "output",
     "ttl": "cache_ttl",
+    "budgets": "budget",
 }
+#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.budget)
+_MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
 _PARAM_KEYS = ("model", "temperature", "max_tokens", "top_p", "top_k", "stop", "seed")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -63,14 +67,19 @@ _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 def split_list(value: str) -> list[str]:
     """Split on commas that are outside quotes and brackets."""
-    parts: list[str] = []
+    return [piece for piece, _ in split_list_at(value)]
+
+
+def split_list_at(value: str) -> list[tuple[str, int]]:
+    """`split_list` with each piece's offset in `value` (of its first non-blank character): one
+    pass, so a directive with a million items costs a million steps."""
+    parts: list[tuple[str, int]] = []
     depth = 0
     quote = ""
-    current: list[str] = []
     escaped = False
-    for ch in value:
+    start = 0
+    for index, ch in enumerate(value):
         if quote:
-            current.append(ch)
             if escaped:
                 escaped = False
             elif ch == "\\":
@@ -85,12 +94,27 @@ def split_list(value: str) -> list[str]:
         elif ch in "]})":
             depth = max(0, depth - 1)
         elif ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(ch)
-    parts.append("".join(current).strip())
-    return [p for p in parts if p]
+            _piece(parts, value, start, index)
+            start = index + 1
+    _piece(parts, value, start, len(value))
+    return parts
+
+
+def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int) -> None:
+    raw = value[start:end]
+    text = raw.strip()
+    if text:
+        parts.append((text, start + len(raw) - len(raw.lstrip())))
+
+
+def _unrepresentable(value: object):
+    """What in a param's JSON value no artifact can carry (a lone surrogate escape, a number out
+    of range inside a list or object), as `jsonfile.unrepresentable` says, or None."""
+    if isinstance(value, (int, float, bool)) or value is None:
+        return None  # a top-level number out of range is kept as its text by `typed_value`
+    from ..jsonfile import unrepresentable
+
+    return unrepresentable(value)
 
 
 def typed_value(raw: str) -> object:
@@ -135,6 +159,15 @@ def parse_section(value: str) -> tuple[str, str | None, str] | str:
     return name, boundary, target
 
 
+def _value_span(d: Directive, offset: int, length: int) -> Span:
+    """The span of `length` characters at `offset` in a directive's value."""
+    src = d.value_span.src
+    if src is None:
+        return d.value_span
+    start = d.value_span.start + offset
+    return src.span(start, start + length)
+
+
 def _name_span(d: Directive, name: str) -> Span:
     """The span of one name inside a directive's value (falls back to the whole value)."""
     match = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", d.value)
@@ -164,14 +197,30 @@ class _HeaderBuilder:
         self.types: dict[str, dict] = {}
         #: `name: @schema.json` types, resolved by the resources pass (kept where they stood)
         self.refs: list[ResourceRef] = []
+        #: `name: TYPE(max_tokens=N)`: input name → (N, where it is written)
+        self.bounds: dict[str, tuple[int, Span]] = {}
+        #: `/// budget: total<=8000, uncached<=2000`: (name, limit, where) and the directive's span
+        self.budget: list[tuple[str, int, Span]] = []
+        self.budget_span: Span | None = None
 
-    def _input_type(self, d: Directive, name: str, written: str) -> None:
+    def _input_type(self, d: Directive, name: str, written: str, at: int | None = None) -> None:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
-        not parse, located at the offending part of the type)."""
+        not parse, located at the offending part of the type). `at`: the offset of `written` in
+        the directive's value (else the type is looked for by its text)."""
         from ..inputtypes import TypeSyntaxError, parse_type
 
         text = written.strip()
-        where = _name_span(d, text) if text else d.value_span
+        # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:` (matched at the last `(` only:
+        # linear on any text)
+        bound = _MAX_TOKENS.match(text, text.rfind("(")) if text.endswith(")") else None
+        if bound is not None:
+            text = self._bound(d, name, written, at, text, bound)
+        if not text:
+            where = d.value_span
+        elif at is not None:
+            where = _value_span(d, at + len(written) - len(written.lstrip()), len(text))
+        else:
+            where = _name_span(d, text)
         if text.startswith("@"):
             path = text[1:].strip()
             if not path:
@@ -199,6 +248,29 @@ class _HeaderBuilder:
             )
             return
         self.types[name] = schema
+
+    def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match) -> str:
+        """Record `(max_tokens=N)` of an input's type (E304 for a count that is no whole number);
+        the type without it."""
+        from ..budget import parse_count
+
+        lead = len(written) - len(written.lstrip())
+        where = (
+            _value_span(d, at + lead + bound.start(), len(text) - bound.start())
+            if at is not None
+            else _name_span(d, text[bound.start() :])
+        )
+        tokens = parse_count(bound.group(1))
+        if tokens is None:
+            self.ctx.report(
+                codes.MALFORMED_DIRECTIVE,
+                f"input `{name}`: `max_tokens` needs a whole number of tokens, not `{bound.group(1)}`",
+                where,
+                f"write `/// input: {name}: str(max_tokens=4000)`",
+            )
+        else:
+            self.bounds[name] = (tokens, where)
+        return text[: bound.start()].rstrip()
 
     def once(self, current: tuple[str, Span] | None, d: Directive) -> tuple[str, Span]:
         if current is not None:
@@ -247,7 +319,12 @@ class _HeaderBuilder:
                         d.value_span,
                         f"first given at line {self.param_spans[name].line}",
                     )
-                self.params[name] = typed_value(raw.strip())
+                value = typed_value(raw.strip())
+                problem = _unrepresentable(value)
+                if problem is not None:
+                    ctx.report(codes.MALFORMED_DIRECTIVE, f"param `{name}`: {problem[1]}", d.value_span, problem[2])
+                    continue
+                self.params[name] = value
                 self.param_spans[name] = d.value_span
         elif key == "flow":
             self.flow = self.once(self.flow, d)
@@ -258,16 +335,18 @@ class _HeaderBuilder:
                 if tag not in self.tags:
                     self.tags.append(tag)
         elif key == "input":
+            # linear in the number of names: each name's span comes from its offset, and the
+            # declared names are a set as well as a list
             names = []
-            for piece in split_list(d.value):
-                name, colon, written = piece.partition(":")
-                name = name.strip()
+            for piece, offset in split_list_at(d.value):
+                head, colon, written = piece.partition(":")
+                name = head.strip()
                 if colon:
-                    self._input_type(d, name, written)
-                names.append(name)
+                    self._input_type(d, name, written, offset + len(head) + 1)
+                names.append((name, offset))
             if self.inputs is None:
                 self.inputs, self.inputs_span = [], d.value_span
-            for name in names:
+            for name, offset in names:
                 if not _NAME.match(name):
                     ctx.report(
                         codes.MALFORMED_DIRECTIVE,
@@ -275,19 +354,36 @@ class _HeaderBuilder:
                         d.value_span,
                         "input names are Python identifiers",
                     )
-                elif name not in self.inputs:
+                elif name not in self.input_spans:
                     self.inputs.append(name)
-                    self.input_spans[name] = _name_span(d, name)
+                    self.input_spans[name] = _value_span(d, offset, len(name))
         elif key == "cache_ttl":
             if d.value not in CACHE_TTLS:
                 ctx.report(
                     codes.INVALID_MODEL,
                     f"unknown cache TTL `{d.value}`",
                     d.value_span if d.value else d.span,
-                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes)",
+                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes, or no breakpoints)",
                 )
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
+        elif key == "budget":
+            from ..budget import parse_budget
+
+            if self.budget_span is not None:
+                self.once((d.value, self.budget_span), d)
+                return
+            limits, problem = parse_budget(d.value)
+            if problem is not None:
+                ctx.report(
+                    codes.MALFORMED_DIRECTIVE,
+                    problem,
+                    d.value_span if d.value else d.span,
+                    "write `/// budget: total<=8000, uncached<=2000` (tokens: the whole request, and what is not cached)",
+                )
+                return
+            self.budget = [(limit, count, _name_span(d, piece)) for limit, count, piece in limits]
+            self.budget_span = d.value_span
         elif key == "promptc":  # `/// promptc: allow W706`: read by promptc.suppress, never metadata
             _, problem = parse_allow(d.value)
             if problem:
@@ -350,6 +446,9 @@ class _HeaderBuilder:
             input_types=tuple(self.types.items()),
             cache_ttl=self.cache_ttl[0] if self.cache_ttl else None,
             cache_ttl_span=self.cache_ttl[1] if self.cache_ttl else None,
+            input_bounds=tuple((name, tokens, at) for name, (tokens, at) in self.bounds.items()),
+            budget=tuple(self.budget),
+            budget_span=self.budget_span,
         )
 
 

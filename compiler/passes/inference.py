@@ -91,6 +91,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     all_helpers: set[str] = set()
     required: set[str] = set()  # inputs some section uses where a None would fail
     shape_uses: list[ShapeUse] = []
+    habits: list[jinja_habits.Habit] = []
     for message in doc.messages:
         sections = []
         for section in message.sections:
@@ -104,7 +105,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
                 _check_compiles(section, ctx)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
-            jinja_habits.check(section, set(inputs), ctx)
+            habits += jinja_habits.check(section, set(inputs), ctx, analysis.helpers - set(inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
@@ -129,7 +130,10 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
         helpers=tuple(sorted(all_helpers - all_inputs)),
         optional_inputs=tuple(n for n in inputs if n not in required),
     )
-    _check_declared(doc, ctx)
+    said = _check_declared(doc, ctx, {h.name: h for h in habits})
+    for habit in habits:
+        if habit.name not in said:
+            ctx.report(codes.JINJA_HABIT, habit.message, habit.span, habit.hint)
     return replace(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
 
 
@@ -349,17 +353,52 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
             return
 
 
-def _check_declared(doc: Document, ctx: Context) -> None:
+#: a directive line whose key is close to `input` (`/// inputs: a`, `/// Input: a`)
+_INPUT_LIKE = re.compile(r"^[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:([^\n]*)$", re.M)
+
+
+def _meant_input_line(ctx: Context) -> tuple[Span, str, str] | None:
+    """The directive that was meant to be `/// input:` (its key misspelt), with its key and value."""
+    text = ctx.source.text
+    for match in _INPUT_LIKE.finditer(text):
+        key = match.group(1)
+        if key != "input" and did_you_mean(key.lower(), ["input"]) == "input":
+            return ctx.source.span(match.start(1), match.end(1)), key, match.group(2).strip()
+    return None
+
+
+def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.Habit] | None = None) -> set[str]:
+    """E501, E503 and W502. Returns the names an error was reported for (a Jinja habit's name
+    among them carries the habit's hint, so its W605 is not said twice)."""
+    habits = habits or {}
+    said: set[str] = set()
     declared = doc.header.declared_inputs
     if declared is None:
         if ctx.config.require_declared_inputs and doc.inputs:
-            ctx.report(
-                codes.NO_INPUT_DECLARATION,
-                f"no `/// input:` declaration (inputs used: {', '.join(doc.inputs)})",
-                ctx.source.span(0),
-                f"add `/// input: {', '.join(doc.inputs)}`",
-            )
-        return
+            plain = [n for n in doc.inputs if n not in habits]
+            jinja = [n for n in doc.inputs if n in habits]
+            said.update(plain)  # the Jinja habits keep their W605, which says what to write
+            meant = _meant_input_line(ctx)
+            if meant is not None:
+                span, key, value = meant
+                message = (
+                    f"no `/// input:` declaration: `/// {key}:` (line {span.line}) is not the `input` directive "
+                    f"(inputs used: {', '.join(doc.inputs)})"
+                )
+                hints = [f"write `/// input: {value or ', '.join(plain)}`"]
+            else:
+                message = f"no `/// input:` declaration (inputs used: {', '.join(doc.inputs)})"
+                span = ctx.source.span(0)
+                hints = [f"add `/// input: {', '.join(plain)}`"] if plain else []
+            if jinja:
+                names = ", ".join(f"`{n}`" for n in jinja)
+                one = len(jinja) == 1
+                hints.append(
+                    f"{names} {'comes' if one else 'come'} from Jinja syntax, not meant as "
+                    f"{'an input' if one else 'inputs'} (W605 says what to write)"
+                )
+            ctx.report(codes.NO_INPUT_DECLARATION, message, span, "; ".join(hints))
+        return said
     declared_set = set(declared)
     spans = dict(doc.header.declared_input_spans)
     unused = [n for n in declared if n not in doc.inputs and n not in doc.helpers]  # a declared helper is used
@@ -373,6 +412,11 @@ def _check_declared(doc: Document, ctx: Context) -> None:
         placeholder = span is not None and src.text.startswith("${", span.start)
         candidates = set(declared) | (_code_names(section) if section is not None else set())
         close = did_you_mean(name, unused, limit=2) or did_you_mean(name, sorted(candidates - {name}), limit=2)
+        if name in habits:
+            habit = habits[name]
+            ctx.report(codes.UNDECLARED_INPUT, f"{habit.message}, and it is not declared", habit.span, habit.hint)
+            said.add(name)
+            continue
         if close in unused:
             # either the use or the declaration holds the typo: the hint must not pick one
             line = spans[close].line if close in spans else "?"
@@ -387,6 +431,7 @@ def _check_declared(doc: Document, ctx: Context) -> None:
             else f"name `{name}` is neither a declared input nor defined by the template"
         )
         ctx.report(codes.UNDECLARED_INPUT, message, span, hint)
+        said.add(name)
     defines = ctx.config.defines_map
     for name in unused:
         if name in defines:
@@ -404,3 +449,4 @@ def _check_declared(doc: Document, ctx: Context) -> None:
             spans.get(name, doc.header.declared_inputs_span),
             "remove it from `/// input:`",
         )
+    return said

@@ -74,15 +74,157 @@ def resolve(ctx: Context, base: str, target: str) -> tuple[str | None, str | Non
     return joined, None
 
 
-def schema_problem(schema: Any, object_root: bool = True) -> tuple[tuple[str | int, ...], str] | None:
-    """Why `schema` is not a usable object schema: (path inside it, message), or None. An input's
-    schema (`object_root=False`) may type any value."""
+#: JSON Schema's types, for "did you mean" on `"type": "strin"`
+SCHEMA_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+#: the keywords of JSON Schema (drafts 4 to 2020-12), for "did you mean" on a misspelt one
+SCHEMA_KEYWORDS = frozenset(
+    "$anchor $comment $defs $dynamicAnchor $dynamicRef $id $recursiveAnchor $recursiveRef $ref $schema "
+    "$vocabulary additionalItems additionalProperties allOf anyOf const contains contentEncoding "
+    "contentMediaType contentSchema default definitions dependencies dependentRequired dependentSchemas "
+    "deprecated description else enum examples exclusiveMaximum exclusiveMinimum format id if items "
+    "maxContains maxItems maxLength maxProperties maximum minContains minItems minLength minProperties "
+    "minimum multipleOf not oneOf pattern patternProperties prefixItems properties propertyNames readOnly "
+    "required then title type unevaluatedItems unevaluatedProperties uniqueItems writeOnly".split()
+)
+#: keywords whose value is a schema, a list of schemas, or a map of names to schemas
+_ONE_SCHEMA = frozenset(
+    "additionalItems additionalProperties contains contentSchema else if items not propertyNames then "
+    "unevaluatedItems unevaluatedProperties".split()
+)
+_SCHEMA_LISTS = frozenset("allOf anyOf oneOf prefixItems items".split())
+_SCHEMA_MAPS = frozenset("$defs definitions dependentSchemas patternProperties properties".split())
+#: at most this many problems are reported for one schema (the rest are counted)
+MAX_SCHEMA_PROBLEMS = 20
+
+JsonPath = tuple[str | int, ...]
+Problem = tuple[JsonPath, str, str | None]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+def _expected(value: Any) -> str:
+    names = value if isinstance(value, list) else [value]
+    article = {"array": "an array", "object": "an object (a schema)", "integer": "an integer", "string": "a string"}
+    return " or ".join(article.get(str(n), f"a {n}") for n in names)
+
+
+def _type_problem(value: Any) -> tuple[str, str]:
+    """`"type": "strin"` in promptc's words, with "did you mean"."""
+    bad = [v for v in (value if isinstance(value, list) else [value]) if v not in SCHEMA_TYPES]
+    if not bad or not all(isinstance(v, str) for v in bad):
+        return "`type` is a type name or a list of them", "types: " + ", ".join(SCHEMA_TYPES)
+    word = bad[0]
+    close = did_you_mean(word, SCHEMA_TYPES) or next((t for t in SCHEMA_TYPES if t.startswith(word.lower())), None)
+    message = f"`type` is `{word}`, which is not a JSON Schema type"
+    return message, (f"did you mean `{close}`?" if close else "types: " + ", ".join(SCHEMA_TYPES))
+
+
+def _explain(error: Any) -> Problem:
+    """A meta-schema error of jsonschema's as promptc says it: where (the keyword's value), what,
+    and a hint of its own."""
+    path: JsonPath = tuple(error.absolute_path)
+    keyword = next((p for p in reversed(path) if isinstance(p, str)), None)
+    instance = error.instance
+    if path and path[-1] == "type" and not (len(path) > 1 and path[-2] in _SCHEMA_MAPS):
+        message, hint = _type_problem(instance)
+        return path, message, hint
+    validator = error.validator
+    label = f"`{keyword}`" if keyword else "the schema"
+    if validator == "type":
+        message = f"{label} must be {_expected(error.validator_value)}, not {_kind(instance)}"
+        hint = None
+        if keyword == "required" and isinstance(instance, str):
+            hint = f'list the names: `"required": ["{instance}"]`'
+        elif keyword in ("properties", "$defs", "definitions", "patternProperties"):
+            hint = f'`{keyword}` maps names to schemas: `{{"name": {{"type": "string"}}}}`'
+        return path, message, hint
+    if validator == "enum":
+        options = [str(v) for v in error.validator_value]
+        close = did_you_mean(str(instance), options) if isinstance(instance, str) else None
+        return (
+            path,
+            f"{label} is {instance!r}; it must be one of {', '.join(options)}",
+            (f"did you mean `{close}`?" if close else None),
+        )
+    if validator == "uniqueItems":
+        return path, f"{label} lists the same item twice", "remove the repeat"
+    if validator in ("minimum", "exclusiveMinimum"):
+        return path, f"{label} must be at least {error.validator_value}, not {instance!r}", None
+    if validator in ("anyOf", "oneOf") and error.context:
+        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+
+        inner = best_match(error.context)
+        if inner is not None and tuple(inner.absolute_path) != path:
+            return _explain(inner)
+        kinds = sorted({_expected(e.validator_value) for e in error.context if e.validator == "type"})
+        if kinds:
+            return path, f"{label} must be {' or '.join(kinds)}, not {_kind(instance)}", None
+    return path, f"{label}: {error.message}", None
+
+
+def _misspelt_keywords(schema: Any) -> list[Problem]:
+    """Keys of schema objects that are no JSON Schema keyword but one edit or two away from one
+    (`"requird"`, `"propertys"`): JSON Schema ignores unknown keys, so the typo would silently turn
+    a check off. Names under `properties` are names, not keywords. Iterative, bounded by the JSON."""
+    found: list[Problem] = []
+    stack: list[tuple[JsonPath, Any]] = [((), schema)]
+    while stack and len(found) < MAX_SCHEMA_PROBLEMS:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                stack.extend(((*path, key, name), sub) for name, sub in value.items())
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend(((*path, key, i), sub) for i, sub in enumerate(value))
+            elif key in _ONE_SCHEMA or key in _SCHEMA_LISTS:
+                stack.append(((*path, key), value))
+            elif key not in SCHEMA_KEYWORDS and len(key) >= 4:
+                close = did_you_mean(key, SCHEMA_KEYWORDS)
+                if close is not None:
+                    found.append(
+                        (
+                            (*path, key),
+                            f"`{key}` {_NOT_A_KEYWORD}, so it checks nothing",
+                            f"did you mean `{close}`?",
+                        )
+                    )
+    return sorted(found, key=lambda problem: [str(part) for part in problem[0]])
+
+
+_NOT_A_KEYWORD = "is not a JSON Schema keyword"
+
+
+def misspelt_keys(problems: list[Problem]) -> list[tuple[JsonPath, str]]:
+    """The problems that are a misspelt keyword (they point at the key, not its value)."""
+    return [(path, message) for path, message, _ in problems if _NOT_A_KEYWORD in message]
+
+
+def schema_problems(schema: Any, object_root: bool = True) -> list[Problem]:
+    """Every reason `schema` is not a usable object schema, each at the keyword that fails (its path
+    inside the schema), in promptc's words with a hint of its own: the meta-schema's errors, a
+    misspelt keyword, and a root that is not an object schema (`object_root`; an input's schema may
+    type any value). At most MAX_SCHEMA_PROBLEMS, the last one counting the rest."""
     if not isinstance(schema, dict):
-        return (), "a JSON Schema here is an object"
+        return [((), "a JSON Schema here is an object", None)]
     import warnings
 
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+    from jsonschema.exceptions import relevance  # type: ignore[import-untyped]
     from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 
     declared = schema.get("$schema")
@@ -91,17 +233,34 @@ def schema_problem(schema: Any, object_root: bool = True) -> tuple[tuple[str | i
         cls = validator_for(schema, default=Draft202012Validator)
     if isinstance(declared, str) and declared.rstrip("#") != str(cls.META_SCHEMA.get("$schema", "")).rstrip("#"):
         if declared.rstrip("#") != str(cls.META_SCHEMA.get("$id", "")).rstrip("#"):
-            return ("$schema",), f"unknown `$schema` {declared!r}"
+            return [(("$schema",), f"unknown `$schema` {declared!r}", "leave it out, or name a JSON Schema draft")]
+    problems: list[Problem] = []
     try:
-        error = best_match(cls(cls.META_SCHEMA).iter_errors(schema))
+        errors = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=relevance)
     except RecursionError:  # bounded by the JSON depth limit; kept as a diagnostic all the same
-        return (), "schema nests too deeply to check"
-    if error is not None:
-        return tuple(error.absolute_path), error.message
-    if object_root and schema.get("type") != "object":
-        where: tuple[str | int, ...] = ("type",) if "type" in schema else ()
-        return where, 'the schema\'s root must be `"type": "object"` (providers require an object here)'
-    return None
+        return [((), "schema nests too deeply to check", None)]
+    seen: set[JsonPath] = set()
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        problem = _explain(error)
+        if problem[0] not in seen:
+            seen.add(problem[0])
+            problems.append(problem)
+    problems += [p for p in _misspelt_keywords(schema) if p[0] not in seen]
+    if object_root and schema.get("type") != "object" and () not in seen and ("type",) not in seen:
+        where: JsonPath = ("type",) if "type" in schema else ()
+        problems.append(
+            (where, 'the schema\'s root must be `"type": "object"` (providers require an object here)', None)
+        )
+    if len(problems) > MAX_SCHEMA_PROBLEMS:
+        more = len(problems) - MAX_SCHEMA_PROBLEMS + 1
+        problems = [*problems[: MAX_SCHEMA_PROBLEMS - 1], ((), f"and {more} more problems in this schema", None)]
+    return problems
+
+
+def schema_problem(schema: Any, object_root: bool = True) -> tuple[JsonPath, str] | None:
+    """The first of `schema_problems` as (path, message), or None."""
+    problems = schema_problems(schema, object_root)
+    return (problems[0][0], problems[0][1]) if problems else None
 
 
 class _FileChecker:
@@ -109,26 +268,38 @@ class _FileChecker:
         self.src = src
         self.diagnostics: list[Diagnostic] = []
 
-    def span(self, path: tuple[str | int, ...]) -> Span:
-        offset = locate(self.src.text, path)
-        return self.src.span(offset, offset + token_length(self.src.text, offset))
+    def span(self, path: tuple[str | int, ...], on_key: bool = False) -> Span:
+        """The value at `path` in the file (`on_key`: the key that names it, for a misspelt key)."""
+        text = self.src.text
+        offset = locate(text, path)
+        if on_key and path and isinstance(path[-1], str):
+            import json
 
-    def report(self, code: codes.Code, message: str, path: tuple[str | int, ...], hint: str | None) -> None:
-        self.diagnostics.append(make(code, message, self.span(path), hint, source=self.src))
+            quoted = json.dumps(path[-1])
+            key = text.rfind(quoted, 0, offset)
+            if key != -1 and not text[key + len(quoted) : offset].strip(" \t\r\n:"):
+                return self.src.span(key, key + len(quoted))
+        return self.src.span(offset, offset + token_length(text, offset))
+
+    def report(
+        self, code: codes.Code, message: str, path: tuple[str | int, ...], hint: str | None, on_key: bool = False
+    ) -> None:
+        self.diagnostics.append(make(code, message, self.span(path, on_key), hint, source=self.src))
 
     def schema(self, schema: Any, at: tuple[str | int, ...], what: str, object_root: bool = True) -> bool:
-        problem = schema_problem(schema, object_root)
-        if problem is None:
-            return True
-        inner, message = problem
-        where = "/".join(map(str, inner))
-        self.report(
-            codes.INVALID_SCHEMA,
-            f"{what}: {message}" + (f" (at `{where}`)" if where else ""),
-            (*at, *inner),
-            "see https://json-schema.org/understanding-json-schema/ ; the root is an object schema",
-        )
-        return False
+        """Report every problem of a schema, each at its keyword; False when there was one."""
+        problems = schema_problems(schema, object_root)
+        keys = {path for path, _ in misspelt_keys(problems)}
+        for inner, message, hint in problems:
+            where = "/".join(map(str, inner))
+            self.report(
+                codes.INVALID_SCHEMA,
+                f"{what}: {message}" + (f" (at `{where}`)" if where else ""),
+                (*at, *inner),
+                hint or "see https://json-schema.org/understanding-json-schema/",
+                on_key=inner in keys,
+            )
+        return not problems
 
     def tool(self, value: Any, at: tuple[str | int, ...]) -> dict[str, Any] | None:
         if not isinstance(value, dict):
@@ -139,8 +310,39 @@ class _FileChecker:
                 "a tool file holds one tool object or a list of them",
             )
             return None
+        if value.get("type") == "function" and isinstance(value.get("function"), dict):
+            # OpenAI's wrapper: one mistake, one error; the inner object is checked for the others
+            self.report(
+                codes.INVALID_TOOL,
+                'this is an OpenAI tool (`{"type": "function", "function": {…}}`); a promptc tool file holds '
+                "the tool itself, `{name, description, input_schema}`",
+                (*at, "type"),
+                "unwrap it: write the `function` object, with `parameters` renamed `input_schema`; the openai "
+                "shapes add the wrapper back when they send it",
+            )
+            self._body(value["function"], (*at, "function"), openai=True)
+            return None
+        return self._body(value, at)
+
+    def _body(self, value: dict[str, Any], at: tuple[str | int, ...], openai: bool = False) -> dict[str, Any] | None:
+        """A tool object's own checks (`openai`: the inside of OpenAI's wrapper, already reported,
+        whose `parameters` and `strict` are OpenAI's names, not separate mistakes)."""
         ok = True
+        schema_key = "input_schema"
+        if "input_schema" not in value and isinstance(value.get("parameters"), dict):
+            schema_key = "parameters"
+            if not openai:
+                self.report(
+                    codes.INVALID_TOOL,
+                    "`parameters` is OpenAI's name for a tool's input schema; promptc's tool files call it "
+                    "`input_schema` (Anthropic's name)",
+                    (*at, "parameters"),
+                    "rename the key `input_schema`; the openai and gemini shapes send it as `parameters`",
+                )
+            ok = False
         for key in value:
+            if key == schema_key or (openai and key == "strict"):
+                continue
             if key not in TOOL_KEYS:
                 close = did_you_mean(key, TOOL_KEYS)
                 hint = _FOREIGN_KEYS.get(key) or (f"did you mean `{close}`?" if close else None)
@@ -171,7 +373,7 @@ class _FileChecker:
                 "describe what the tool does and when to call it: the model reads this",
             )
             ok = False
-        if "input_schema" not in value:
+        if schema_key not in value:
             self.report(
                 codes.INVALID_TOOL,
                 f"{label} has no `input_schema`",
@@ -179,7 +381,7 @@ class _FileChecker:
                 'add `"input_schema": {"type": "object", "properties": {…}}`',
             )
             ok = False
-        elif not self.schema(value["input_schema"], (*at, "input_schema"), f"{label}: input_schema"):
+        elif not self.schema(value[schema_key], (*at, schema_key), f"{label}: {schema_key}"):
             ok = False
         if not ok:
             return None

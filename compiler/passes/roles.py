@@ -8,6 +8,7 @@ joined with exactly one blank line when emitted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from .. import codes
@@ -53,9 +54,15 @@ def trim(items: list[Item]) -> list[Item]:
         value = first.value
         lead = len(value) - len(value.lstrip(" \t\n"))
         newline = value.rfind("\n", 0, lead)
-        if lead == len(value) and (newline != -1 or len(items) == 1):
-            items.pop(0)
-            continue
+        if lead == len(value):  # only whitespace: blank lines, then maybe the next line's indentation
+            if len(items) == 1 or newline == len(value) - 1:
+                items.pop(0)
+                continue
+            if newline != -1:
+                # the indentation of a first line that starts with `${…}`, a block or `\${`: kept,
+                # as the first line's indentation always is
+                items[0] = _retext(first, newline + 1, 0)
+            break
         if newline != -1:
             items[0] = _retext(first, newline + 1, 0)
         break
@@ -93,6 +100,41 @@ def has_content(items: list[Item]) -> bool:
     return any(not isinstance(i, Text) or i.value.strip() for i in items)
 
 
+_SPACE = "[ \t\u00a0\u2000-\u200b\u3000]"
+_NEAR = re.compile(rf"({_SPACE}*)(-+)({_SPACE}*)([A-Za-z]+)({_SPACE}*)(-+){_SPACE}*\n?")
+
+
+def _mistyped(line: str) -> tuple[int, str, int] | None:
+    """(dashes on the left, the role word, dashes on the right) when a near-separator line is a
+    separator with a typo: it names a role and a side has four dashes or more. `--- User ---`,
+    three each side, reads as a divider in prose and stays text (W404)."""
+    match = _NEAR.fullmatch(line)
+    if match is None or match.group(4).lower() not in ROLES:
+        return None
+    left, right = len(match.group(2)), len(match.group(6))
+    if max(left, right) < 4:
+        return None
+    return left, match.group(4), right
+
+
+def _what_is_off(line: str, left: int, right: int) -> str:
+    """What keeps a mistyped separator from being one, in a few words."""
+    match = _NEAR.fullmatch(line)
+    assert match is not None
+    problems = []
+    if min(left, right) < 5:
+        side = "before" if left < 5 else "after"
+        short = min(left, right) if left < 5 and right < 5 else (left if left < 5 else right)
+        problems.append(f"{short} dashes {side if not (left < 5 and right < 5) else 'around'} the role, not five")
+    if match.group(1):
+        problems.append("indented")
+    if not match.group(3) or not match.group(5):
+        problems.append("no space around the role")
+    elif any(c not in " \t" for c in match.group(3) + match.group(5)):
+        problems.append("an odd space around the role")
+    return ", ".join(problems) or "not the exact shape"
+
+
 def split_roles(doc: Document, ctx: Context) -> Document:
     items = doc.items
     has_separators = any(isinstance(i, Separator) for i in items)
@@ -107,6 +149,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
     insert_at: int | None = None  # where a resumed section goes back in `sections`
     in_message = not has_separators
     reported_preamble = False
+    separated = False  # a real separator has been read
 
     def place(section: Section) -> None:
         nonlocal insert_at
@@ -170,15 +213,33 @@ def split_roles(doc: Document, ctx: Context) -> Document:
             role = name
             message_span = item.span
             in_message = True
+            separated = True
             continue
         if isinstance(item, NearSeparator):
-            ctx.report(
-                codes.NEAR_SEPARATOR,
-                "line looks like a role separator but is not one; kept as text",
-                item.span,
-                "a separator is alone on its line: five or more dashes, a space, the role, a space, "
-                "five or more dashes — `----- user -----`",
-            )
+            typo = _mistyped(item.value)
+            if typo is not None:
+                left, word, right = typo
+                effect = (
+                    f"as text, the `{word.lower()}` turn it starts would be part of the `{role}` message above"
+                    if separated
+                    else f"it stays text, and no `{word.lower()}` message starts here"
+                )
+                ctx.report(
+                    codes.MISTYPED_SEPARATOR,
+                    f"`{item.value.strip()}` is not a role separator ({_what_is_off(item.value, left, right)}): {effect}",
+                    item.span,
+                    f"write `----- {word.lower()} -----` (five or more dashes, a space, the role, a space, five or "
+                    "more dashes, alone on its line)",
+                )
+                reported_preamble = True  # the line is the mistake, not text before the first separator
+            else:
+                ctx.report(
+                    codes.NEAR_SEPARATOR,
+                    "line looks like a role separator but is not one; kept as text",
+                    item.span,
+                    "a separator is alone on its line: five or more dashes, a space, the role, a space, "
+                    "five or more dashes — `----- user -----`",
+                )
             item = Text(item.value, item.span)
         if not in_message:
             if isinstance(item, (Block, Placeholder, Escape, SectionMarker)) or (

@@ -86,8 +86,19 @@ def _json_values() -> list[dict]:
 
 
 def _type_patterns() -> list[dict]:
-    """The type of a typed input (`name: list[str] | None`, `name: @schema.json`)."""
+    """The type of a typed input (`name: list[str] | None`, `name: @schema.json`), and its token
+    bound (`str(max_tokens=4000)`, for `/// budget:`)."""
     return [
+        {
+            "match": r"(\()[ \t]*(max_tokens)[ \t]*(=)[ \t]*([0-9_]+)[ \t]*(\))",
+            "captures": {
+                "1": {"name": "punctuation.definition.bound.prompt"},
+                "2": {"name": "variable.other.property.prompt"},
+                "3": {"name": "keyword.operator.assignment.prompt"},
+                "4": {"name": "constant.numeric.prompt"},
+                "5": {"name": "punctuation.definition.bound.prompt"},
+            },
+        },
         {
             "match": r"(@)([^\s,|\[\]]+)",
             "captures": {
@@ -159,6 +170,18 @@ def value_rules() -> dict[str, list[dict]]:
                 "captures": {"1": {"name": "constant.other.ttl.prompt"}},
             },
             {"match": r"\S+", "name": "invalid.illegal.ttl.prompt"},
+        ],
+        "budget": [
+            {
+                "match": rf"\b({words(lang.BUDGET_LIMITS)})[ \t]*(<=|≤)[ \t]*([0-9_]+)",
+                "captures": {
+                    "1": {"name": "variable.other.property.prompt"},
+                    "2": {"name": "keyword.operator.comparison.prompt"},
+                    "3": {"name": "constant.numeric.prompt"},
+                },
+            },
+            _comma(),
+            {"match": r"[^,\s]+", "name": "invalid.illegal.budget.prompt"},
         ],
         "promptc": [{"include": "#allow-codes"}],
     }

@@ -3,10 +3,25 @@
 // (node, a browser, a worker); `load()` in index.js reads build folders.
 
 import { checkValue } from "./inputtypes.js";
+import { lossless, parse, plain } from "./json.js";
+
+export { dumps as dumpsJson, JsonNumber, parse as parseJson } from "./json.js";
 import { isPlainObject, str, typeName } from "./python.js";
-import { build as buildShape, ShapeError } from "./shapes.js";
+import { body as shapeBody, build as buildShape, ShapeError } from "./shapes.js";
 import { suggestions } from "./suggest.js";
 import { scan } from "./template.js";
+import { emit as emitUsage, makeRecord, UsageError } from "./usage.js";
+
+export { UsageError } from "./usage.js";
+
+// How `usage({ to: path })` appends a record to a JSONL file: index.js installs node's file
+// writer; without it (this module alone, in a browser) only functions receive records.
+let usageWriter = null;
+
+/** Install the function that appends a usage record to a JSONL file (index.js does). */
+export function setUsageWriter(writer) {
+  usageWriter = writer;
+}
 
 export const JOINER = "\n\n";
 export const SHAPES = Object.freeze(["plain", "anthropic", "openai", "openai-responses", "gemini"]);
@@ -139,8 +154,10 @@ function renderSection(text, values, prompt, section, schema) {
     }
   }
   if (tokens.some((token) => token.kind === "block")) {
+    // The same message as promptc.runtime's `refused_block`: both refuse, by the renderer field.
     throw new RenderError(
-      `prompt \`${prompt}\`, section \`${section}\`: \`{{ }}\`, \`{# #}\` and \`{% %}\` blocks run only in the Python runtime`,
+      `prompt \`${prompt}\`, section \`${section}\`: the artifact's renderer is \`placeholder\`, which runs no code, ` +
+        "but the section holds a `{{ }}`, `{# #}` or `{% %}` block; refused (the artifact was changed after the build: rebuild it)",
     );
   }
   return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text, schema), token.text))).join("");
@@ -182,6 +199,7 @@ export class OutputError extends RenderError {
  * `completion.choices[0].message.content`, `response.output_text`, `message.content[0].text` …),
  * checked against its output contract, as the Python runtime's `parse_output`. */
 export function parseOutput(artifact, response) {
+  if (typeof artifact === "string" || artifact instanceof Uint8Array) artifact = readArtifact(artifact);
   if (artifact === null || typeof artifact !== "object" || Array.isArray(artifact)) {
     throw new RenderError("an artifact is a JSON object");
   }
@@ -218,13 +236,48 @@ export class Rendered {
     this.outputSchema = fields.outputSchema;
     this.ttl = fields.ttl;
     this.headBreakpoint = fields.headBreakpoint;
+    this.provider = fields.provider;
+    this.cacheModel = fields.cacheModel;
+    /** the sha256 of the artifact file (the manifest's), when rendered from a build folder */
+    this.artifactSha256 = fields.artifactSha256 ?? null;
+    /** when this request was rendered, in epoch seconds */
+    this.renderedAt = fields.renderedAt ?? null;
     Object.freeze(this);
   }
 
-  /** The request in a provider's shape: the keyword arguments of its official SDK call. */
+  /** The usage record of the provider's `response` to this request (an SDK response object or its
+   * decoded JSON), as the Python runtime writes it. `options`: `shape` (read from the response when
+   * left out), `model` (when sent to another model than the artifact's), `timestamp` (when the
+   * response came), `started` (when the request was sent; default: when it was rendered), `to` (a
+   * JSONL file path, a function, or a list of them), `span` (an OpenTelemetry span to set the
+   * GenAI attributes on). */
+  usage(response, options = {}) {
+    try {
+      return emitUsage(makeRecord(this, response, options), options, usageWriter);
+    } catch (error) {
+      if (error instanceof UsageError) throw new RenderError(`prompt \`${this.name}\`: ${error.message}`);
+      throw error;
+    }
+  }
+
+  /** The request in a provider's shape: the keyword arguments of its official SDK call, as plain
+   * values (a JavaScript SDK writes them with JSON.stringify, which puts integer-like keys of a
+   * tool's schema first: for the bytes Python sends, send `body(shape)`). */
   asShape(shape = "plain", options = {}) {
     try {
       return buildShape(this, shape, options.model ?? null);
+    } catch (error) {
+      if (error instanceof ShapeError) throw new RenderError(error.message);
+      throw error;
+    }
+  }
+
+  /** The exact request body the pinned Python SDK sends for `asShape(shape)`, as a string: POST it
+   * as it is (`fetch(url, { method: "POST", headers, body: rendered.body(shape) })`) and a Node
+   * service sends the bytes a Python service sends, so both share the provider's cache. */
+  body(shape, options = {}) {
+    try {
+      return shapeBody(this, shape, options.model ?? null);
     } catch (error) {
       if (error instanceof ShapeError) throw new RenderError(error.message);
       throw error;
@@ -238,17 +291,46 @@ export class Rendered {
       messages: this.messages,
       blocks: this.blocks,
       prefix_sha256: this.prefixSha256,
-      params: this.params,
+      params: plain(this.params),
       model: this.model,
-      tools: this.tools,
-      output_schema: this.outputSchema,
+      tools: plain(this.tools),
+      output_schema: plain(this.outputSchema),
       ttl: this.ttl,
       head_breakpoint: this.headBreakpoint,
+      provider: this.provider,
+      cache_model: this.cacheModel,
     };
   }
 }
 
+// The lossless JSON tree each artifact was read from (`readArtifact`): its tools, output schema and
+// params keep their key order and number spelling through to `body()`.
+const TREES = new WeakMap();
+
+/** An artifact from its JSON text (a string or bytes): the decoded artifact, as `JSON.parse` gives
+ * it, remembered with its lossless tree, so that its requests keep the author's key order and
+ * Python's numbers. Pass this (or the text itself) to `renderArtifact`; a decoded object without a
+ * tree renders the same text, but its tools' integer-like keys come first, as JavaScript has them. */
+export function readArtifact(text) {
+  const source = typeof text === "string" ? text : new TextDecoder().decode(text);
+  return adoptArtifact(parse(source));
+}
+
+/** `readArtifact` for a tree `json.parse` already read (an artifact inside a larger document). */
+export function adoptArtifact(tree) {
+  const artifact = plain(tree);
+  if (artifact !== null && typeof artifact === "object") TREES.set(artifact, tree);
+  return artifact;
+}
+
+function treeOf(artifact) {
+  const tree = TREES.get(artifact);
+  if (tree !== undefined) return tree;
+  return lossless(artifact);
+}
+
 function artifactOf(artifact) {
+  if (typeof artifact === "string" || artifact instanceof Uint8Array) artifact = readArtifact(artifact);
   if (artifact === null || typeof artifact !== "object" || Array.isArray(artifact)) {
     throw new RenderError("an artifact is a JSON object");
   }
@@ -266,11 +348,14 @@ function artifactOf(artifact) {
   return artifact;
 }
 
+const field = (tree, key) => (tree instanceof Map ? tree.get(key) : undefined);
+
 export const UNKNOWN_INPUTS = Object.freeze(["error", "ignore"]);
 
 /** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`.
  * `options.unknownInputs`: "error" (the default: a value for an input the prompt does not take is
- * an `UnknownInputsError`) or "ignore" (one set of values for many prompts). */
+ * an `UnknownInputsError`) or "ignore" (one set of values for many prompts); `options.artifactSha256`
+ * is the artifact file's sha256, which usage records carry (`load()` passes the manifest's). */
 export function renderArtifact(artifact, values = {}, options = {}) {
   const mode = options?.unknownInputs ?? "error";
   if (!UNKNOWN_INPUTS.includes(mode)) {
@@ -305,16 +390,23 @@ export function renderArtifact(artifact, values = {}, options = {}) {
     messages.push({ role: message.role, content: blocks.map((b) => b.text).join(JOINER) });
     allBlocks.push(blocks);
   });
+  const tree = treeOf(artifact);
+  const tools = field(tree, "tools") ?? [];
+  const output = field(tree, "output_schema") ?? null;
   return new Rendered({
     name,
     messages,
     blocks: allBlocks,
     prefixSha256: artifact.cache.prefix_sha256,
-    params: { ...artifact.params },
+    params: new Map(field(tree, "params") ?? []),
     model: artifact.model,
-    tools: artifact.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema })),
-    outputSchema: artifact.output_schema ? { name: artifact.output_schema.name, schema: artifact.output_schema.schema } : null,
+    tools: tools.map((t) => ({ name: t.get("name"), description: t.get("description"), input_schema: t.get("input_schema") })),
+    outputSchema: output === null ? null : { name: output.get("name"), schema: output.get("schema") },
     ttl: artifact.cache.ttl,
     headBreakpoint: artifact.cache.breakpoints.some((b) => b.message === null && b.anthropic),
+    provider: artifact.provider ? artifact.provider.name : null,
+    cacheModel: artifact.cache.key ? artifact.cache.key.model : null,
+    artifactSha256: options?.artifactSha256 ?? null,
+    renderedAt: Date.now() / 1000,
   });
 }

@@ -1,13 +1,22 @@
-// Request shapes: a port of `promptc.shapes`. The same keys in the same order, so that
-// `JSON.stringify` of a shape here is the bytes of Python's `json.dumps` of the same shape.
+// Request shapes: a port of `promptc.shapes`. The same keys in the same order, the same refusals
+// with the same messages, and the same bytes: `body(rendered, shape)` writes what the pinned
+// Python SDK sends (`SHAPE_INFO[shape].body`, generated from providers.json).
+//
+// The tools, the output schema and the parameters reach here as lossless JSON trees (`json.js`:
+// Maps in the written order, numbers as written), so `body` keeps the author's key order and
+// Python's number spelling; `build` hands the keyword arguments out as plain JavaScript values,
+// for the JavaScript SDKs (which write them with JSON.stringify: integer-like keys first).
 
-import { SHAPE_PARAMS } from "./shape-params.js";
+import { dumps, plain } from "./json.js";
+import { MODEL_PREFIXES, SHAPE_INFO, SHAPE_PARAMS } from "./shape-params.js";
 
 const SYSTEM_ROLES = ["system", "developer"];
 
 export class ShapeError extends Error {}
 
-/** Whether OpenAI's strict structured outputs accept `schema`. Iterative. */
+const isMap = (node) => node instanceof Map;
+
+/** Whether OpenAI's strict structured outputs accept `schema` (a tree). Iterative. */
 export function strictCompatible(schema) {
   const stack = [schema];
   while (stack.length) {
@@ -16,16 +25,17 @@ export function strictCompatible(schema) {
       stack.push(...node);
       continue;
     }
-    if (node === null || typeof node !== "object") continue;
-    if (node.type === "object" || "properties" in node) {
-      const properties = node.properties ?? {};
-      if (node.additionalProperties !== false) return false;
-      if (properties === null || typeof properties !== "object" || Array.isArray(properties)) return false;
-      const required = new Set(node.required ?? []);
-      const names = new Set(Object.keys(properties));
-      if (required.size !== names.size || [...required].some((n) => !names.has(n))) return false;
+    if (!isMap(node)) continue;
+    if (node.get("type") === "object" || node.has("properties")) {
+      const properties = node.has("properties") ? node.get("properties") : new Map();
+      if (node.get("additionalProperties") !== false) return false;
+      if (!isMap(properties)) return false;
+      const required = node.get("required") ?? [];
+      const names = new Set(typeof required === "string" ? [...required] : Array.isArray(required) ? required : []);
+      const keys = new Set(properties.keys());
+      if (names.size !== keys.size || [...names].some((n) => !keys.has(n))) return false;
     }
-    stack.push(...Object.values(node));
+    stack.push(...node.values());
   }
   return true;
 }
@@ -38,26 +48,80 @@ function shapeParams(shape) {
   return names;
 }
 
+/** The artifact's params (a Map) under the names the shape's call takes, in their order. */
 function params(rendered, shape) {
   const names = shapeParams(shape);
-  const out = {};
-  for (const [key, value] of Object.entries(rendered.params)) {
+  const out = new Map();
+  for (const [key, value] of rendered.params) {
     if (!Object.hasOwn(names, key)) continue;
     const native = names[key];
-    out[native] = native === "stop_sequences" && typeof value === "string" ? [value] : value;
+    out.set(native, native === "stop_sequences" && typeof value === "string" ? [value] : value);
   }
   return out;
 }
 
+/** The provider whose model names `model` starts with (`claude-…` → anthropic). */
+export function providerOfModel(model) {
+  if (!model) return null;
+  let best = null;
+  for (const [name, prefixes] of Object.entries(MODEL_PREFIXES)) {
+    for (const prefix of prefixes) {
+      if (model.startsWith(prefix) && (best === null || prefix.length > best[0] || (prefix.length === best[0] && name > best[1]))) {
+        best = [prefix.length, name];
+      }
+    }
+  }
+  return best === null ? null : best[1];
+}
+
 function model(rendered, shape, chosen) {
-  chosen = chosen || rendered.model;
-  if (!chosen) {
+  const target = SHAPE_INFO[shape]?.provider ?? null;
+  if (chosen) {
+    const other = providerOfModel(chosen);
+    if (target && other && other !== target) {
+      throw new ShapeError(
+        `prompt \`${rendered.name}\`: \`${chosen}\` is an ${other} model; the ${shape} request goes to ${target}: ` +
+          `pass one of its models (\`--model\`, \`as_shape('${shape}', model=…)\`)`,
+      );
+    }
+    return chosen;
+  }
+  const own = rendered.provider || providerOfModel(rendered.model);
+  if (rendered.model && target && own && own !== target) {
+    throw new ShapeError(
+      `prompt \`${rendered.name}\` is built for \`${rendered.model}\` (${own}); the ${shape} request goes to ${target}: ` +
+        `pass one of its models (\`--model\`, \`as_shape('${shape}', model=…)\`)`,
+    );
+  }
+  if (!rendered.model) {
     throw new ShapeError(
       `prompt \`${rendered.name}\`: the ${shape} request needs a model; set \`/// param: model=…\`, ` +
         "`model` in [tool.promptc], or pass one (`--model`, `as_shape(shape, model=…)`)",
     );
   }
-  return chosen;
+  return rendered.model;
+}
+
+function cacheKey(rendered, chosen) {
+  if (!rendered.prefixSha256) return null;
+  if (rendered.provider === null) return rendered.prefixSha256;
+  if (rendered.provider !== "openai") return null;
+  if (chosen && chosen !== rendered.model && chosen !== rendered.cacheModel) return null;
+  return rendered.prefixSha256;
+}
+
+function refuseTurnless(rendered, shape, turns, system) {
+  if (SHAPE_INFO[shape]?.requires !== "user_turn" || turns.some((turn) => turn.role === "user")) return;
+  let why;
+  if (!turns.length && system) {
+    why = "every message is a system message (the opening system and developer messages are its system part)";
+  } else if (!turns.length) why = "every message rendered empty";
+  else why = "its user turns rendered empty";
+  const field = shape === "gemini" ? "contents" : "messages";
+  throw new ShapeError(
+    `prompt \`${rendered.name}\`: the ${shape} request has no user turn (${field}): ${why}; ` +
+      "add a `----- user -----` message, or render its inputs non-empty",
+  );
 }
 
 const cacheControl = (ttl) => (ttl ? { type: "ephemeral", ttl } : { type: "ephemeral" });
@@ -65,12 +129,13 @@ const toolJson = (t) => ({ name: t.name, description: t.description, input_schem
 
 function anthropic(rendered, chosen) {
   const p = params(rendered, "anthropic");
-  if (!Object.hasOwn(p, "max_tokens")) {
+  if (!p.has("max_tokens")) {
     throw new ShapeError(
       `prompt \`${rendered.name}\`: the anthropic request needs \`max_tokens\`; ` +
         "add `/// param: max_tokens=1024` to the prompt",
     );
   }
+  const chosenModel = model(rendered, "anthropic", chosen);
   const control = cacheControl(rendered.ttl);
   const tools = rendered.tools.map(toolJson);
   if (tools.length && rendered.headBreakpoint) tools[tools.length - 1].cache_control = { ...control };
@@ -81,29 +146,26 @@ function anthropic(rendered, chosen) {
     opening = opening && SYSTEM_ROLES.includes(message.role);
     const content = opening ? system : [];
     for (const block of rendered.blocks[i]) {
-      if (block.text) content.push({ type: "text", text: block.text });
-      if (block.anthropic && content.length) content[content.length - 1].cache_control = { ...control };
-      else if (block.anthropic && !opening && messages.length) {
-        const last = messages[messages.length - 1].content;
-        last[last.length - 1].cache_control = { ...control };
-      } else if (block.anthropic && tools.length && !system.length && !messages.length) {
-        tools[tools.length - 1].cache_control = { ...control };
-      }
+      if (!block.text) continue;
+      content.push({ type: "text", text: block.text });
+      if (block.anthropic) content[content.length - 1].cache_control = { ...control };
     }
     if (!opening && content.length) {
       const role = SYSTEM_ROLES.includes(message.role) ? "user" : message.role;
       messages.push({ role, content });
     }
   });
-  const request = { model: model(rendered, "anthropic", chosen), max_tokens: p.max_tokens };
-  delete p.max_tokens;
+  refuseTurnless(rendered, "anthropic", messages, system.length > 0);
+  const request = { model: chosenModel, max_tokens: p.get("max_tokens") };
+  p.delete("max_tokens");
   if (tools.length) request.tools = tools;
   if (system.length) request.system = system;
   request.messages = messages;
   if (rendered.outputSchema !== null) {
     request.output_config = { format: { type: "json_schema", schema: rendered.outputSchema.schema } };
   }
-  return Object.assign(request, p);
+  for (const [k, v] of p) request[k] = v;
+  return request;
 }
 
 const openaiMessages = (rendered) => rendered.messages.map((m) => ({ ...m }));
@@ -123,8 +185,10 @@ function openai(rendered, chosen) {
       json_schema: { name: output.name, schema: output.schema, strict: strictCompatible(output.schema) },
     };
   }
-  if (rendered.prefixSha256) request.prompt_cache_key = rendered.prefixSha256;
-  return Object.assign(request, params(rendered, "openai"));
+  const key = cacheKey(rendered, chosen);
+  if (key) request.prompt_cache_key = key;
+  for (const [k, v] of params(rendered, "openai")) request[k] = v;
+  return request;
 }
 
 function openaiResponses(rendered, chosen) {
@@ -144,11 +208,14 @@ function openaiResponses(rendered, chosen) {
       format: { type: "json_schema", name: output.name, schema: output.schema, strict: strictCompatible(output.schema) },
     };
   }
-  if (rendered.prefixSha256) request.prompt_cache_key = rendered.prefixSha256;
-  return Object.assign(request, params(rendered, "openai-responses"));
+  const key = cacheKey(rendered, chosen);
+  if (key) request.prompt_cache_key = key;
+  for (const [k, v] of params(rendered, "openai-responses")) request[k] = v;
+  return request;
 }
 
 function gemini(rendered, chosen) {
+  const chosenModel = model(rendered, "gemini", chosen);
   const system = [];
   const contents = [];
   let opening = true;
@@ -175,8 +242,9 @@ function gemini(rendered, chosen) {
     config.response_mime_type = "application/json";
     config.response_json_schema = rendered.outputSchema.schema;
   }
-  Object.assign(config, params(rendered, "gemini"));
-  const request = { model: model(rendered, "gemini", chosen), contents };
+  for (const [k, v] of params(rendered, "gemini")) config[k] = v;
+  refuseTurnless(rendered, "gemini", contents, system.length > 0);
+  const request = { model: chosenModel, contents };
   if (Object.keys(config).length) request.config = config;
   return request;
 }
@@ -189,9 +257,95 @@ const BUILDERS = {
   gemini,
 };
 
-export function build(rendered, shape, chosenModel = null) {
+function request(rendered, shape, chosenModel) {
   if (!Object.hasOwn(BUILDERS, shape)) {
     throw new ShapeError(`unknown shape \`${shape}\`; shapes: ${Object.keys(BUILDERS).join(", ")}`);
   }
   return BUILDERS[shape](rendered, chosenModel);
+}
+
+/** The keyword arguments of the shape's SDK call, as plain JavaScript values. */
+export function build(rendered, shape, chosenModel = null) {
+  return plain(request(rendered, shape, chosenModel));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bytes
+
+function ordered(value, order) {
+  const rank = new Map(order.map((key, i) => [key, i]));
+  const keys = Object.keys(value).sort((a, b) => (rank.get(a) ?? rank.size) - (rank.get(b) ?? rank.size));
+  const out = new Map();
+  for (const key of keys) out.set(key, value[key]);
+  return out;
+}
+
+const get = (node, key) => (node instanceof Map ? node.get(key) : node?.[key]);
+const has = (node, key) => get(node, key) !== undefined && get(node, key) !== null;
+
+function fields(value, table, nested) {
+  if (!(value instanceof Map) && (value === null || typeof value !== "object" || Array.isArray(value))) return value;
+  const out = new Map();
+  for (const [name, rest] of table) {
+    if (!has(value, name)) continue;
+    const inner = get(value, name);
+    out.set(rest, Object.hasOwn(nested, name) ? fields(inner, nested[name], nested) : inner);
+  }
+  return out;
+}
+
+function geminiBody(req, spec) {
+  const config = req.config ?? {};
+  const out = new Map();
+  out.set(
+    "contents",
+    req.contents.map((c) => new Map([["parts", c.parts.map((p) => new Map([["text", p.text]]))], ["role", c.role]])),
+  );
+  if (config.system_instruction) {
+    out.set("systemInstruction", new Map([["parts", config.system_instruction.parts.map((p) => new Map([["text", p.text]]))]]));
+  }
+  if (config.tools) {
+    out.set(
+      "tools",
+      config.tools.map(
+        (tool) =>
+          new Map([
+            [
+              "functionDeclarations",
+              tool.function_declarations.map(
+                (d) =>
+                  new Map([
+                    ["description", d.description],
+                    ["name", d.name],
+                    ["parameters_json_schema", d.parameters_json_schema],
+                  ]),
+              ),
+            ],
+          ]),
+      ),
+    );
+  }
+  const nested = spec.fields;
+  if (has(config, "tool_config")) out.set("toolConfig", fields(config.tool_config, nested.tool_config, nested));
+  const generation = new Map();
+  for (const [name, rest] of spec.generation) {
+    if (!has(config, name)) continue;
+    generation.set(rest, Object.hasOwn(nested, name) ? fields(config[name], nested[name], nested) : config[name]);
+  }
+  if (generation.size) out.set("generationConfig", generation);
+  return out;
+}
+
+/** The request body of `shape` as the pinned Python SDK sends it: the same bytes, as a string. */
+export function body(rendered, shape, chosenModel = null) {
+  if (shape === "plain") throw new ShapeError("the plain shape is not a request body: pick a provider's shape");
+  const req = request(rendered, shape, chosenModel);
+  const spec = SHAPE_INFO[shape].body;
+  const payload = shape === "gemini" ? geminiBody(req, spec) : ordered(req, spec.order);
+  const options = spec.serializer;
+  return dumps(payload, {
+    ensureAscii: options.ensure_ascii,
+    separators: options.separators,
+    allowNan: options.allow_nan,
+  });
 }

@@ -1,0 +1,224 @@
+"""`promptc reconcile RECORDS`: the hits the build promised against the hits the provider reported.
+
+The classification lives in `promptc.reconcile`; this module reads the build, the records and (with
+`--against REV`) the revision's prefixes, prints, and picks the exit code: 0, 1 when a `--fail-on`
+limit is crossed, 2 when the records or the build cannot be read.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .common import USAGE_ERROR, settings
+
+
+class FailOnRule(click.ParamType):
+    name = "hit<RATIO|lost>DOLLARS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..reconcile import FailOn, parse_fail_on
+
+        if isinstance(value, FailOn):
+            return value
+        try:
+            return parse_fail_on(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def run_reconcile(
+    command: str,
+    records: str,
+    folder: str,
+    *,
+    against: str | None = None,
+    window: float = 5.0,
+    horizon: float = 600.0,
+    fmt: str = "text",
+) -> Any:
+    """The reconciliation of `records` against the build in `folder` (exit 2 when either cannot
+    be read); W951 diagnostics are printed to stderr in text and github formats."""
+    from pathlib import Path
+
+    from .. import codes
+    from ..diagnostics import file_span, make, render_github, render_text, use_color
+    from ..reconcile import Locator, ReadStats, SourceLocator, read_records, reconcile, records_problem
+    from .cost import read_build
+
+    config = settings().config
+    manifest, _facts, artifacts = read_build(command, folder)
+    missing = sorted(set(manifest.artifacts) - set(artifacts))
+    if missing:
+        click.echo(
+            f"promptc {command}: {folder} does not hold the artifacts its manifest lists ({', '.join(missing[:3])}"
+            f"{' …' if len(missing) > 3 else ''}): run `promptc build`",
+            err=True,
+        )
+        sys.exit(USAGE_ERROR)
+    path = Path(records)
+    problem = records_problem(records)
+    if problem is not None:
+        click.echo(render_github(problem) if fmt == "github" else render_text(problem), err=fmt != "github")
+        sys.exit(USAGE_ERROR)
+    old_prefixes = None
+    old_tree = None
+    if against is not None:
+        old_prefixes, old_tree = _revision(command, against, config, fmt)
+    locator: Locator
+    src = Path(config.src)
+    if src.is_dir():
+        from ..driver.sources import read_tree
+
+        tree, _ = read_tree(src, Path(config.out))
+        locator = SourceLocator(tree, config, old_tree)
+    else:
+        locator = Locator()
+    stats = ReadStats()
+    try:
+        result = reconcile(
+            read_records(path, stats, display=records),
+            artifacts,
+            stats,
+            old_prefixes=old_prefixes,
+            against=against,
+            locator=locator,
+            window=window,
+            horizon=horizon,
+            records_path=records,
+        )
+    except OSError as exc:
+        diagnostic = make(
+            codes.RECORDS_UNREADABLE,
+            f"cannot read the usage records: {exc.strerror or exc}",
+            file_span(),
+            None,
+            path=records,
+        )
+        click.echo(render_text(diagnostic), err=True)
+        sys.exit(USAGE_ERROR)
+    if fmt != "json":
+        color = use_color(settings().color, sys.stderr)
+        for d in stats.diagnostics:
+            if fmt == "github":
+                click.echo(render_github(d))
+            else:
+                click.echo(render_text(d, color=color) + "\n", err=True, color=color)
+        hidden = stats.skipped - len(stats.diagnostics)
+        if hidden > 0:
+            click.echo(f"promptc {command}: {hidden} more malformed records skipped", err=True)
+    return result
+
+
+def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[str, str | None], Any]:
+    """The prefix hashes of the build at `against` (its committed manifest, or its sources compiled
+    in memory) and its source tree."""
+    import orjson
+
+    from ..model import ArtifactError, Manifest
+    from .oldtree import OldTreeError, from_revision
+
+    try:
+        old = from_revision(against, config.src, config.out)
+    except OldTreeError as exc:
+        from ..diagnostics import render_github, render_text
+
+        click.echo(render_github(exc.diagnostic) if fmt == "github" else render_text(exc.diagnostic), err=True)
+        sys.exit(USAGE_ERROR)
+    document: Any = None
+    if old.manifest is not None:
+        try:
+            document = orjson.loads(old.manifest)
+        except orjson.JSONDecodeError:
+            document = None
+    if document is None:
+        from .diff import _compiled_manifest
+
+        document = _compiled_manifest(old.sources, config)
+    try:
+        manifest = Manifest.from_json(document)
+    except ArtifactError as exc:
+        click.echo(f"promptc {command}: the manifest at {against}: {exc}", err=True)
+        sys.exit(USAGE_ERROR)
+    return {name: entry.prefix_sha256 for name, entry in manifest.artifacts.items()}, old.sources
+
+
+@click.command("reconcile")
+@click.argument("records", metavar="RECORDS")
+@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@click.option(
+    "--against",
+    default=None,
+    metavar="REV",
+    help="A git revision whose prefixes the records may carry: name the change since REV that busts them.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    type=FailOnRule(),
+    help="Exit 1 when a prompt's hit ratio is below RATIO (`hit<0.6`, `hit<60%`) or the money lost against the "
+    "prediction is above DOLLARS (`lost>5`). Repeatable.",
+)
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "github")), default="text", show_default=True)
+@click.option(
+    "--window",
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long before its timestamp a request without `started_at` is taken to have started.",
+)
+@click.option(
+    "--horizon",
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How far out of time order records may be written (the reorder buffer).",
+)
+def reconcile_cmd(
+    records: str,
+    out: str | None,
+    against: str | None,
+    fail_on: tuple[Any, ...],
+    fmt: str,
+    window: float,
+    horizon: float,
+) -> None:
+    """Reconcile usage RECORDS (the JSONL `Rendered.usage(...)` writes, or an OpenTelemetry JSON
+    export of spans) with the build: per prompt, requests, predicted cacheable tokens, observed
+    cached tokens and hit ratio, money lost against the prediction, and the cause of each gap —
+    below the provider minimum, expired TTL, concurrent first writes, another model or provider,
+    a stale deploy or a bust since --against REV, dynamic text inside the prefix — with its
+    source line. docs/observability.md walks through a day of records."""
+    folder = out or settings().config.out
+    result = run_reconcile("reconcile", records, folder, against=against, window=window, horizon=horizon, fmt=fmt)
+    failing = result.failing(fail_on)
+    if fmt == "json":
+        import orjson
+
+        from .common import envelope
+
+        payload = envelope(
+            "reconcile",
+            out=folder,
+            **result.to_json(),
+            diagnostics=[d.to_json() for d in result.stats.diagnostics],
+            fail_on=[str(rule) for rule in fail_on],
+            failed=failing,
+        )
+        click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+    elif fmt == "github":
+        from ..reconcile import render_github
+
+        for line in render_github(result, failing):
+            click.echo(line)
+    else:
+        from ..reconcile import render_text
+
+        click.echo(render_text(result))
+    if failing:
+        if fmt != "json":
+            click.echo(f"reconcile failed: {', '.join(failing)} (--fail-on)", err=True)
+        sys.exit(1)

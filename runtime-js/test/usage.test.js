@@ -1,0 +1,63 @@
+// Usage records from load()'s renders: the manifest's sha256, JSONL lines, functions and spans.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { load, parseTimestamp, RenderError, spanAttributes } from "../index.js";
+import { renderArtifact, setUsageWriter } from "../src/render.js";
+
+const BUILD = new URL("../../build/", import.meta.url);
+const VALUES = { customer_name: "Ann", product: "Acme", question: "Why?" };
+const ANSWER = {
+  id: "chatcmpl-1",
+  object: "chat.completion",
+  model: "gpt-4o-mini-2024-07-18",
+  usage: { prompt_tokens: 1200, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 1024 } },
+};
+
+test("a record carries the manifest's sha256, the prefix and the provider's counts", () => {
+  const runtime = load(BUILD);
+  const rendered = runtime.render("support/chat", VALUES);
+  const record = rendered.usage(ANSWER, { timestamp: "2026-12-01T10:00:00+01:00" });
+  assert.equal(record.artifact_sha256, runtime.manifest.artifacts["support/chat"].sha256);
+  assert.equal(record.prefix_sha256, rendered.prefixSha256);
+  assert.deepEqual(
+    [record.shape, record.provider, record.model, record.response_model, record.timestamp],
+    ["openai", "openai", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "2026-12-01T09:00:00.000Z"],
+  );
+  assert.deepEqual([record.input_tokens, record.cache_read_input_tokens, record.cache_creation_input_tokens], [1200, 1024, null]);
+  assert.ok(Math.abs(parseTimestamp(record.started_at) - rendered.renderedAt) < 0.002);
+});
+
+test("records go to JSONL files, functions and spans", () => {
+  const rendered = load(BUILD).render("support/chat", VALUES);
+  const file = join(mkdtempSync(join(tmpdir(), "promptc-usage-")), "usage.jsonl");
+  const seen = [];
+  const attributes = [];
+  const span = { setAttributes: (a) => attributes.push(a) };
+  const first = rendered.usage(ANSWER, { to: [file, (r) => seen.push(r)], span });
+  rendered.usage(ANSWER, { to: file });
+  const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+  assert.equal(lines.length, 2);
+  assert.deepEqual(JSON.parse(lines[0]), first);
+  assert.deepEqual(seen, [first]);
+  assert.deepEqual(attributes, [spanAttributes(first)]);
+  assert.equal(attributes[0]["gen_ai.usage.cache_read.input_tokens"], 1024);
+  assert.equal(attributes[0]["promptc.prompt"], "support/chat");
+  assert.equal("gen_ai.usage.cache_creation.input_tokens" in attributes[0], false);
+});
+
+test("unreadable responses are render errors; without a file writer only functions take records", () => {
+  const runtime = load(BUILD);
+  const rendered = runtime.render("support/chat", VALUES);
+  assert.throws(() => rendered.usage({}), (e) => e instanceof RenderError && /cannot tell which provider/.test(e.message));
+  assert.throws(() => rendered.usage({ usage: { input_tokens: -3 } }, { shape: "anthropic" }), /expected a token count ≥ 0/);
+  const bare = renderArtifact(runtime.artifact("support/chat"), VALUES);
+  assert.equal(bare.artifactSha256, null);
+  // the last test of the file (node --test runs each file in a process of its own): index.js's
+  // file writer stays uninstalled from here on, as in a browser that loads src/render.js alone
+  setUsageWriter(null);
+  assert.throws(() => bare.usage(ANSWER, { to: "usage.jsonl" }), /go to a function/);
+});
