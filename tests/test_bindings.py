@@ -243,6 +243,7 @@ def test_generated_names_never_shadow_the_modules_own(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # a mypy run of its own; the default suite's mypy run is the test above
 def test_the_docstring_starts_with_the_leading_comment_and_outputs_get_a_parse_helper(tmp_path: Path) -> None:
     mypy = shutil.which("mypy", path=str(Path(sys.executable).parent))
     if mypy is None:

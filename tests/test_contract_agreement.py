@@ -162,7 +162,7 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-@settings(max_examples=examples(300))
+@settings(max_examples=examples(200))
 @given(documents(), st.lists(json_values(), min_size=1, max_size=6))
 def test_the_python_check_agrees_with_jsonschema(document: Any, values: list[Any]) -> None:
     if not schema_ok(document):
