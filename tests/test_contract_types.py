@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promptc import runtime
@@ -129,7 +129,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.mark.ci_only
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
 @given(
     batch=st.lists(
         st.tuples(agreement.documents(), st.lists(agreement.json_values(), min_size=3, max_size=8)),
