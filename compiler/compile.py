@@ -142,9 +142,11 @@ def analyse_source(
     cut = locate(doc, rel, root, artifact)  # where the request model's walk stops
     linted = lint(artifact, doc, cut, meter(request.tokenizer), config.stable_run_tokens)
     from .budget import check as check_budget  # `/// budget:` and the model's context window
+    from .params import check as check_params  # `/// param:` values typed by the provider profile
 
     budgeted = check_budget(artifact, doc, meter(request.tokenizer).tokens)
-    all_diagnostics = _allow((*all_diagnostics, *check(artifact, doc, request), *linted, *budgeted), src, doc, ctx)
+    checked = (*check(artifact, doc, request), *check_params(doc, request), *linted, *budgeted)
+    all_diagnostics = _allow((*all_diagnostics, *checked), src, doc, ctx)
     if config.allow:  # `allow` in [tool.promptc], `--allow` on the command line
         all_diagnostics = tuple(d for d in all_diagnostics if not (d.severity == "warning" and d.code in config.allow))
     if has_errors(all_diagnostics):

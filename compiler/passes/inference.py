@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 from .. import codes, template
 from ..analysis.inference import ShapeUse, analyse
@@ -88,6 +89,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     messages = []
     all_inputs: set[str] = set()
     all_helpers: set[str] = set()
+    required: set[str] = set()  # inputs some section uses where a None would fail
     shape_uses: list[ShapeUse] = []
     habits: list[jinja_habits.Habit] = []
     for message in doc.messages:
@@ -107,6 +109,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
+            required.update(set(inputs) - analysis.optional)
             shape_uses += analysis.shape_uses
             sections.append(
                 replace(
@@ -119,8 +122,13 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
                 )
             )
         messages.append(Message(message.role, message.span, tuple(sections)))
+    inputs = tuple(sorted(all_inputs))
     doc = replace(
-        doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs))
+        doc,
+        messages=tuple(messages),
+        inputs=inputs,
+        helpers=tuple(sorted(all_helpers - all_inputs)),
+        optional_inputs=tuple(n for n in inputs if n not in required),
     )
     said = _check_declared(doc, ctx, {h.name: h for h in habits})
     for habit in habits:
@@ -194,7 +202,6 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     declared = dict(doc.header.input_types)
     spans = dict(doc.header.declared_input_spans)
     inferred: dict[str, dict] = {}
-    unconditional: set[str] = set()
     for use in uses:
         schema = declared.get(use.name)
         if schema is not None:
@@ -202,8 +209,6 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
             continue
         if use.kind == "attr":
             continue  # Python attributes say nothing JSON Schema can: any object may have them
-        if not use.conditional:
-            unconditional.add(use.name)
         if use.kind == "iter":
             inferred.setdefault(use.name, dict(_ITERABLE))
             continue
@@ -224,7 +229,7 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     out: list[tuple[str, dict]] = []
     for name in sorted(inferred):
         schema = _sorted_schema(inferred[name])
-        if name not in unconditional:
+        if name in doc.optional_inputs:  # every use is guarded: None may be passed, or nothing
             kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
             schema = {**schema, "type": [*kinds, "null"]}
         out.append((name, schema))
@@ -237,6 +242,25 @@ def _sorted_schema(schema: dict) -> dict:
         return schema
     properties = {k: _sorted_schema(v) for k, v in sorted(schema["properties"].items())}
     return {"type": schema["type"], "properties": properties, "required": sorted(schema["required"])}
+
+
+def _described(schema: Any) -> str:
+    from ..inputtypes import describe
+
+    return describe(schema)
+
+
+def _present(schema: dict, attr: str, member: Any) -> bool:
+    """Whether every value `schema` admits has `attr`, or `attr` renders its `default` when absent:
+    a property the schema names (in some object option) is present when each object option
+    requires it. A key only a map type (`additionalProperties`) admits is the caller's promise."""
+    if isinstance(member, dict) and "default" in member:
+        return True
+    options = [o for o in schema.get("anyOf", [schema]) if isinstance(o, dict) and _kinds(o) != {"null"}]
+    named = [o for o in options if attr in (o.get("properties") or {})]
+    if not named:
+        return True
+    return all(attr in (o.get("required") or ()) for o in options if "object" in (_kinds(o) or {"object"}))
 
 
 def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Context) -> None:
@@ -252,6 +276,17 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 use.span,
                 f"declare `{use.name}` as a list (`list[str]`), or loop over something else",
             )
+        elif not use.guarded:
+            from ..inputtypes import optional
+
+            if optional(schema):
+                ctx.report(
+                    codes.TYPE_CONTRADICTED,
+                    f"`{{% for %}}` over `{use.name}`, which may be None (declared {_described(schema)}){where}: "
+                    "left out, it cannot be iterated",
+                    use.span,
+                    f"guard the loop (`{{% if {use.name} %}}…{{% endif %}}`), or declare `{use.name}` without `| None`",
+                )
         return
     if use.kind == "attr":
         kinds = _kinds(schema)
@@ -265,10 +300,42 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f'read the key: `{use.name}["{attr}"]` (placeholders `${{{use.name}.{attr}}}` read keys themselves)',
             )
         return
-    node: dict | None = schema
+    from ..inputtypes import optional
+
+    path = f"`${{{use.name}.{'.'.join(use.attrs)}}}`"
+    if use.attrs and optional(schema) and not use.guarded:
+        ctx.report(
+            codes.TYPE_CONTRADICTED,
+            f"{path}: `{use.name}` may be None (its declared type admits null){where}, and None has no keys",
+            use.span,
+            f"guard the use (`{{% if {use.name} %}}…{{% endif %}}`), or declare `{use.name}` without `| None`",
+        )
+        return
+    node: Any = schema
     walked = use.name
-    for attr in use.attrs:
+    for depth, attr in enumerate(use.attrs):
+        if not isinstance(node, dict):
+            return
         member, problem = _member_schema(node, attr)
+        if problem is None and member is False:
+            problem = f"cannot have `{attr}` (its schema admits no value there)"
+        if problem is None and not _present(node, attr, member):
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"{path}: `{attr}` is not required by the schema of `{walked}`{where}, so a value without it "
+                "would have nothing to render here",
+                use.span,
+                f"add `{attr}` to `required`, or give it a `default` (what renders when it is absent)",
+            )
+            return
+        if problem is None and depth < len(use.attrs) - 1 and optional(member):
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"{path}: `{walked}.{attr}` may be null (its schema admits null){where}, and null has no keys",
+                use.span,
+                f"take `null` out of the schema of `{attr}`, or read `${{{walked}.{attr}}}` only",
+            )
+            return
         if problem is not None:
             problem, _, close = problem.partition("\0")
             ctx.report(
