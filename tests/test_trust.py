@@ -312,14 +312,17 @@ def _interrupt(root: Path, signum: int, group: bool) -> tuple[subprocess.Complet
         text=True,
         start_new_session=True,
     )
+    # Signal as soon as the workers have spooled a first artifact: the pool is compiling then, with
+    # most of the tree still to go (a fixed sleep after the spool folder appeared let a fast machine
+    # finish the whole build first).
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
-        if any(p.name.startswith("build.spool-") for p in (root / ".promptc-cache").glob("*")):
+        spools = [p for p in (root / ".promptc-cache").glob("build.spool-*") if p.is_dir()]
+        if any(any(f.suffix == ".json" for f in spool.iterdir()) for spool in spools):
             break
-        time.sleep(0.005)
+        time.sleep(0.002)
     landed = process.poll() is None
     if landed:
-        time.sleep(0.05)
         (os.killpg if group else os.kill)(process.pid, signum)
     out, err = process.communicate(timeout=60)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err), landed
