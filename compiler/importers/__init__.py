@@ -20,6 +20,7 @@ over a `context.SourceTree`), so its prefix analysis is the build's. See docs/im
 from __future__ import annotations
 
 import os
+import re
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from .. import codes
 from ..config import Config
 from ..diagnostics import Diagnostic, file_span, has_errors, make, ordered
 from ..source import decode
-from .common import Converted, owned, refusal_diagnostic
+from .common import Converted, owned, refusal_diagnostic, warning
 from .ir import Refusal
 
 KINDS = ("dotprompt", "prompty", "jinja")
@@ -283,6 +284,20 @@ def _convert_jinja(sources: dict, files: Mapping[str, bytes], role: str) -> list
 # Compiling what was converted (in memory), and refusing what does not compile
 
 
+_PARAM_LINE = re.compile(r"///\s*param:\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=")
+
+
+def _param_field(c: Converted, text: bytes, d) -> tuple[int, int] | None:
+    """The foreign header field behind the `/// param:` line a diagnostic points at, if any."""
+    if d.span is None or not (d.path == c.target or d.path.endswith("/" + c.target)):
+        return None
+    lines = text.decode("utf-8").split("\n")
+    if not 1 <= d.span.line <= len(lines):
+        return None
+    m = _PARAM_LINE.match(lines[d.span.line - 1])
+    return c.param_origin.get(m.group(1)) if m else None
+
+
 def compile_converted(converted: list[Converted], config: Config | None = None, *, root_display: str = ""):
     """Compile the converted files in memory, as `promptc build` of the output folder would.
     Returns (the source tree, {target: CompiledPrompt}) and marks a file that does not compile as
@@ -308,6 +323,18 @@ def compile_converted(converted: list[Converted], config: Config | None = None, 
         if errors and c.foreign is not None:
             first = errors[0]
             c.refused = True
+            at = _param_field(c, files[c.target], first)
+            if at is not None:  # a header value promptc refuses (E730 …): at the field it came from
+                c.diagnostics.append(
+                    warning(
+                        codes.IMPORT_UNSUPPORTED_FIELD,
+                        f"the value is refused: {first.code}: {first.message}",
+                        c.foreign,
+                        *at,
+                        first.hint or f"see `promptc explain {first.code}`",
+                    )
+                )
+                continue
             c.diagnostics.append(
                 make(
                     codes.IMPORT_NOT_COMPILED,

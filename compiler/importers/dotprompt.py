@@ -258,6 +258,7 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
             raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, "`model` is not a name", *where("model"))
         model, plugin = model_and_provider(data["model"])
         params["model"] = model
+        out.param_origin["model"] = where("model")
         if plugin:
             lines.append(metadata_line("dotprompt.model", data["model"]) or "")
     config = data.get("config")
@@ -266,6 +267,7 @@ def _prompt(src, rel, out: Converted, sources, partials, translated, target_of) 
             raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, "`config` is not a mapping", *where("config"))
         for key, value in config.items():
             params[snake(key)] = value
+            out.param_origin[snake(key)] = where("config", key)
     lines[:0] = param_lines(params)
 
     # input: schema and defaults
