@@ -19,13 +19,23 @@ $(STAMP): pyproject.toml setup.cfg | $(BIN)/python
 	@$(PIP) -e .
 	@touch $(STAMP)
 
-$(TESTSTAMP): $(STAMP)
+# mypy cannot follow the editable install: `promptc` is the `compiler/` folder, which setuptools maps
+# with an import hook, and static tools read only folders on the path (mypy says `import-not-found`
+# for `promptc.runtime`). A `promptc-stubs` link to the source in site-packages is a PEP 561 stub
+# package: mypy reads the real, typed modules through it, Python's import ignores it.
+MYPYLINK := $(VENV)/.mypy-link-stamp
+$(MYPYLINK): $(STAMP)
+	@$(BIN)/python -c "import os, sysconfig; link = os.path.join(sysconfig.get_paths()['purelib'], 'promptc-stubs'); \
+	os.path.lexists(link) and os.remove(link); os.symlink(os.path.abspath('compiler'), link, target_is_directory=True)"
+	@touch $(MYPYLINK)
+
+$(TESTSTAMP): $(STAMP) $(MYPYLINK)
 	@$(PIP) -e '.[test]'
 	@touch $(TESTSTAMP)
 
 # The committed build, and the files generated from the compiler's own definitions: the JavaScript
 # runtime's constants and the editor grammar (tests fail when either is stale).
-build: $(STAMP)
+build: $(STAMP) $(MYPYLINK)
 	$(BIN)/promptc build prompts_src -o build
 	$(BIN)/python runtime-js/gen_constants.py
 	$(BIN)/python editors/vscode/gen_grammar.py

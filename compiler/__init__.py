@@ -9,7 +9,7 @@ The public API, importable by name (`from promptc import build`):
   `str(d)` is its one-line form), `render_text` (the CLI's full rendering, caret and hint) and
   `render_sarif` (a SARIF 2.1.0 log of many, for code scanning)
 - rendering: `load(build_dir)` → `Runtime`; `Runtime.render(name, **inputs)` → `Rendered`;
-  `RenderError`, `MissingInputsError`
+  `RenderError`, `MissingInputsError`, `UnknownInputsError`
 - llmutils-style helpers: `process` → `ProcessedPrompt`, `strip_comments`, `extract_params`,
   `strip_comments_from_messages`
 - inputs of the built-in partials: `env_inputs`, `git_inputs`, `date_inputs`
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .driver import BuildResult, build, check
     from .facts.config import Config, load_config
     from .facts.diagnostics import Diagnostic, render_sarif, render_text
-    from .runtime import MissingInputsError, Rendered, RenderError, Runtime, load
+    from .runtime import MissingInputsError, OutputError, Rendered, RenderError, Runtime, UnknownInputsError, load
     from .runtime.envinfo import date_inputs, env_inputs, git_inputs
     from .runtime.usage import UsageRecord
     from .tools.cost import advise
@@ -60,6 +60,8 @@ _EXPORTS = {
     "Rendered": "runtime",
     "RenderError": "runtime",
     "MissingInputsError": "runtime",
+    "UnknownInputsError": "runtime",
+    "OutputError": "runtime",
     "process": "tools.llmutils",
     "strip_comments": "tools.llmutils",
     "extract_params": "tools.llmutils",
@@ -95,6 +97,8 @@ __all__ = [
     "Rendered",
     "RenderError",
     "MissingInputsError",
+    "UnknownInputsError",
+    "OutputError",
     "process",
     "strip_comments",
     "extract_params",

@@ -1,7 +1,7 @@
 // Types of promptc-runtime: render prompts compiled by promptc, as the Python runtime does.
 
 export * from "./render.js";
-import type { Rendered, Shape, UsageRecord } from "./render.js";
+import type { Rendered, Shape, UnknownInputs, UsageRecord } from "./render.js";
 
 export declare const USAGE_SCHEMA: "promptc.usage/1";
 /** promptc's provider names → the OpenTelemetry GenAI `gen_ai.provider.name` values */
@@ -24,12 +24,20 @@ export { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
 /** A schema written back in promptc's type language (`list[str]`, `int | None`). */
 export declare function describe(schema: object): string;
 /** Every way `value` fails `schema`, as `path: expected …, got …`. */
-export declare function checkValue(schema: object, value: unknown, path: string): string[];
+export declare function checkValue(schema: object | boolean, value: unknown, path: string, limit?: number | null): string[];
+/** Whether `value` passes `schema`. */
+export declare function admits(schema: object | boolean, value: unknown): boolean;
 
 /** A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily. */
+export interface LoadOptions {
+  /** values for inputs a prompt does not take: an `UnknownInputsError` (the default), or ignored */
+  unknownInputs?: UnknownInputs;
+}
+
 export declare class Runtime {
-  constructor(buildDir: string | URL);
+  constructor(buildDir: string | URL, options?: LoadOptions);
   readonly buildDir: string;
+  readonly unknownInputs: UnknownInputs;
   readonly manifest: { schema: string; artifacts: { [name: string]: { path: string; sha256: string } } };
   /** The prompts of the build, sorted. */
   names(): string[];
@@ -38,7 +46,10 @@ export declare class Runtime {
   artifact(name: string): import("./render.js").Artifact;
   /** Render prompt `name` with `values` (input name → value). */
   render(name: string, values?: object): Rendered;
+  /** The value of a provider response to prompt `name` (JSON text, or the decoded value), checked
+   * against its output contract (`OutputError` lists every problem). */
+  parse(name: string, response: unknown): unknown;
 }
 
 /** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for. */
-export declare function load(buildDir?: string | URL): Runtime;
+export declare function load(buildDir?: string | URL, options?: LoadOptions): Runtime;

@@ -8,7 +8,7 @@ import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
-import { readArtifact, RenderError, renderArtifact, setUsageWriter } from "./src/render.js";
+import { parseOutput, readArtifact, RenderError, renderArtifact, setUsageWriter } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
 import { recordLine } from "./src/usage.js";
 
@@ -25,12 +25,16 @@ export {
   JOINER,
   JsonNumber,
   MissingInputsError,
+  OutputError,
   parseJson,
+  parseOutput,
   RenderError,
   readArtifact,
   Rendered,
   renderArtifact,
   SHAPES,
+  UNKNOWN_INPUTS,
+  UnknownInputsError,
   UsageError,
 } from "./src/render.js";
 export {
@@ -44,7 +48,7 @@ export {
   spanAttributes,
   USAGE_SCHEMA,
 } from "./src/usage.js";
-export { checkValue, describe } from "./src/inputtypes.js";
+export { admits, checkValue, describe } from "./src/inputtypes.js";
 
 export { MANIFEST, MANIFEST_SCHEMA };
 
@@ -53,8 +57,10 @@ export class Runtime {
   #manifest = null;
   #artifacts = new Map();
 
-  constructor(buildDir) {
+  constructor(buildDir, options = {}) {
     this.buildDir = buildDir instanceof URL ? fileURLToPath(buildDir) : String(buildDir);
+    /** values for inputs a prompt does not take: "error" (`UnknownInputsError`) or "ignore" */
+    this.unknownInputs = options?.unknownInputs ?? "error";
   }
 
   get manifest() {
@@ -128,11 +134,20 @@ export class Runtime {
   /** Render prompt `name` with `values` (an object: input name → value). */
   render(name, values = {}) {
     const artifact = this.artifact(name);
-    return renderArtifact(artifact, values, { artifactSha256: this.manifest.artifacts[name].sha256 });
+    return renderArtifact(artifact, values, {
+      artifactSha256: this.manifest.artifacts[name].sha256,
+      unknownInputs: this.unknownInputs,
+    });
+  }
+
+  /** The value of a provider `response` to prompt `name`, checked against its output contract. */
+  parse(name, response) {
+    return parseOutput(this.artifact(name), response);
   }
 }
 
-/** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for. */
-export function load(buildDir = "build") {
-  return new Runtime(buildDir);
+/** Open a build folder (a path, or a `file:` URL). Nothing is read until a prompt is asked for.
+ * `{ unknownInputs: "ignore" }`: `render` ignores values for inputs a prompt does not take. */
+export function load(buildDir = "build", options = {}) {
+  return new Runtime(buildDir, options);
 }

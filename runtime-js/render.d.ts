@@ -29,6 +29,23 @@ export declare class MissingInputsError extends RenderError {
   readonly missing: readonly string[];
 }
 
+/** Values for inputs the prompt does not take: `unknown` names them, sorted; `suggestions` maps
+ * each to the input it was probably meant to be; `missing` the required inputs not passed. */
+export declare class UnknownInputsError extends RenderError {
+  readonly prompt: string;
+  readonly unknown: readonly string[];
+  readonly missing: readonly string[];
+  readonly suggestions: { readonly [name: string]: string };
+}
+
+export type UnknownInputs = "error" | "ignore";
+export declare const UNKNOWN_INPUTS: readonly UnknownInputs[];
+
+export interface RenderOptions {
+  /** values for inputs the prompt does not take: an `UnknownInputsError` (the default), or ignored */
+  unknownInputs?: UnknownInputs;
+}
+
 /** Values that do not match the prompt's declared types; `problems` lists every one, by path. */
 export declare class InputTypeError extends RenderError {
   readonly prompt: string;
@@ -154,6 +171,16 @@ export interface Artifact {
   [key: string]: unknown;
 }
 
+/** A provider response that does not match the prompt's output contract. */
+export declare class OutputError extends RenderError {
+  readonly prompt: string;
+  readonly problems: readonly string[];
+}
+
+/** The value of a provider response (JSON text, or the decoded value), checked against the
+ * artifact's output contract. */
+export declare function parseOutput(artifact: Artifact | object | string | Uint8Array, response: unknown): unknown;
+
 /** An artifact read from its JSON text, remembering its tools and params losslessly. */
 export declare function readArtifact(text: string | Uint8Array): Artifact;
 /** `readArtifact` for a lossless tree already parsed (`parseJson`). */
@@ -170,7 +197,7 @@ export declare function dumpsJson(
 export declare function renderArtifact(
   artifact: Artifact | object | string | Uint8Array,
   values?: object,
-  options?: { artifactSha256?: string | null },
+  options?: RenderOptions & { artifactSha256?: string | null },
 ): Rendered;
 /** Install the function `usage({ to: path })` appends records with (index.js installs node's). */
 export declare function setUsageWriter(writer: ((path: string | URL, record: UsageRecord) => void) | null): void;

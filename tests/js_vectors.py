@@ -220,7 +220,7 @@ SOURCES = {
         {
             "n.prompt": "/// tools: tool.json\n/// output: out.json\n"
             "/// param: model=gpt-4o, max_tokens=64, seed=12345678901234567, temperature=0.5\n"
-            '/// param: logit_bias={"50256": -100, "10": 5, "a": 1e16}, stop=END\n'
+            '/// param: logit_bias={"50256": -100, "10": 5, "a": 1e2}, stop=END\n'
             "----- system -----\nYou answer with numbers: é, 漢字, 😀, \\${literal}.\n"
             "----- user -----\n${q}\n",
             "tool.json": json.dumps(NUMBERS_TOOL, ensure_ascii=False),
@@ -336,7 +336,81 @@ SOURCES = {
             ({"ticket": {"priority": True}, "mode": "slow", "who": "Ann", "items": {"k": 1}, "maybe": 0}, None),
         ],
     ),
+    "contracts": (
+        # a schema file as pydantic writes one ($defs + $ref), keys with defaults, boolean
+        # subschemas, anyOf, uniqueItems, a non-ASCII key, lengths in code points
+        {
+            "c.prompt": "/// input: order: @order.json\n----- user -----\n${order.id} ${order.qty} ${order.note}\n",
+            "order.json": json.dumps(
+                {
+                    "$defs": {"Qty": {"type": "integer", "minimum": 1, "default": 1}},
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "minLength": 2},
+                        "qty": {"$ref": "#/$defs/Qty"},
+                        "note": {"type": "string", "default": "none"},
+                        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                        "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
+                        "é": {"type": "boolean"},
+                        "debug": False,
+                    },
+                    "required": ["id"],
+                    "additionalProperties": False,
+                },
+                ensure_ascii=False,
+            ),
+        },
+        "c",
+        Config(),
+        None,
+        [
+            ({"order": {"id": "A1"}}, None),
+            ({"order": {"id": "😀😀", "qty": 2, "note": "n", "tags": ["x", "y"], "kind": "b", "é": True}}, None),
+            (
+                {"order": {"id": "A", "qty": 0, "tags": ["x", "x"], "kind": "c", "é": 1, "debug": True, "x": 1}},
+                None,
+            ),
+            ({"ordr": {"id": "A1"}, "é": 1}, None),  # unknown inputs: did you mean, and what is missing
+            ({"order": {"id": "A1"}, "extra": None}, None),
+        ],
+    ),
+    "proto": (
+        # `${d.__proto__}` reads a key, as in Python: never the prototype of a JavaScript object
+        {"p.prompt": "/// input: d: dict[str, str], e\n----- user -----\n${d.__proto__} ${e.constructor}\n"},
+        "p",
+        Config(),
+        None,
+        [
+            ({"d": {}, "e": {"constructor": "c"}}, None),
+            ({"d": {"__proto__": "x"}, "e": {"constructor": "c"}}, None),
+            ({"d": {"__proto__": "x"}, "e": {}}, None),
+        ],
+    ),
 }
+
+
+#: provider responses each vector's `parse` cases hold (prompts with an output schema): JSON text,
+#: a decoded value, not JSON, a value that fails the contract in several places
+PARSES: dict[str, list[Any]] = {
+    "tools": [
+        '{"answer": "Yes.", "confidence": 0.5}',
+        {"answer": "No.", "confidence": 1},
+        "{not json",
+        {"answer": 3, "confidence": "high", "extra": None},
+        '{"answer": "é"}',
+    ],
+    "tools_loose": ['{"answer": "x", "more": [1, 2]}', {"answer": None}, []],
+    "contracts": ['{"answer": "x"}'],  # no output schema: no contract to parse against
+}
+
+
+def run_parse(artifact: dict[str, Any], response: Any) -> dict[str, Any]:
+    case: dict[str, Any] = {"response": response}
+    try:
+        case["value"] = runtime.parse_output(artifact, response)
+    except runtime.RenderError as exc:
+        case["error"] = _error(exc)
+    return case
 
 
 def _with_inferred(schema: dict[str, Any]) -> dict[str, Any]:
@@ -460,6 +534,7 @@ def vector(name: str, artifact: dict[str, Any] | None = None) -> dict[str, Any]:
         "sources": files,
         "artifact": artifact,
         "cases": [run_case(artifact, values, models) for values, models in cases],
+        "parses": [run_parse(artifact, response) for response in PARSES.get(name, [])],
     }
 
 

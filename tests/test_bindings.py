@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -104,7 +105,7 @@ def test_generated_module_type_checks_and_catches_the_three_mistakes(tmp_path: P
     assert done.returncode == 0, done.stderr
     module = (tmp_path / "app" / "bindings.py").read_text()
     assert "def support_chat(*, product: str, question: str, limit: int | None = None) -> Rendered:" in module
-    assert "BUILD_DIR = Path(__file__).resolve().parent / '../build'" in module
+    assert 'BUILD_DIR = Path(__file__).resolve().parent / "../build"' in module
     # the same module over an object-typed `order` (as `@schemas/order.json` types it)
     artifacts = {name: runtime.load(tmp_path / "build").artifact(name) for name in runtime.load(tmp_path / "build")}
     artifacts["orders"] = replace(
@@ -120,11 +121,9 @@ def test_generated_module_type_checks_and_catches_the_three_mistakes(tmp_path: P
     (tmp_path / "app" / "bindings.py").write_text(module)
     write(tmp_path, "app/good.py", GOOD_APP)
     write(tmp_path, "app/bad.py", BAD_APP)
-    # the editable install imports through a finder hook mypy cannot follow: show it the package
-    # under its import name, as a wheel lays it out (promptc's own modules are not under test here)
-    (tmp_path / "stubs").mkdir()
-    (tmp_path / "stubs" / "promptc").symlink_to(ROOT / "compiler", target_is_directory=True)
-    env = {**os.environ, "MYPYPATH": str(tmp_path / "stubs")}
+    # mypy finds promptc in the venv `make build` makes, editable install and all (the Makefile's
+    # `promptc-stubs` link; promptc's own modules are not under test here)
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
     args = [mypy, "--strict", "--no-incremental", "--follow-imports=silent", "--cache-dir", str(tmp_path / ".mypy")]
     # one mypy run over all three files (mypy's start-up is most of its time): errors in bad.py only
     checked = subprocess.run(
@@ -150,7 +149,7 @@ def test_the_docs_excerpt_is_the_generated_code() -> None:
     doc = (ROOT / "docs" / "bindings.md").read_text(encoding="utf-8")
     excerpts = [block.split("```", 1)[0] for block in doc.split("```text\n")[1:]]
     text, diagnostics = python_module(ROOT / "build")
-    assert not diagnostics and len(excerpts) == 2
+    assert not diagnostics and len(excerpts) == 3
     for excerpt in excerpts:  # each piece of an excerpt (split at blank lines) is in the module
         assert all(piece in text for piece in excerpt.split("\n\n")), excerpt
 
@@ -161,7 +160,7 @@ def test_build_writes_the_configured_bindings_and_check_locked_notices_when_stal
     assert run_promptc("build", cwd=tmp_path / "prompts_src").returncode == 0  # from a subfolder, too
     module = (tmp_path / "app" / "prompts.py").read_text()
     assert "def hello(*, name: str) -> Rendered:" in module
-    assert "BUILD_DIR = Path(__file__).resolve().parent / '../build'" in module
+    assert 'BUILD_DIR = Path(__file__).resolve().parent / "../build"' in module
     assert run_promptc("check", "--locked", cwd=tmp_path).returncode == 0
     (tmp_path / "app" / "prompts.py").write_text(module.replace("name: str", "name: int"))
     stale = run_promptc("check", "--locked", cwd=tmp_path)
@@ -223,3 +222,141 @@ def test_two_object_types_with_one_name_are_a_diagnostic(tmp_path: Path) -> None
         diagnostics[0].message
         == "prompt `a/b`, input `c_d` and prompt `a/b_c`, input `d` would both be the type `ABCD`"
     )
+
+
+def test_generated_names_never_shadow_the_modules_own(tmp_path: Path) -> None:
+    """An object input `dict` of prompt `typed` would be the type `TypedDict`: it is `TypedDict_`;
+    a prompt whose function would be `load` is E920."""
+    closed = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    write(tmp_path, "prompts_src/d.json", json.dumps({**closed, "additionalProperties": False}))
+    write(tmp_path, "prompts_src/typed.prompt", "/// input: dict: @d.json\nHi ${dict.name}\n")
+    assert build(tmp_path / "prompts_src", tmp_path / "build").ok
+    text, diagnostics = python_module(tmp_path / "build")
+    assert not diagnostics
+    assert "class TypedDict_(TypedDict):" in text and "def typed(*, dict: TypedDict_)" in text
+    compile(text, "bindings.py", "exec")
+    write(tmp_path, "prompts_src/load.prompt", "Hi.\n")
+    assert build(tmp_path / "prompts_src", tmp_path / "build").ok
+    text, diagnostics = python_module(tmp_path / "build")
+    assert text == "" and [d.message for d in diagnostics] == [
+        "prompt `load` would be the function `load`, a name the module uses itself"
+    ]
+
+
+@pytest.mark.slow  # a mypy run of its own; the default suite's mypy run is the test above
+def test_the_docstring_starts_with_the_leading_comment_and_outputs_get_a_parse_helper(tmp_path: Path) -> None:
+    mypy = shutil.which("mypy", path=str(Path(sys.executable).parent))
+    if mypy is None:
+        pytest.skip("mypy is not installed")
+    answer = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}, "confidence": {"type": "number"}},
+        "required": ["answer", "confidence"],
+        "additionalProperties": False,
+    }
+    write(tmp_path, "prompts_src/answer.json", json.dumps(answer))
+    write(
+        tmp_path,
+        "prompts_src/ask.prompt",
+        "/// Answers a question in one sentence.\n/// input: q: str\n/// output: answer.json\nQ: ${q}\n",
+    )
+    assert build(tmp_path / "prompts_src", tmp_path / "build").ok
+    done = run_promptc("gen", "python", "-o", "app/bindings.py", "--build", "build", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    module = (tmp_path / "app" / "bindings.py").read_text()
+    assert 'def ask(*, q: str) -> Rendered:\n    """Answers a question in one sentence.\n\n    Render prompt' in module
+    assert "def parse_ask(response: object) -> AskOutput:" in module
+    write(
+        tmp_path,
+        "app/use.py",
+        "from bindings import parse_ask\n\n"
+        'value = parse_ask(\'{"answer": "Yes.", "confidence": 0.9}\')\n'
+        "confidence: float = value['confidence']\n"
+        "print(value['answer'], confidence)\n",
+    )
+    write(tmp_path, "app/bad.py", "from bindings import parse_ask\n\ncount: int = parse_ask('{}')['answer']\n")
+    args = [mypy, "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".mypy")]
+    checked = subprocess.run(
+        [*args, "use.py", "bindings.py", "bad.py"], cwd=tmp_path / "app", capture_output=True, text=True
+    )
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("bad.py:3:"), checked.stdout
+    ran = subprocess.run([sys.executable, "use.py"], cwd=tmp_path / "app", capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout == "Yes. 0.9\n", ran.stderr
+    refused = subprocess.run(
+        [sys.executable, "-c", "from bindings import parse_ask\nparse_ask('{\"answer\": 3}')"],
+        cwd=tmp_path / "app",
+        capture_output=True,
+        text=True,
+    )
+    assert "OutputError" in refused.stderr and "response.confidence: required, missing" in refused.stderr
+
+
+@pytest.mark.slow
+def test_parse_reads_the_official_sdks_response_objects() -> None:
+    """The value where each SDK's response object puts it: OpenAI chat and Responses, Anthropic
+    (a text block, or a tool_use block's input), google-genai."""
+    from anthropic.types import Message
+    from google.genai.types import GenerateContentResponse
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
+
+    loaded = runtime.load(ROOT / "build")
+    value = {"category": "bug", "priority": "high", "product": "sync", "summary": "S.", "needs_human": False}
+    text = json.dumps(value)
+    chat = ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-4.1-mini",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        }
+    )
+    responses = Response.model_validate(
+        {
+            "id": "r",
+            "object": "response",
+            "created_at": 0,
+            "model": "gpt-4.1-mini",
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+            "output": [
+                {
+                    "type": "message",
+                    "id": "m",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            ],
+        }
+    )
+    anthropic_text = Message.model_validate(
+        {
+            "id": "a",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    )
+    anthropic_tool = Message.model_validate(
+        {
+            "id": "a",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": "t", "name": "triage", "input": value}],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    )
+    gemini = GenerateContentResponse.model_validate(
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}]}
+    )
+    for response in (chat, responses, anthropic_text, anthropic_tool, gemini):
+        assert loaded.parse("helpdesk/triage", response) == value, type(response).__name__

@@ -243,6 +243,7 @@ CASES = {
     "E722": _text(
         "/// param: model=gpt-4o, max_tokens=128000\n/// input: diff: str(max_tokens=10)\n----- user -----\n${diff}\n"
     ),
+    "E730": _text("/// param: model=gpt-4o, temperature=hot\nHi\n"),
     "W710": _text(
         "----- system -----\nYou are the support assistant for ${product}. Answer briefly and politely, cite the\n"
         "relevant help-centre article when there is one, and never invent prices or policies.\n"
@@ -291,7 +292,17 @@ CASES = {
     ),
     "E825": _text(
         "/// input: order: @order.json\nOrder ${order}\n",
-        partials={"order.json": '{"type": "object",\n "properties": {"qty": {"type": "integer", "minimum": 1}}}\n'},
+        partials={"order.json": '{"type": "object",\n "properties": {"code": {"type": "string", "pattern": "^A"}}}\n'},
+    ),
+    "E826": _text(
+        "/// input: tree: @tree.json\nTree ${tree}\n",
+        partials={
+            "tree.json": '{"type": "object",\n "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}\n'
+        },
+    ),
+    "W827": _text(
+        "/// output: answer.json\nAnswer.\n",
+        partials={"answer.json": '{"type": "object",\n "properties": {"code": {"type": "string", "pattern": "^A"}}}\n'},
     ),
     # 9xx
     "E901": _text("Hi\n", config=Config(tokenizer="gpt-17")),
@@ -379,7 +390,7 @@ CASES = {
     "E971": _import(
         "dotprompt",
         {
-            "count.prompt": "---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: integer, minimum: 1}\n---\n{{#if n}}Count: {{n}}{{/if}}\n"
+            "count.prompt": '---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: string, pattern: "^a"}\n---\n{{#if n}}Count: {{n}}{{/if}}\n'
         },
     ),
     "W972": _import(

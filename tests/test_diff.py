@@ -162,10 +162,13 @@ def test_to_json_is_complete_and_serialisable() -> None:
         "tokens_at_stake": 10,
         "contracts": 1,
         "breaking": 1,
+        "outputs": 0,
+        "outputs_breaking": 0,
         "added": 1,
         "removed": 1,
         "changed": 1,
     }
+    assert data["outputs"] == []
     assert data["contracts"] == [
         {"name": "a", "added_inputs": ["y"], "removed_inputs": [], "type_changes": [], "breaking": True}
     ]

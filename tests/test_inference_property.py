@@ -475,3 +475,87 @@ def test_table_cases_render_with_only_their_inputs(case) -> None:
     module_code = _module_code(script)
     if module_code is not None:
         _render(module_code, result)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Optional inputs: no input inference leaves optional makes a render fail when it is left out
+
+#: each name has one role, so that a value for it can always be made: flags are tested and printed,
+#: lists iterated and measured, objects read by key, strings called methods on
+_ROLES = {"flag": ["f", "g"], "list": ["items", "tags"], "object": ["user", "order"], "text": ["s", "t"]}
+_VALUES = {"flag": True, "list": [1, 2], "object": {"name": "n", "id": 1}, "text": "s"}
+
+
+@st.composite
+def guarded_templates(draw: st.DrawFn) -> str:
+    names = st.sampled_from([n for group in _ROLES.values() for n in group])
+
+    def cond(depth: int) -> str:
+        kind = draw(st.integers(0, 5 if depth < 2 else 3))
+        name = draw(names)
+        if kind == 0:
+            return name
+        if kind == 1:
+            return f"not {name}"
+        if kind == 2:
+            return f"{name} is None"
+        if kind == 3:
+            return f"{name} is not None"
+        return f"({cond(depth + 1)} {draw(st.sampled_from(['and', 'or']))} {cond(depth + 1)})"
+
+    def uses() -> str:
+        flag, lst = draw(st.sampled_from(_ROLES["flag"])), draw(st.sampled_from(_ROLES["list"]))
+        obj, txt = draw(st.sampled_from(_ROLES["object"])), draw(st.sampled_from(_ROLES["text"]))
+        return draw(
+            st.sampled_from(
+                [
+                    f"{{{{ {flag} }}}}",
+                    f"{{% for v in {lst} %}}{{{{ v }}}}{{% endfor %}}",
+                    f"{{{{ len({lst}) }}}}",
+                    f"${{{obj}.name}}",
+                    f'{{{{ {obj}["id"] }}}}',
+                    f"{{{{ {txt}.upper() }}}}",
+                    f"{{{{ {txt}.upper() if {txt} else '' }}}}",
+                    f"{{{{ {txt} and {txt}.upper() }}}}",
+                    f"{{{{ {flag} or 'none' }}}}",
+                    "text",
+                ]
+            )
+        )
+
+    def body(depth: int) -> str:
+        parts = []
+        for _ in range(draw(st.integers(1, 3))):
+            if depth < 3 and draw(st.booleans()):
+                text = f"{{% if {cond(0)} %}}{body(depth + 1)}"
+                if draw(st.booleans()):
+                    text += f"{{% elif {cond(0)} %}}{body(depth + 1)}"
+                if draw(st.booleans()):
+                    text += f"{{% else %}}{body(depth + 1)}"
+                parts.append(text + "{% endif %}")
+            elif depth < 3 and draw(st.integers(0, 4)) == 0:
+                parts.append(f"{{% for w in {draw(st.sampled_from(_ROLES['list']))} %}}{body(depth + 1)}{{% endfor %}}")
+            else:
+                parts.append(uses())
+        return " ".join(parts)
+
+    return body(0) + "\n"
+
+
+@settings(max_examples=examples(120), deadline=None)
+@given(guarded_templates(), st.data())
+def test_no_input_inference_leaves_optional_fails_the_render_when_left_out(text: str, data: st.DataObject) -> None:
+    from promptc.compile import compile_text
+    from promptc.facts.config import Config
+    from promptc.runtime import render_artifact
+
+    compiled = compile_text(text, name="p", config=Config(tokenizer="approx-bytes/4"))
+    assert compiled.artifact is not None, compiled.diagnostics
+    artifact = compiled.artifact
+    required = set(artifact.input_schema["required"])
+    role = {name: kind for kind, group in _ROLES.items() for name in group}
+    values = {}
+    for name in required:
+        values[name] = _VALUES[role[name]] if role[name] != "flag" else data.draw(st.booleans())
+    # every optional input left out: each renders as None, and nothing fails
+    render_artifact(artifact, values)

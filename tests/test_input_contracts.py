@@ -89,7 +89,8 @@ def test_render_reports_every_problem_by_path():
         ({}, "E820"),
         ({"order.json": "{not json"}, "E821"),
         ({"order.json": '{"type": "strin"}'}, "E823"),
-        ({"order.json": '{"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}}'}, "E825"),
+        ({"order.json": '{"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}}'}, "E826"),
+        ({"order.json": '{"type": "object", "patternProperties": {"^a": {}}}'}, "E825"),
         ({"order.json": '{"type": "string", "pattern": "^A"}'}, "E825"),
     ],
 )
@@ -220,3 +221,96 @@ def test_var_with_an_object_wrong_inside_says_where(tmp_path):
     bad = run_promptc("render", "p", "--var", 'order={"id": 1}', cwd=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "order.items: required, missing" in bad.stderr and "order.id: expected a string, got 1" in bad.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 25: what the build accepts, the runtime renders (optional paths, guards, references)
+
+OPTIONAL = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "express": {"type": "boolean"},
+        "note": {"type": "string", "default": "-"},
+    },
+    "required": ["id"],
+}
+
+
+def test_a_path_into_a_property_that_may_be_absent_is_an_error_at_the_use():
+    compiled = _compile(
+        "/// input: order: @order.json\nOrder ${order.id}\nExpress: ${order.express}\n",
+        {"order.json": json.dumps(OPTIONAL)},
+    )
+    errors = [d for d in compiled.diagnostics if d.code == "E505"]
+    assert len(errors) == 1 and errors[0].span.line == 3
+    assert "`express` is not required by the schema of `order`" in errors[0].message
+    assert "give it a `default`" in errors[0].hint
+
+
+def test_a_property_with_a_default_renders_the_default_when_absent():
+    compiled = _compile(
+        "/// input: order: @order.json\nOrder ${order.id} (${order.note})\n", {"order.json": json.dumps(OPTIONAL)}
+    )
+    assert _codes(compiled) == []
+    assert render_artifact(compiled.artifact, {"order": {"id": "A"}}).messages[0]["content"] == "Order A (-)"
+    assert (
+        render_artifact(compiled.artifact, {"order": {"id": "A", "note": "n"}}).messages[0]["content"] == "Order A (n)"
+    )
+
+
+def test_a_path_into_an_input_that_may_be_none_needs_a_guard():
+    nullable = {"type": ["object", "null"], "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    files = {"order.json": json.dumps(nullable)}
+    assert "E505" in _codes(_compile("/// input: order: @order.json\nOrder ${order.id}\n", files))
+    guarded = _compile("/// input: order: @order.json\n{% if order %}Order ${order.id}{% endif %}\n", files)
+    assert "E505" not in _codes(guarded)
+    assert render_artifact(guarded.artifact, {}).messages[0]["content"] == ""
+
+
+def test_pydantic_schemas_type_inputs():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Line(pydantic.BaseModel):
+        sku: str
+        qty: int = 1
+
+    class Order(pydantic.BaseModel):
+        id: str
+        lines: list[Line]
+
+    compiled = _compile(
+        "/// input: order: @order.json\nOrder ${order.id}\n", {"order.json": json.dumps(Order.model_json_schema())}
+    )
+    assert _codes(compiled) == []
+    assert "$ref" not in json.dumps(_schema(compiled))
+    with pytest.raises(InputTypeError, match=r"order\.lines\[0\]\.sku: required, missing"):
+        render_artifact(compiled.artifact, {"order": {"id": "A", "lines": [{"qty": 2}]}})
+
+
+@pytest.mark.parametrize(
+    ("source", "required"),
+    [
+        # the issue's cases: a use under an unrelated test is no guard
+        ("{% if show %}{% for x in items %}{{ x }}{% endfor %}{% endif %}\n", ["items"]),
+        ("{% if flag %}${user.name}{% endif %}\n", ["user"]),
+        ("{% if flag %}${name}{% endif %}\n", ["name"]),
+        # a test that proves the input is not None is
+        ("{% if items %}{% for x in items %}{{ x }}{% endfor %}{% endif %}\n", []),
+        ("{% if user is not None %}${user.name}{% else %}anonymous{% endif %}\n", []),
+        ("{% if not user %}anonymous{% else %}${user.name}{% endif %}\n", []),
+        ("{{ s.upper() if s else '' }}{{ t and t.upper() }}{{ u or 'none' }}\n", []),
+        ("{{ len(items) }}{% if items %}{% for x in items %}{{ x }}{% endfor %}{% endif %}\n", ["items"]),
+        # a class whose method reads the class itself reads the template's own name
+        (
+            "{# class Cfg:\n    sep = ', '\n    def join(self, v):\n        return Cfg.sep.join(v)\n#}"
+            "{{ Cfg().join(items) }}\n",
+            ["items"],
+        ),
+    ],
+)
+def test_inference_requires_an_input_wherever_a_path_uses_it_unguarded(source, required):
+    compiled = _compile(source)
+    assert not [d for d in compiled.diagnostics if d.severity == "error"]
+    assert compiled.artifact.input_schema["required"] == required
+    assert "Cfg" not in compiled.artifact.inputs

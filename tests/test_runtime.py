@@ -87,9 +87,23 @@ def test_defines_are_not_inputs():
     assert render_artifact(art, {"user": "u"}).messages[0]["content"] == "Model gpt, user u"
 
 
-def test_extra_inputs_are_ignored():
-    art = artifact("Hi ${a}\n")
-    assert render_artifact(art, {"a": 1, "unused": 2}).messages[0]["content"] == "Hi 1"
+def test_unknown_inputs_are_an_error_with_did_you_mean_unless_ignored(tmp_path: Path):
+    from promptc.runtime import UnknownInputsError
+
+    art = artifact("/// input: question, product\nHi ${product}: ${question}\n")
+    with pytest.raises(UnknownInputsError) as caught:
+        render_artifact(art, {"product": "Acme", "questoin": "Why?"})
+    assert str(caught.value) == (
+        "prompt `prompt` got 1 unknown input: questoin (did you mean `question`?); it takes: product, question; "
+        "missing: question"
+    )
+    assert caught.value.suggestions == {"questoin": "question"} and caught.value.missing == ("question",)
+    with pytest.raises(UnknownInputsError, match="got 1 unknown input: unused; it takes: product, question$"):
+        render_artifact(art, {"product": "Acme", "question": "Why?", "unused": 2})  # beside a correct one, too
+    shared = {"product": "Acme", "question": "Why?", "unused": 2}
+    assert render_artifact(art, shared, unknown_inputs="ignore").messages[0]["content"] == "Hi Acme: Why?"
+    with pytest.raises(ValueError, match="unknown_inputs must be one of"):
+        render_artifact(art, shared, unknown_inputs="drop")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,7 +142,7 @@ def test_none_is_a_present_value():
 )
 def test_hostile_values_stay_text(source):
     art = artifact(source)
-    rendered = render_artifact(art, {"v": HOSTILE, "other": "NOT USED"})
+    rendered = render_artifact(art, {"v": HOSTILE, "other": "NOT USED"}, unknown_inputs="ignore")
     assert [m["role"] for m in rendered.messages] == ["system", "user"]
     for message in rendered.messages:
         assert HOSTILE in message["content"]
@@ -607,7 +621,8 @@ def test_cli_inspect_errors(built: Path):
 
 def test_inputs_cannot_replace_the_machinery():
     art = artifact("{{ len(word) }}\n")
-    rendered = render_artifact(art, {"word": "abc", "__builtins__": "nope", "__append__": "nope", "__parts__": 1})
+    machinery = {"__builtins__": "nope", "__append__": "nope", "__parts__": 1}
+    rendered = render_artifact(art, {"word": "abc", **machinery}, unknown_inputs="ignore")
     assert rendered.messages[0]["content"] == "3"
 
 
@@ -626,3 +641,26 @@ def test_a_failing_block_is_reported_where_it_is_written(tmp_path: Path):
     with pytest.raises(TemplateError) as caught:
         load(out).render("p", items=[1], zero=0)
     assert caught.value.source == "_loop.prompt:9"  # the second line of a multi-line block
+
+
+def test_render_on_the_command_line_names_a_misspelt_var(tmp_path: Path):
+    from .conftest import run_promptc
+
+    write_project(tmp_path, {"p.prompt": "/// input: product, question\nHi ${product}: ${question}\n"})
+    done = run_promptc("render", "p", "--var", "product=A", "--var", "questoin=hi", cwd=tmp_path)
+    assert done.returncode == 1 and "traceback" not in done.stderr.lower()
+    assert "unknown input: questoin (did you mean `question`?)" in done.stderr
+    shared = run_promptc(
+        "render",
+        "p",
+        "--var",
+        "product=A",
+        "--var",
+        "question=hi",
+        "--var",
+        "x=1",
+        "--unknown-inputs",
+        "ignore",
+        cwd=tmp_path,
+    )
+    assert shared.returncode == 0 and "Hi A: hi" in shared.stdout

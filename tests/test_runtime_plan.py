@@ -106,7 +106,7 @@ def test_plan_renders_what_sections_render_for_every_committed_prompt(name: str,
     }
     if "files" in inputs:
         inputs["files"] = data.draw(st.lists(st.text(max_size=8), max_size=4), label="files")
-    rendered = render_artifact(artifact, inputs)
+    rendered = render_artifact(artifact, inputs, unknown_inputs="ignore")
     messages, blocks = section_by_section(artifact, inputs)
     assert rendered.messages == messages
     assert as_tuples(rendered) == blocks
@@ -126,7 +126,7 @@ def test_plan_matches_sections_on_placeholder_and_python_text(parts: list[str], 
     artifact = compiled.artifact
     inputs = {"a": a, "b": {"c": a}, **dict.fromkeys(artifact.helpers, "h")}
     inputs.update({n: "v" for n in artifact.inputs if n not in inputs})
-    rendered = render_artifact(artifact, inputs)
+    rendered = render_artifact(artifact, inputs, unknown_inputs="ignore")
     messages, blocks = section_by_section(artifact, inputs)
     assert (rendered.messages, as_tuples(rendered)) == (messages, blocks)
 
@@ -138,8 +138,12 @@ def hand_edited(text: str) -> dict:
 
 
 def test_hand_edited_placeholder_problems_are_reported_at_render_in_text_order() -> None:
-    # a root the artifact does not list: rendered when the caller passes it, else a missing input
-    assert render_artifact(hand_edited("${a} ${zz}"), {"a": 1, "zz": 2}).messages[0]["content"] == "1 2"
+    # a root the artifact does not list: an unknown input; rendered when the caller passes it and
+    # unknown inputs are ignored, else a missing input
+    with pytest.raises(RenderError, match="unknown input: zz"):
+        render_artifact(hand_edited("${a} ${zz}"), {"a": 1, "zz": 2})
+    edited = hand_edited("${a} ${zz}")
+    assert render_artifact(edited, {"a": 1, "zz": 2}, unknown_inputs="ignore").messages[0]["content"] == "1 2"
     with pytest.raises(MissingInputsError, match="zz"):
         render_artifact(hand_edited("${a} ${zz}"), {"a": 1})
     with pytest.raises(RenderError, match="invalid placeholder `\\$\\{9x\\}`"):

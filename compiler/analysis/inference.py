@@ -81,19 +81,23 @@ class Analysis:
     all_uses: tuple[tuple[str, Span], ...] = ()
     #: what the template does with inputs, for their inferred types and the declared-type check
     shape_uses: tuple[ShapeUse, ...] = ()
+    #: inputs every use of which is guarded (`{% if x %}…x…`) or None-safe (`{% if x %}`, `x is
+    #: None`): left out, they render as None and nothing fails. The others are required.
+    optional: frozenset[str] = frozenset()
 
 
 class ShapeUse(NamedTuple):
     """One use that says something about an input's type: a placeholder path (`${user.name}`:
     kind "path", attrs ("name",)), a `{% for x in items %}` over the input itself (kind "iter"),
     or a Python attribute of it in template code (`{{ user.name }}`: kind "attr").
-    `conditional`: inside an `{% if %}`/`{% for %}`/`{% while %}` body, where a None may be skipped."""
+    `guarded`: where a test proves the input is not None (`{% if user %}`, `x is not None`, the
+    right of `x and …`), so a None there is never used."""
 
     name: str
     kind: str
     attrs: tuple[str, ...]
     span: Span | None
-    conditional: bool
+    guarded: bool
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,7 +444,60 @@ def _parse_block(block: Block) -> _Parsed:
 # The analyser
 
 # Work-list operations of the expression walker.
-_VISIT, _CALLEE, _BIND, _WALRUS, _SAVE, _ALT, _JOIN2, _RESTORE, _ENTER, _EXIT = range(10)
+_VISIT, _CALLEE, _BIND, _WALRUS, _SAVE, _ALT, _JOIN2, _RESTORE, _ENTER, _EXIT, _GUARD, _UNGUARD = range(12)
+
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _truth(test: ast.AST | None) -> tuple[frozenset[str], frozenset[str], list[ast.Name]]:
+    """What a test proves: (names not None when it is true, names not None when it is false, the
+    names it reads None-safely: tested for truth or compared with None, which a None passes).
+    `x`, `not x`, `x is not None`, `x != None`, `and`/`or` of those; anything else proves
+    nothing. Bounded: a deeper test proves nothing past 64 levels."""
+    if test is None:
+        return _NO_NAMES, _NO_NAMES, []
+    # post-order over the test's not / and / or structure, with an explicit stack
+    results: dict[int, tuple[frozenset[str], frozenset[str], list[ast.Name]]] = {}
+    stack: list[tuple[ast.AST, int, bool]] = [(test, 0, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            results[id(node)] = (frozenset((node.id,)), _NO_NAMES, [node])
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and depth < 64:
+            if not done:
+                stack += [(node, depth, True), (node.operand, depth + 1, False)]
+                continue
+            true, false, safe = results[id(node.operand)]
+            results[id(node)] = (false, true, safe)
+        elif isinstance(node, ast.BoolOp) and depth < 64:
+            if not done:
+                stack.append((node, depth, True))
+                stack.extend((value, depth + 1, False) for value in node.values)
+                continue
+            parts = [results[id(value)] for value in node.values]
+            safe = [name for part in parts for name in part[2]]
+            trues = [part[0] for part in parts]
+            falses = [part[1] for part in parts]
+            if isinstance(node.op, ast.And):  # true: every part true; false: some part false
+                results[id(node)] = (frozenset().union(*trues), frozenset.intersection(*falses), safe)
+            else:
+                results[id(node)] = (frozenset.intersection(*trues), frozenset().union(*falses), safe)
+        elif (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+            and any(isinstance(side, ast.Constant) and side.value is None for side in (node.left, node.comparators[0]))
+        ):
+            name = next((side for side in (node.left, node.comparators[0]) if isinstance(side, ast.Name)), None)
+            if name is None:
+                results[id(node)] = (_NO_NAMES, _NO_NAMES, [])
+                continue
+            proven = frozenset((name.id,))
+            not_none = isinstance(node.ops[0], (ast.IsNot, ast.NotEq))
+            results[id(node)] = (proven if not_none else _NO_NAMES, _NO_NAMES if not_none else proven, [name])
+        else:
+            results[id(node)] = (_NO_NAMES, _NO_NAMES, [])
+    return results[id(test)]
 
 
 class _Analyser:
@@ -469,6 +526,14 @@ class _Analyser:
         self.deferred_reads: dict[str, list[tuple[str, Span | None, bool, int]]] = {}
         #: where the body of the template-level function being analysed records its free reads
         self.collector: list[tuple[str, Span | None, bool, int]] | None = None
+        #: names a test proves not None here (a stack of what each enclosing test proves), the
+        #: Name nodes read None-safely, and the inputs read at least once neither way
+        self.guards: list[frozenset[str]] = []
+        self.guarded: frozenset[str] = _NO_NAMES
+        self.safe: set[int] = set()
+        self.unguarded: set[str] = set()
+        #: the Name nodes read where a test proves them not None
+        self.guarded_nodes: set[int] = set()
 
     # -- diagnostics ----------------------------------------------------------------------------
 
@@ -486,7 +551,27 @@ class _Analyser:
 
     # -- names ------------------------------------------------------------------------------------
 
-    def use(self, name: str, callee: bool, span: Span | None = None) -> None:
+    def push_guard(self, names: frozenset[str]) -> None:
+        self.guards.append(names)
+        self.guarded = self.guarded | names if names else self.guarded
+
+    def pop_guard(self) -> None:
+        if self.guards:
+            self.guards.pop()
+            self.guarded = frozenset().union(*self.guards) if self.guards else _NO_NAMES
+
+    def test(self, node: ast.AST | None) -> tuple[frozenset[str], frozenset[str]]:
+        """Walk a test (an `if`/`while` header): its None-safe reads do not make an input required.
+        Returns what it proves when true and when false."""
+        true, false, safe = _truth(node)
+        self.safe.update(id(name) for name in safe)
+        if node is not None:
+            self.expr(node)
+        return true, false
+
+    def use(self, name: str, callee: bool, span: Span | None = None, guarded: bool = False) -> None:
+        if not guarded and name not in self.guarded:
+            self.unguarded.add(name)
         self.uses[name] = self.uses.get(name, True) and callee
         if span is not None:
             self.every.append((name, span))
@@ -558,7 +643,7 @@ class _Analyser:
                     seen.add(name)
                     work.extend(self.deferred_reads[name])
                 continue
-            self.use(name, callee, span)
+            self.use(name, callee, span)  # guarded by what the call site's tests prove
 
     def free(self, name: str, node: ast.AST, callee: bool = False, nargs: int = 0) -> None:
         if name in BUILTIN_NAMES:
@@ -570,7 +655,10 @@ class _Analyser:
                     "pass the values explicitly, or declare them with `/// input:`",
                 )
             return
-        self.use(name, callee, self.mapper.node_span(node) if self.mapper is not None else None)
+        span = self.mapper.node_span(node) if self.mapper is not None else None
+        if name in self.guarded:
+            self.guarded_nodes.add(id(node))
+        self.use(name, callee, span, guarded=id(node) in self.safe and not callee)
 
     def _enclosing_function(self) -> _Scope:
         scope = self.scope
@@ -641,6 +729,10 @@ class _Analyser:
             elif op == _EXIT:
                 self.scope, outer = frames.pop()
                 self.state = _State(outer.names, outer.live)
+            elif op == _GUARD:
+                self.push_guard(node)  # type: ignore[arg-type]
+            elif op == _UNGUARD:
+                self.pop_guard()
 
     def _enter(self, node: ast.AST) -> None:
         if isinstance(node, ast.Lambda):
@@ -680,9 +772,18 @@ class _Analyser:
             work.append((_WALRUS, node.target))
             work.append((_VISIT, node.value))
         elif isinstance(node, ast.BoolOp):
+            # every operand but the last is tested for truth; each runs only when the ones before
+            # it were true (`and`) or false (`or`), which is what guards it
+            proven: list[frozenset[str]] = []
+            for value in node.values[:-1]:
+                true, false, safe = _truth(value)
+                self.safe.update(id(name) for name in safe)
+                proven.append(true if isinstance(node.op, ast.And) else false)
             work.append((_RESTORE, None))
-            for value in reversed(node.values[1:]):
-                work.append((_VISIT, value))
+            for index in range(len(node.values) - 1, 0, -1):
+                work.append((_UNGUARD, None))
+                work.append((_VISIT, node.values[index]))
+                work.append((_GUARD, frozenset().union(*proven[:index])))  # type: ignore[arg-type]
             work.append((_SAVE, None))
             work.append((_VISIT, node.values[0]))
         elif isinstance(node, ast.Compare):
@@ -695,12 +796,18 @@ class _Analyser:
                 work.append((_VISIT, node.comparators[0]))
             work.append((_VISIT, node.left))
         elif isinstance(node, ast.IfExp):
+            true, false, safe = _truth(node.test)
+            self.safe.update(id(name) for name in safe)
             work.extend(
                 [
                     (_JOIN2, None),
+                    (_UNGUARD, None),
                     (_VISIT, node.orelse),
+                    (_GUARD, false),  # type: ignore[list-item]
                     (_ALT, None),
+                    (_UNGUARD, None),
                     (_VISIT, node.body),
+                    (_GUARD, true),  # type: ignore[list-item]
                     (_SAVE, None),
                     (_VISIT, node.test),
                 ]
@@ -809,12 +916,16 @@ class _Analyser:
                 self.target(target)
 
     def _if(self, node: ast.If) -> None:
-        self.expr(node.test)
+        true, false = self.test(node.test)
         start = self.state
+        self.push_guard(true)
         self.stmts(node.body)
+        self.pop_guard()
         after_body = self.state
         self.state = start
+        self.push_guard(false)
         self.stmts(node.orelse)
+        self.pop_guard()
         self.state = _join((after_body, self.state))
 
     def _for(self, node: ast.For | ast.AsyncFor) -> None:
@@ -836,11 +947,13 @@ class _Analyser:
     def _while(self, node: ast.While) -> None:
         before = self.state
         self.state = _State(before.names - _kills(node.body), before.live)
-        self.expr(node.test)
+        true, _ = self.test(node.test)
         after_test = self.state
         loop = _Loop()
         self.loops.append(loop)
+        self.push_guard(true)
         self.stmts(node.body)
+        self.pop_guard()
         self.loops.pop()
         # leaves normally when the test is false; `while True` never does
         self.state = _State(after_test.names, after_test.live and not _is_true_constant(node.test))
@@ -1098,13 +1211,24 @@ class _Analyser:
         scan = _scan(node.body)
         local = scan.bound - scan.globals - scan.nonlocals
         scope = _Scope("class", self.scope, self.state.names, local, scan.globals, False, scan.kills)
-        outer = (self.scope, self.state, self.loops)
+        outer = (self.scope, self.state, self.loops, self.collector)
+        top_level = self.scope.kind == "template"
+        if top_level:
+            # the methods' bodies run when they are called, after the class is bound: a method
+            # that reads the class itself (`Cfg.sep`) reads the template's own name, not an input
+            self.collector = []
         self.scope, self.state, self.loops = scope, _State(frozenset(), self.state.live), []
         try:
             self.stmts(node.body)
         finally:
-            self.scope, self.state, self.loops = outer
+            reads = self.collector
+            self.scope, self.state, self.loops, self.collector = outer
         self.bind(node.name)
+        if top_level:
+            self.deferred_reads[node.name] = reads or []
+            # a method may already run in the class body or a decorator: resolve them now (with the
+            # class bound), and again wherever the class is read
+            self._calls(node.name, self.state.names)
 
 
 def _forget(name: str, state: _State) -> _State:
@@ -1149,13 +1273,15 @@ if hasattr(ast, "TryStar"):  # `except*` (3.11+) flows like `except`
 
 
 class _TIf:
-    __slots__ = ("block", "cond", "ends", "has_else")
+    __slots__ = ("block", "cond", "ends", "has_else", "falsy")
 
     def __init__(self, block: Block, cond: _State) -> None:
         self.block = block
         self.cond = cond  # the state when every test so far was false
         self.ends: list[_State] = []
         self.has_else = False
+        #: the names proven not None when every test so far was false (`{% if not x %}…{% else %}`)
+        self.falsy: frozenset[str] = _NO_NAMES
 
 
 class _TLoop:
@@ -1242,7 +1368,8 @@ class _Template:
                 if item.root:
                     an.use(item.root, False, item.span)  # `${}` reads the inputs directly, never template locals
                     attrs = tuple(item.path.split(".")[1:])
-                    self.shape_uses.append(ShapeUse(item.root, "path", attrs, item.span, bool(self.frames)))
+                    guarded = item.root in an.guarded
+                    self.shape_uses.append(ShapeUse(item.root, "path", attrs, item.span, guarded))
                 continue
             if not isinstance(item, Block):
                 continue
@@ -1326,16 +1453,22 @@ class _Template:
         header = entry.header if entry is not None else None
         top = self.frames[-1] if self.frames else None
         if keyword == "if":
-            if isinstance(header, ast.If):
-                an.expr(header.test)
-            self.frames.append(_TIf(block, an.state))
+            true, false = an.test(header.test if isinstance(header, ast.If) else None)
+            frame = _TIf(block, an.state)
+            frame.falsy = false
+            self.frames.append(frame)
+            an.push_guard(true)  # each frame holds one guard: what its current branch proves
             self.depth_check(block)
         elif keyword == "elif":
             if isinstance(top, _TIf) and not top.has_else:
                 top.ends.append(an.state)
                 an.state = top.cond
-                if isinstance(header, ast.If):
-                    an.expr(header.test)
+                an.pop_guard()
+                an.push_guard(top.falsy)  # the test runs only when every test before was false
+                true, false = an.test(header.test if isinstance(header, ast.If) else None)
+                an.pop_guard()
+                an.push_guard(top.falsy | true)
+                top.falsy = top.falsy | false
                 top.cond = an.state
             # else: a misplaced `{% elif %}` is the parser's E209
         elif keyword == "else":
@@ -1343,9 +1476,13 @@ class _Template:
                 top.ends.append(an.state)
                 an.state = top.cond
                 top.has_else = True
+                an.pop_guard()
+                an.push_guard(top.falsy)
             elif isinstance(top, _TLoop) and not top.in_else:
                 self.leave_loop(top)
                 top.in_else = True
+                an.pop_guard()
+                an.push_guard(_NO_NAMES)
             # else: a misplaced `{% else %}` is the parser's E209
         elif keyword in ("for", "while"):
             self.open_loop(index, block, keyword, header)
@@ -1353,6 +1490,7 @@ class _Template:
             if top is None:
                 return  # the parser's E205
             self.frames.pop()  # a mismatched end tag is the parser's E206; it closes the innermost
+            an.pop_guard()
             if isinstance(top, _TIf):
                 top.ends.append(an.state)
                 if not top.has_else:
@@ -1374,9 +1512,10 @@ class _Template:
                 iterated = header.iter
                 if isinstance(iterated, ast.Name) and iterated.id not in an.state.names:
                     span = an.mapper.node_span(iterated) if an.mapper is not None else None
-                    self.shape_uses.append(ShapeUse(iterated.id, "iter", (), span, bool(self.frames)))
+                    self.shape_uses.append(ShapeUse(iterated.id, "iter", (), span, iterated.id in an.guarded))
                 an.expr(header.iter)
             frame = _TLoop(block, keyword, an.state, loop)
+            an.push_guard(_NO_NAMES)
             an.state = _State(an.state.names - kills, an.state.live)
             an.loops.append(loop)
             if isinstance(header, ast.For):
@@ -1384,9 +1523,11 @@ class _Template:
         else:
             frame = _TLoop(block, keyword, an.state, loop)
             an.state = _State(an.state.names - kills, an.state.live)
+            true: frozenset[str] = _NO_NAMES
             if isinstance(header, ast.While):
-                an.expr(header.test)
+                true, _ = an.test(header.test)
                 frame.endless = _is_true_constant(header.test)
+            an.push_guard(true)
             frame.after_test = an.state
             an.loops.append(loop)
         self.frames.append(frame)
@@ -1416,7 +1557,7 @@ class _Template:
         return inputs, helpers, tuple(an.diagnostics)
 
 
-def _attribute_uses(entries: Iterable[_Parsed | None]) -> list[ShapeUse]:
+def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] = frozenset()) -> list[ShapeUse]:
     """`name.attr` in template code where `name` is bound nowhere in the section (no assignment,
     parameter or loop target of any scope): the attribute of an input itself (kind "attr")."""
     parsed = [e for e in entries if e is not None]
@@ -1438,7 +1579,7 @@ def _attribute_uses(entries: Iterable[_Parsed | None]) -> list[ShapeUse]:
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 found.append((entry, node, node.value.id))
     return [
-        ShapeUse(name, "attr", (node.attr,), entry.mapper.node_span(node), False)
+        ShapeUse(name, "attr", (node.attr,), entry.mapper.node_span(node), id(node.value) in guarded)
         for entry, node, name in found
         if name not in bound
     ]
@@ -1481,7 +1622,7 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
     inputs, helpers, diagnostics = template.result()
     # a loop over a name the template assigns anywhere may be over its own value: no evidence
     uses = [u for u in template.shape_uses if u.kind == "path" or u.name not in template.an.assigned]
-    uses += _attribute_uses(parsed.values())
+    uses += _attribute_uses(parsed.values(), frozenset(template.an.guarded_nodes))
     return Analysis(
         inputs,
         helpers,
@@ -1490,4 +1631,5 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
         tuple(sorted(template.an.first.items())),
         tuple(template.an.every),
         tuple(uses),
+        frozenset(inputs - template.an.unguarded),
     )

@@ -73,12 +73,18 @@ def _origins(section: SectionNode, root: str) -> tuple[tuple[str, int], ...]:
 def input_schema(doc: Document) -> dict[str, Any]:
     """The inputs as one JSON Schema object, for validating values in any language: the declared
     types, and for inputs without one what their uses imply."""
-    declared = {**dict(doc.inferred_types), **dict(doc.header.input_types)}
+    typed = dict(doc.header.input_types)
+    declared = {**dict(doc.inferred_types), **typed}
     properties = {name: declared.get(name, {}) for name in doc.inputs}
+    # a declared type decides (`T | None` may be left out); an untyped input may be left out when
+    # inference proves every use guarded (`{% if x %}…`)
+    maybe = set(doc.optional_inputs)
     return {
         "type": "object",
         "properties": properties,
-        "required": [name for name in doc.inputs if not optional(properties[name])],
+        "required": [
+            name for name in doc.inputs if not optional(properties[name]) and (name in typed or name not in maybe)
+        ],
     }
 
 
@@ -176,6 +182,8 @@ def build_artifact(
         messages,
         cache,
         Totals(head_chars + sum(m.chars for m in messages_out), head_tokens + sum(m.tokens for m in messages_out)),
+        doc.doc_comment,
+        doc.output_contract,
     )
 
 

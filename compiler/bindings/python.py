@@ -23,6 +23,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,21 @@ from ..facts.language import MANIFEST
 from ..facts.version import VERSION
 from ..runtime.model import Artifact
 from ..runtime.render import load
+from .escape import python_comment, python_docstring, python_literal, python_string
 
 __all__ = ["python_module", "python_module_of", "function_name", "python_type"]
+
+#: every name the generated Python module binds or reads itself: a function of that name would
+#: shadow it (E920), a type is renamed (a trailing `_`)
+PYTHON_MODULE_NAMES = frozenset(
+    "annotations Callable Mapping cache cast Path Any Literal NotRequired TypedDict Rendered Runtime load "
+    "BUILD_DIR runtime _promptc_runtime str int float bool list dict bytes object".split()
+)
+#: the names TypeScript modules define or read (`bindings_ts`), so that one type model fits both
+TS_MODULE_TYPE_NAMES = frozenset(
+    "Rendered Runtime BUILD_DIR URL JSON Error Object Array String Number Boolean Symbol Promise Record "
+    "Readonly Partial ReadonlyArray".split()
+)
 
 
 def function_name(prompt: str) -> str:
@@ -122,9 +136,9 @@ def type_model(schema: Any, path: tuple[str, ...], depth: int = 0) -> TypeNode:
         if "prefixItems" in schema or not isinstance(items, dict):
             return TypeNode("array", items=ANY)
         return TypeNode("array", items=type_model(items, (*path, "item"), depth + 1))
-    if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
+    if kind == "object":
         return _record(schema, path, depth)
-    return ANY
+    return ANY  # without a `type`, `properties` constrain objects only: any other value passes too
 
 
 def _union(nodes: Any) -> TypeNode:
@@ -158,7 +172,14 @@ def _record(schema: dict[str, Any], path: tuple[str, ...], depth: int) -> TypeNo
         for key, sub in properties.items()
     ]
     fields += [Field(key, ANY, True, None) for key in sorted(required - set(properties))]
-    return TypeNode("record", name=type_name(*path), fields=tuple(fields), open=not closed)
+    return TypeNode("record", name=record_name(*path), fields=tuple(fields), open=not closed)
+
+
+def record_name(*parts: str) -> str:
+    """`type_name`, with a trailing `_` when the name is one the generated modules use themselves
+    (a prompt `typed` with an object input `dict` is `TypedDict_`, never `class TypedDict(TypedDict)`)."""
+    name = type_name(*parts)
+    return f"{name}_" if name in PYTHON_MODULE_NAMES or name in TS_MODULE_TYPE_NAMES else name
 
 
 def records(node: TypeNode) -> list[TypeNode]:
@@ -194,7 +215,7 @@ class _PythonTypes:
             return {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}[node.name]
         if node.kind == "literal":
             self.used.add("Literal")
-            return f"Literal[{', '.join(repr(v) for v in node.values)}]"
+            return f"Literal[{', '.join(python_literal(v) for v in node.values)}]"
         if node.kind == "array" and node.items is not None:
             return f"list[{self.annotation(node.items)}]"
         if node.kind == "map" and node.items is not None:
@@ -218,17 +239,23 @@ class _PythonTypes:
         for f in node.fields:
             annotation = self.annotation(f.type)
             entries.append((f, annotation if f.required else f"NotRequired[{annotation}]"))
-        if all(f.key.isidentifier() and not keyword.iskeyword(f.key) for f, _ in entries):
+        if all(_attribute_name(f.key) for f, _ in entries):
             body = []
             for f, annotation in entries:
                 if f.description:
-                    body += [f"    #: {line}".rstrip() for line in f.description.splitlines()]
+                    body += python_comment(f.description, "    ", "#:")
                 body.append(f"    {f.key}: {annotation}")
             text = f"class {node.name}(TypedDict):\n" + "\n".join(body) + "\n"
         else:  # keys that cannot be names: the functional form
-            items = ", ".join(f"{f.key!r}: {annotation}" for f, annotation in entries)
-            text = f"{node.name} = TypedDict({node.name!r}, {{{items}}})\n"
+            items = ", ".join(f"{python_string(f.key)}: {annotation}" for f, annotation in entries)
+            text = f"{node.name} = TypedDict({python_string(node.name)}, {{{items}}})\n"
         self.definitions[node.name] = text  # after the records it holds, which it names
+
+
+def _attribute_name(key: str) -> bool:
+    """Whether `key` can be written as a TypedDict class attribute and stays itself: a name, no
+    keyword, and unchanged by the NFKC normalisation Python applies to names (`ﬁ` would be `fi`)."""
+    return key.isidentifier() and not keyword.iskeyword(key) and unicodedata.normalize("NFKC", key) == key
 
 
 def python_type(schema: dict[str, Any], path: tuple[str, ...] = ("input",), types: _PythonTypes | None = None) -> str:
@@ -258,7 +285,9 @@ def _signature(artifact: Artifact, types: _PythonTypes) -> tuple[list[str], list
 
 
 def _doc(artifact: Artifact) -> list[str]:
-    lines = [f"Render prompt `{artifact.name}` ({artifact.source})."]
+    """The docstring's paragraphs: the prompt's leading `///` comment first, then what it is."""
+    lines = [artifact.doc] if artifact.doc else []
+    lines.append(f"Render prompt `{artifact.name}` ({artifact.source}).")
     if artifact.model:
         lines.append(f"Model: {artifact.model}.")
     if artifact.inputs or artifact.helpers:
@@ -270,6 +299,16 @@ def _doc(artifact: Artifact) -> list[str]:
     else:
         lines.append("No cache-stable prefix.")
     return lines
+
+
+def _docstring(paragraphs: list[str], indent: str = "    ") -> str:
+    """A docstring of `paragraphs` (text from the build, escaped: nothing in it can end the
+    docstring or be read as code), each line indented."""
+    lines = [python_docstring(line) for line in "\n\n".join(paragraphs).split("\n")]
+    if len(lines) == 1:
+        return f'{indent}"""{lines[0]}"""'
+    body = [f"{indent}{line}" if line else "" for line in lines[1:]]
+    return f'{indent}"""{lines[0]}\n' + "\n".join(body) + f'\n{indent}"""'
 
 
 def python_module(build_dir: str | Path, module_path: str | Path | None = None) -> tuple[str, list[Diagnostic]]:
@@ -290,6 +329,17 @@ def python_module_of(
     types = _PythonTypes()
     for name in sorted(artifacts):
         function = function_name(name)
+        if function in PYTHON_MODULE_NAMES or (function.startswith("__") and function.endswith("__")):
+            diagnostics.append(
+                make(
+                    codes.BINDING_COLLISION,
+                    f"prompt `{name}` would be the function `{function}`, a name the module uses itself",
+                    None,
+                    "rename the prompt file",
+                    path=manifest_path,
+                )
+            )
+            continue
         if function in seen:
             diagnostics.append(
                 make(
@@ -310,14 +360,41 @@ def python_module_of(
                     codes.BINDING_COLLISION, f"prompt `{name}`: {problem}", None, "rename the input", path=manifest_path
                 )
             )
-        mapping = ", ".join(f'"{n}": {n}' for n in (*artifact.inputs, *artifact.helpers))
+        mapping = ", ".join(f"{python_string(n)}: {n}" for n in (*artifact.inputs, *artifact.helpers))
         signature = f"*, {', '.join(parameters)}" if parameters else ""
-        doc = _doc(artifact)
-        docstring = '    """' + "\n\n    ".join(doc) + '\n    """' if len(doc) > 1 else f'    """{doc[0]}"""'
         functions.append(
-            f"def {function}({signature}) -> Rendered:\n{docstring}\n"
-            f'    return _promptc_runtime().render("{name}", {{{mapping}}})\n'
+            f"def {function}({signature}) -> Rendered:\n{_docstring(_doc(artifact))}\n"
+            f"    return _promptc_runtime().render({python_string(name)}, {{{mapping}}})\n"
         )
+        if artifact.output_contract is not None:
+            parser = f"parse_{function}"
+            if parser in seen or parser in PYTHON_MODULE_NAMES:
+                diagnostics.append(
+                    make(
+                        codes.BINDING_COLLISION,
+                        f"the parse helper of prompt `{name}` would be `{parser}`, "
+                        + (f"the function of prompt `{seen[parser]}`" if parser in seen else "a name the module uses"),
+                        None,
+                        "rename one of the prompt files",
+                        path=manifest_path,
+                    )
+                )
+                continue
+            seen[parser] = name
+            types.context = f"the output of prompt `{name}`"
+            returned = python_type(artifact.output_contract, (name, "output"), types)
+            if returned != "Any":
+                types.used.add("cast")
+            doc = [
+                f"The response to prompt `{name}`, checked against its `/// output:` schema "
+                "(`OutputError` names every problem).",
+                "`response` is the JSON text, the decoded value, or the provider SDK's response object.",
+            ]
+            value = f"_promptc_runtime().parse({python_string(name)}, response)"
+            functions.append(
+                f"def {parser}(response: object) -> {returned}:\n{_docstring(doc)}\n"
+                f"    return {f'cast({returned}, {value})' if returned != 'Any' else value}\n"
+            )
     clashes = [f"{types.owners[t][1]} and prompt `{seen[t]}` would both be `{t}`" for t in types.owners if t in seen]
     for problem in types.collisions + clashes:
         diagnostics.append(
@@ -329,13 +406,13 @@ def python_module_of(
     definitions = "".join(f"\n\n{text}" for text in types.definitions.values())
     if module_path is None:
         label = Path(build_dir).as_posix()
-        where = f"Path({label!r})"
+        where = f"Path({python_string(label)})"
     else:  # the same bytes wherever promptc runs from: everything relative to the module
         label = Path(
             os.path.relpath(os.path.abspath(build_dir), os.path.dirname(os.path.abspath(module_path)))
         ).as_posix()
-        where = f"Path(__file__).resolve().parent / {label!r}"
-    header = f'''"""Typed functions for the prompts of {label!r}, generated by promptc {VERSION}.
+        where = f"Path(__file__).resolve().parent / {python_string(label)}"
+    header = f'''"""Typed functions for the prompts of `{python_docstring(label)}`, generated by promptc {VERSION}.
 
 Do not edit: run `promptc gen python` again after `promptc build`.
 """
@@ -352,7 +429,7 @@ from promptc.runtime import Rendered, Runtime, load
 #: The build folder these functions render from.
 BUILD_DIR = {where}
 
-__all__ = ["BUILD_DIR", "runtime", {", ".join(f'"{f}"' for f in seen)}]
+__all__ = ["BUILD_DIR", "runtime", {", ".join(python_string(f) for f in seen)}]
 
 
 @cache

@@ -92,7 +92,8 @@ def _fail_with(diagnostic: diagnostics.Diagnostic, fmt: str) -> NoReturn:
     "fail_on",
     multiple=True,
     type=FailOnType(FAIL_KINDS),
-    help="Exit 1 when a change of this kind exists (repeatable): bust, contract, breaking (added inputs only), removed; "
+    help="Exit 1 when a change of this kind exists (repeatable): bust, contract, breaking (added inputs only), "
+    "output (any change of an output schema), output-breaking (one that can break the code that parses responses), removed; "
     "cost>AMOUNT: when the first day's extra cost (deploy + change per day, in dollars) exceeds AMOUNT (needs --traffic).",
 )
 @click.option(

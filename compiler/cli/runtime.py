@@ -135,6 +135,14 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
     "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
 @config_options("render")
+@click.option(
+    "--unknown-inputs",
+    type=click.Choice(("error", "ignore")),
+    default="error",
+    show_default=True,
+    help="A value for an input the prompt does not take (a misspelt --var): an error that names the input it was "
+    "probably meant to be, or ignored (a --vars file shared by many prompts).",
+)
 def render_cmd(
     name: str,
     variables: tuple[str, ...],
@@ -143,6 +151,7 @@ def render_cmd(
     std_inputs: bool,
     fmt: str,
     model: str | None,
+    unknown_inputs: str,
     out: str | None,
 ) -> None:
     """Render prompt NAME from the build folder and print the request as JSON."""
@@ -152,13 +161,13 @@ def render_cmd(
         _parse_var(raw, texts)
 
     with _one_line_errors():
-        runtime = load(_build_dir(out))
+        runtime = load(_build_dir(out), unknown_inputs=unknown_inputs)
         inputs = {**inputs, **_typed(texts, runtime.artifact(name).input_schema)} if texts else inputs
         if std_inputs:
             wanted = set(runtime.artifact(name).inputs)
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
-                    inputs = {**collect(), **inputs}
+                    inputs = {**{k: v for k, v in collect().items() if k in wanted}, **inputs}
         try:
             rendered = runtime.render(name, inputs)
         except MissingInputsError as exc:

@@ -8,7 +8,8 @@ A compile is `STAGES`, and each stage is a function of the compilation's typed s
   inference, sections) over the document;
 - `BACK`, the back stages: `settle` (model, provider profile, tokenizer, TTL), `emit` (the
   artifact, with the request model's cache), `locate` (where the prefix ends), `check` (what the
-  provider profile says about the request), `lint` (W710), `budget` (`/// budget:` and the
+  provider profile says about the request), `params` (each `/// param:` value against the
+  profile's typed parameters), `lint` (W710), `budget` (`/// budget:` and the
   model's context window), `allow` (`/// promptc: allow` comments and the project's `allow`) and
   `encode` (the artifact's bytes).
 
@@ -34,6 +35,7 @@ from ..backend import emit, suppress
 from ..backend.budget import check as check_budget
 from ..backend.emit import Request
 from ..backend.meter import Meter, TokenizerError, meter
+from ..backend.params import check as check_params
 from ..backend.prefix import Cut
 from ..backend.prefix import lint as lint_prefix
 from ..backend.prefix import locate as locate_prefix
@@ -319,6 +321,12 @@ def check(state: Compilation) -> None:
     state.diagnostics += check_request(state.artifact, state.document, state.request)
 
 
+def params(state: Compilation) -> None:
+    """`/// param:` values typed by the provider profile (E730)."""
+    assert state.document is not None and state.request is not None
+    state.diagnostics += check_params(state.document, state.request)
+
+
 def lint(state: Compilation) -> None:
     assert state.document is not None and state.artifact is not None
     assert state.cut is not None and state.meter is not None
@@ -356,7 +364,7 @@ def encode(state: Compilation) -> None:
     state.encoded = emit.dumps(state.artifact)
 
 
-BACK: tuple[Stage, ...] = (settle, build_artifact, locate, check, lint, budget, allow, encode)
+BACK: tuple[Stage, ...] = (settle, build_artifact, locate, check, params, lint, budget, allow, encode)
 
 #: The whole compile of a prompt.
 STAGES: tuple[Stage, ...] = (*FRONT, passes, *BACK)

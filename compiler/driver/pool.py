@@ -8,8 +8,8 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool, _ExecutorManagerThread
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -142,7 +142,9 @@ def _stop(executor: ProcessPoolExecutor, finished: bool) -> None:
     if finished:
         executor.shutdown(wait=True)
         return
+    _quiet_manager_thread()
     processes = list(getattr(executor, "_processes", {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         try:
@@ -151,6 +153,26 @@ def _stop(executor: ProcessPoolExecutor, finished: bool) -> None:
             pass
     for process in processes:
         process.join(timeout=5)
+    if manager is not None:
+        manager.join(timeout=5)
+
+
+def _quiet_manager_thread() -> None:
+    """CPython 3.11's executor manager thread, finding the workers dead, sets an exception on
+    futures that the interrupted map has already cancelled, and prints the `InvalidStateError`
+    that raises as a thread traceback (fixed in later CPython releases). That one exception, from
+    that thread, is not promptc's to report: the build says it was interrupted."""
+    previous = threading.excepthook
+    if getattr(previous, "_promptc_quiet", False):
+        return
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if isinstance(args.thread, _ExecutorManagerThread) and isinstance(args.exc_value, InvalidStateError):
+            return
+        previous(args)
+
+    hook._promptc_quiet = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
 
 
 def _workers() -> int:

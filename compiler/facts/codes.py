@@ -335,6 +335,12 @@ CONTEXT_WINDOW_EXCEEDED = _code(
     "The request's worst case (every input at its declared upper bound), plus `max_tokens` when the prompt sets it, is more than the model's context window from the provider profile (`promptc/data/providers.json` `context_window`, with its source and date). The provider would refuse such a request. Lower the input bounds or `max_tokens`, or pick a model with a larger window.",
 )
 
+PARAM_VALUE_REFUSED = _code(
+    "E730",
+    "a parameter value the provider refuses",
+    "A `/// param:` value does not have the type or range the provider's API takes for it: `temperature=hot` (a number), `max_tokens=lots` (an integer), `top_p=2` (from 0 to 1), a `service_tier` that is not one of its values, a `temperature` other than 1 for OpenAI's reasoning models. The types and ranges are in `promptc/data/providers.json` (`parameters`: per request shape, per model family, each with the API reference page and the date it was read). Without a model or provider, a value no provider takes is refused. The error is at the value.",
+)
+
 # 8xx: partials and includes
 INCLUDE_NOT_FOUND = _code(
     "E801",
@@ -392,7 +398,17 @@ DUPLICATE_TOOL = _code(
 UNCHECKED_SCHEMA_KEYWORD = _code(
     "E825",
     "input schema uses a keyword render cannot check",
-    "An input typed by a schema file (`/// input: order: @schemas/order.json`) uses a JSON Schema keyword that promptc's runtimes do not check (`$ref`, `pattern`, `minimum`, `oneOf` …). `render()` validates every value against the schema in Python and in JavaScript, so a keyword it would silently skip is refused at build time. Checked: `type` (one or a list), `enum`, `const`, `properties`, `required`, `additionalProperties`, `items`, `anyOf`, and the annotations `title`, `description`, `default`, `examples`, `format`, `$schema`, `$id`, `$comment`, `deprecated`, `readOnly`, `writeOnly`.",
+    "An input typed by a schema file (`/// input: order: @schemas/order.json`) uses a JSON Schema keyword that promptc's runtimes do not check. `render()` validates every value against the schema in Python and in JavaScript, with the same result and the same messages, so a keyword they would silently skip is refused at build time: `pattern` and `patternProperties` (Python's and JavaScript's regular expressions differ), `unevaluatedProperties`, `unevaluatedItems`, `$anchor`, `$dynamicRef`, a `$ref` to another file or URL, any keyword JSON Schema does not define. Checked, with JSON Schema 2020-12's meaning: `type` (one or a list; `3.0` is an integer), `enum`, `const`, `minLength`, `maxLength` (in characters), `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`, `items`, `prefixItems`, `minItems`, `maxItems`, `uniqueItems`, `contains`, `minContains`, `maxContains`, `properties`, `required`, `additionalProperties`, `propertyNames`, `minProperties`, `maxProperties`, `dependentRequired`, `dependentSchemas`, `anyOf`, `oneOf`, `allOf`, `not`, `if`/`then`/`else`, boolean schemas, and local `$ref`s into `$defs` (resolved at build, E826). Draft-07's spellings (tuple `items: [...]`, `additionalItems`, `dependencies`) are read as that draft means them. The annotations `title`, `description`, `default`, `examples`, `format`, `$schema`, `$id`, `$comment`, `deprecated`, `readOnly`, `writeOnly`, `contentEncoding`, `contentMediaType`, `contentSchema` and `discriminator` are allowed.",
+)
+UNRESOLVABLE_REF = _code(
+    "E826",
+    "a schema `$ref` that cannot be resolved",
+    "A schema file that types an input uses a `$ref` promptc cannot turn into a finite check: it points to nothing in the file, names an anchor instead of a JSON pointer (`#/$defs/name`), refers back to a schema that holds it (a recursive type, such as a tree), or makes the schema larger than 20,000 nodes or 64 levels once every reference is copied in. Local references are resolved at build time, so the artifact's `input_schema` holds none: pydantic's `model_json_schema()` output (`$defs` plus `$ref`) is accepted as it is. The error is at the `$ref` in the schema file.",
+)
+OUTPUT_NOT_CHECKABLE = _code(
+    "W827",
+    "output schema `parse` cannot check",
+    "The `/// output:` schema uses a keyword both runtimes do not check (`pattern` …, see E825) or a recursive `$ref` (E826). The schema is sent to the provider as written, but the generated bindings get no `parse` helper for this prompt: a helper that validates only part of the schema would pass responses the schema refuses. Validate such responses in the application (jsonschema, ajv).",
 )
 
 # 9xx: configuration, tokenizer and the output folder

@@ -229,7 +229,7 @@ JINJA_TAGS = {
 
 
 #: the kinds of change `promptc diff --fail-on` gates on (besides `cost>AMOUNT`)
-FAIL_KINDS = ("bust", "contract", "breaking", "removed")
+FAIL_KINDS = ("bust", "contract", "breaking", "output", "output-breaking", "removed")
 
 #: the schemas of what a build writes (`promptc --version` names them; `promptc.runtime.model` reads them)
 ARTIFACT_SCHEMA = "promptc.artifact/2"

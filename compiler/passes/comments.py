@@ -19,7 +19,7 @@ from dataclasses import replace
 from ..facts import codes
 from ..facts.diagnostics import Edit, Fix
 from ..facts.language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
-from ..syntax.nodes import Comment, Document
+from ..syntax.nodes import Comment, Directive, Document, Text
 from .context import Context
 from .directives import RESERVED_KEYS
 
@@ -62,9 +62,32 @@ def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
     return None
 
 
+def _leading_comment(doc: Document, ctx: Context) -> str | None:
+    """The prompt's leading comment: every full-line `///` comment of the file's header (the
+    leading run of blank lines, comments and file-level directives, as `promptc fmt` sees it, so
+    formatting never changes it), each line without its `/// `, joined by newlines."""
+    text = ctx.source.text
+    lines: list[str] = []
+    for item in doc.items:
+        if isinstance(item, Text) and not item.value.strip():
+            continue
+        if isinstance(item, Directive) and item.key not in ("section", "include"):
+            continue
+        if not (isinstance(item, Comment) and item.full_line and item.span.src in (None, ctx.source)):
+            break
+        body = text[item.span.start : item.span.end].strip()[3:]
+        lines.append((body[1:] if body.startswith(" ") else body).rstrip())
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines) or None
+
+
 def strip_comments(doc: Document, ctx: Context) -> Document:
     kept = []
     text = ctx.source.text
+    doc = replace(doc, doc_comment=_leading_comment(doc, ctx))
     for item in doc.items:
         if not isinstance(item, Comment):
             kept.append(item)

@@ -18,7 +18,7 @@ from ..facts.diagnostics import Fix, SourceText, Span, insert, replace_word
 from ..facts.language import IDENTIFIER
 from ..facts.suggest import did_you_mean
 from ..runtime import template
-from ..runtime.inputtypes import describe
+from ..runtime.inputtypes import describe, optional
 from ..syntax.nodes import Block, Document, Message, Placeholder, Section, section_text
 from . import jinja_habits
 from .context import Context
@@ -91,6 +91,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     messages = []
     all_inputs: set[str] = set()
     all_helpers: set[str] = set()
+    required: set[str] = set()  # inputs some section uses where a None would fail
     shape_uses: list[ShapeUse] = []
     habits: list[jinja_habits.Habit] = []
     for message in doc.messages:
@@ -110,6 +111,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
+            required.update(set(inputs) - analysis.optional)
             shape_uses += analysis.shape_uses
             sections.append(
                 replace(
@@ -122,8 +124,13 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
                 )
             )
         messages.append(Message(message.role, message.span, tuple(sections)))
+    inputs = tuple(sorted(all_inputs))
     doc = replace(
-        doc, messages=tuple(messages), inputs=tuple(sorted(all_inputs)), helpers=tuple(sorted(all_helpers - all_inputs))
+        doc,
+        messages=tuple(messages),
+        inputs=inputs,
+        helpers=tuple(sorted(all_helpers - all_inputs)),
+        optional_inputs=tuple(n for n in inputs if n not in required),
     )
     said = _check_declared(doc, ctx, {h.name: h for h in habits})
     for habit in habits:
@@ -164,7 +171,7 @@ def _kinds(schema: dict[str, Any]) -> set[str] | None:
     return None
 
 
-def _member_schema(schema: dict[str, Any], attr: str) -> tuple[dict[str, Any] | None, str | None]:
+def _member_schema(schema: dict[str, Any], attr: str) -> tuple[Any, str | None]:
     """(the schema of `value.attr`, None) or (None, why the declared type has no such member)."""
     options = [o for o in schema.get("anyOf", [schema]) if isinstance(o, dict) and _kinds(o) != {"null"}]
     for option in options:
@@ -196,7 +203,6 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     declared = dict(doc.header.input_types)
     spans = dict(doc.header.declared_input_spans)
     inferred: dict[str, dict[str, Any]] = {}
-    unconditional: set[str] = set()
     for use in uses:
         schema = declared.get(use.name)
         if schema is not None:
@@ -204,8 +210,6 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
             continue
         if use.kind == "attr":
             continue  # Python attributes say nothing JSON Schema can: any object may have them
-        if not use.conditional:
-            unconditional.add(use.name)
         if use.kind == "iter":
             inferred.setdefault(use.name, dict(_ITERABLE))
             continue
@@ -226,7 +230,7 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     out: list[tuple[str, dict[str, Any]]] = []
     for name in sorted(inferred):
         schema = _sorted_schema(inferred[name])
-        if name not in unconditional:
+        if name in doc.optional_inputs:  # every use is guarded: None may be passed, or nothing
             kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
             schema = {**schema, "type": [*kinds, "null"]}
         out.append((name, schema))
@@ -241,6 +245,23 @@ def _sorted_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": schema["type"], "properties": properties, "required": sorted(schema["required"])}
 
 
+def _described(schema: Any) -> str:
+    return describe(schema)
+
+
+def _present(schema: dict[str, Any], attr: str, member: Any) -> bool:
+    """Whether every value `schema` admits has `attr`, or `attr` renders its `default` when absent:
+    a property the schema names (in some object option) is present when each object option
+    requires it. A key only a map type (`additionalProperties`) admits is the caller's promise."""
+    if isinstance(member, dict) and "default" in member:
+        return True
+    options = [o for o in schema.get("anyOf", [schema]) if isinstance(o, dict) and _kinds(o) != {"null"}]
+    named = [o for o in options if attr in (o.get("properties") or {})]
+    if not named:
+        return True
+    return all(attr in (o.get("required") or ()) for o in options if "object" in (_kinds(o) or {"object"}))
+
+
 def _check_use(use: ShapeUse, schema: dict[str, Any], declared_at: Span | None, ctx: Context) -> None:
     where = f" (declared at line {declared_at.line})" if declared_at is not None else ""
     if use.kind == "iter":
@@ -252,6 +273,15 @@ def _check_use(use: ShapeUse, schema: dict[str, Any], declared_at: Span | None, 
                 use.span,
                 f"declare `{use.name}` as a list (`list[str]`), or loop over something else",
             )
+        elif not use.guarded:
+            if optional(schema):
+                ctx.report(
+                    codes.TYPE_CONTRADICTED,
+                    f"`{{% for %}}` over `{use.name}`, which may be None (declared {_described(schema)}){where}: "
+                    "left out, it cannot be iterated",
+                    use.span,
+                    f"guard the loop (`{{% if {use.name} %}}…{{% endif %}}`), or declare `{use.name}` without `| None`",
+                )
         return
     if use.kind == "attr":
         kinds = _kinds(schema)
@@ -265,12 +295,40 @@ def _check_use(use: ShapeUse, schema: dict[str, Any], declared_at: Span | None, 
                 f'read the key: `{use.name}["{attr}"]` (placeholders `${{{use.name}.{attr}}}` read keys themselves)',
             )
         return
-    node: dict[str, Any] | None = schema
+    path = f"`${{{use.name}.{'.'.join(use.attrs)}}}`"
+    if use.attrs and optional(schema) and not use.guarded:
+        ctx.report(
+            codes.TYPE_CONTRADICTED,
+            f"{path}: `{use.name}` may be None (its declared type admits null){where}, and None has no keys",
+            use.span,
+            f"guard the use (`{{% if {use.name} %}}…{{% endif %}}`), or declare `{use.name}` without `| None`",
+        )
+        return
+    node: Any = schema
     walked = use.name
-    for attr in use.attrs:
-        if node is None:
+    for depth, attr in enumerate(use.attrs):
+        if not isinstance(node, dict):
             return
         member, problem = _member_schema(node, attr)
+        if problem is None and member is False:
+            problem = f"cannot have `{attr}` (its schema admits no value there)"
+        if problem is None and not _present(node, attr, member):
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"{path}: `{attr}` is not required by the schema of `{walked}`{where}, so a value without it "
+                "would have nothing to render here",
+                use.span,
+                f"add `{attr}` to `required`, or give it a `default` (what renders when it is absent)",
+            )
+            return
+        if problem is None and depth < len(use.attrs) - 1 and optional(member):
+            ctx.report(
+                codes.TYPE_CONTRADICTED,
+                f"{path}: `{walked}.{attr}` may be null (its schema admits null){where}, and null has no keys",
+                use.span,
+                f"take `null` out of the schema of `{attr}`, or read `${{{walked}.{attr}}}` only",
+            )
+            return
         if problem is not None:
             problem, _, close = problem.partition("\0")
             ctx.report(

@@ -31,7 +31,7 @@ from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make, replace
 from ..facts.language import RESOURCE_SUFFIX, TOOL_NAME
 from ..facts.lazy import lazy_import
 from ..facts.suggest import did_you_mean
-from ..runtime.inputtypes import CHECKED_KEYWORDS, unchecked_keywords
+from ..runtime.inputtypes import normalize
 from ..syntax.jsonfile import locate, token_length
 from ..syntax.nodes import Document, Item, ResourceRef
 from .context import Context
@@ -60,6 +60,8 @@ class _Checked:
     name_spans: tuple[Span, ...] = ()
     schema: dict[str, Any] | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
+    #: an output schema as a contract (`inputtypes.normalize`), when both runtimes check all of it
+    contract: Any = None
 
 
 def resolve(ctx: Context, base: str, target: str) -> tuple[str | None, str | None]:
@@ -432,7 +434,12 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
             return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
         name = output_name(key, value)
         if TOOL_NAME.match(name):
-            return _Checked(schema={"name": name, "schema": value}, diagnostics=read_diagnostics)
+            contract = _contract_problems(checker, value, "output schema", codes.OUTPUT_NOT_CHECKABLE)
+            return _Checked(
+                schema={"name": name, "schema": value},
+                diagnostics=(*read_diagnostics, *checker.diagnostics),
+                contract=contract,
+            )
         titled = isinstance(value.get("title"), str)
         checker.report(
             codes.INVALID_SCHEMA,
@@ -448,24 +455,44 @@ def _check_schema(ctx: Context, key: str) -> _Checked:
     return _checked_file(ctx, "output", key, check)
 
 
+def _contract_problems(checker: _FileChecker, value: Any, what: str, code: codes.Code | None = None) -> Any:
+    """The schema as a contract (`inputtypes.normalize`: references resolved, one dialect), each
+    problem reported at its place in the file (E825, E826; `code` instead when given); None when
+    there are problems."""
+    normalized = normalize(value)
+    for problem in normalized.problems:
+        checker.report(
+            code or codes.CODES[problem.code],
+            f"{what}: {problem.message}",
+            problem.path,
+            _CONTRACT_HINTS[problem.code] if code is None else _OUTPUT_HINT,
+        )
+    return None if normalized.problems else normalized.schema
+
+
+_CONTRACT_HINTS: dict[str, str] = {
+    codes.UNCHECKED_SCHEMA_KEYWORD: "a schema that types an input is checked by both runtimes, keyword by keyword; see `promptc explain E825` "
+    "for the keywords they check, and check the rest in your application before rendering",
+    codes.UNRESOLVABLE_REF: "write the schema without the recursion (a fixed depth), or type the input `dict[str, T]`",
+}
+_OUTPUT_HINT = (
+    "the schema is still sent to the provider; the bindings' `parse` helper validates only outputs whose every "
+    "keyword both runtimes check (see `promptc explain W827`)"
+)
+
+
 def _check_input_schema(ctx: Context, key: str) -> _Checked:
-    """An input's type from a schema file: a valid JSON Schema, using only the keywords the
-    runtimes check (E825 at the first one they would skip)."""
+    """An input's type from a schema file: a valid JSON Schema, resolved into a contract that both
+    runtimes check keyword by keyword (E825 at a keyword they would skip, E826 at a `$ref` that
+    cannot be resolved)."""
 
     def check(checker: _FileChecker, value: Any, read_diagnostics: tuple[Diagnostic, ...]) -> _Checked:
         if not (checker.schema(value, (), "input schema", object_root=False) and isinstance(value, dict)):
             return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
-        for path, keyword in unchecked_keywords(value)[:1]:
-            checker.report(
-                codes.UNCHECKED_SCHEMA_KEYWORD,
-                f"`{keyword}` is not checked when a prompt renders, so an input schema may not use it",
-                path,
-                "input schemas use " + ", ".join(sorted(CHECKED_KEYWORDS)) + " (and annotations such as "
-                "`description`); check the rest in your application before rendering",
-            )
-        if checker.diagnostics:
+        contract = _contract_problems(checker, value, "input schema")
+        if checker.diagnostics or contract is None:
             return _Checked(diagnostics=(*read_diagnostics, *checker.diagnostics))
-        return _Checked(schema=value, diagnostics=read_diagnostics)
+        return _Checked(schema=contract, diagnostics=read_diagnostics)
 
     return _checked_file(ctx, "input", key, check)
 
@@ -477,6 +504,7 @@ def load_resources(doc: Document, ctx: Context) -> Document:
     first: dict[str, tuple[str, Span]] = {}  # tool name → (file, where its name is written)
     resources: set[str] = set()
     output: dict[str, Any] | None = None
+    output_contract: Any = None
     output_at: Span | None = None
     declared_types = dict(doc.header.input_types)
     schema_types: dict[str, dict[str, Any]] = {}
@@ -520,6 +548,7 @@ def load_resources(doc: Document, ctx: Context) -> Document:
                 checked = _check_schema(ctx, key)
                 ctx.extend(checked.diagnostics)
                 output = checked.schema
+                output_contract = checked.contract
                 continue
             checked = _check_tools(ctx, key)
             ctx.extend(checked.diagnostics)
@@ -549,5 +578,6 @@ def load_resources(doc: Document, ctx: Context) -> Document:
         header=header,
         tools=tuple(tools),
         output_schema=output,
+        output_contract=output_contract,
         resources=tuple(sorted(resources)),
     )

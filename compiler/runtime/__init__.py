@@ -17,12 +17,15 @@ from .render import (
     SHAPES,
     InputTypeError,
     MissingInputsError,
+    OutputError,
     Rendered,
     RenderedBlock,
     RenderError,
     Runtime,
     TemplateError,
+    UnknownInputsError,
     load,
+    parse_output,
     render_artifact,
 )
 
@@ -34,7 +37,10 @@ __all__ = [
     "render_artifact",
     "RenderError",
     "MissingInputsError",
+    "UnknownInputsError",
     "InputTypeError",
+    "OutputError",
+    "parse_output",
     "TemplateError",
     "SHAPES",
 ]

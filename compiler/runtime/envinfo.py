@@ -3,6 +3,7 @@
 The keys returned here are exactly the placeholders of those partials, namespaced (`env_*`, `git_*`,
 `today`) so they do not collide with a prompt's own inputs:
 
+    rt = load("build", unknown_inputs="ignore")  # one set of values, many prompts
     rt.render("review", question=q, **env_inputs(), **git_inputs(), **date_inputs())
 
 Every value is a string. These helpers never raise: outside a git repository, without git installed,

@@ -821,6 +821,15 @@ class Tool:
         return cls(_str(data, "name", at), _str(data, "description", at), _json_object(data, "input_schema", at))
 
 
+def _contract(value: Any) -> Any:
+    """An artifact's `output_contract`: a JSON Schema (an object or a boolean), or None."""
+    if value is None or isinstance(value, bool):
+        return value
+    if not isinstance(value, dict):
+        raise _Invalid("output_contract", "a JSON Schema (an object or a boolean) or null")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class OutputSchema:
     """The structured-output schema (`/// output:`): its name and the JSON Schema."""
@@ -922,6 +931,11 @@ class Artifact:
     messages: tuple[Message, ...]
     cache: Cache
     totals: Totals
+    #: the prompt's leading `///` comment (the bindings' docstring starts with it), or None
+    doc: str | None = None
+    #: the output schema as a contract both runtimes check (`inputtypes.normalize`: references
+    #: resolved, one dialect): what `parse` validates a response against; None without one
+    output_contract: Any = field(default=None, hash=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -948,6 +962,8 @@ class Artifact:
             "messages": [message.to_json() for message in self.messages],
             "cache": self.cache.to_json(),
             "totals": self.totals.to_json(),
+            "doc": self.doc,
+            "output_contract": _json_copy(self.output_contract, "output_contract", check=False),
         }
 
     @classmethod
@@ -989,6 +1005,8 @@ class Artifact:
                 ),
                 Cache._parse(_object(_get(data, "cache", ""), "cache"), "cache."),
                 Totals._parse(_object(_get(data, "totals", ""), "totals"), "totals."),
+                _optional_str(data, "doc", "") if "doc" in data else None,
+                _contract(data.get("output_contract")),
             )
         except _Invalid as problem:
             raise _error(label, problem) from None
@@ -1008,6 +1026,7 @@ class Artifact:
             "prefix_tokens": self.cache.prefix_tokens,
             "cacheable_tokens": self.cache.cacheable_tokens,
             "input_schema": _json_copy(self.input_schema, "input_schema", check=False),
+            "output_schema": None if self.output_schema is None else self.output_schema.to_json()["schema"],
         }
 
     def breakpoint_at(self, message_index: int, block_index: int) -> Breakpoint | None:
@@ -1043,6 +1062,8 @@ class ManifestEntry:
     cacheable_tokens: int | None
     #: the artifact's `input_schema` (declared types), for `promptc diff`'s contract changes
     input_schema: dict[str, Any] = field(hash=False)
+    #: the `/// output:` JSON Schema as written (None without one), for `diff`'s output contract
+    output_schema: dict[str, Any] | None = field(default=None, hash=False)
 
     @classmethod
     def of(cls, artifact: Artifact, path: str, sha256: str) -> Self:
@@ -1062,6 +1083,7 @@ class ManifestEntry:
             artifact.cache.prefix_tokens,
             artifact.cache.cacheable_tokens,
             artifact.input_schema,
+            None if artifact.output_schema is None else artifact.output_schema.schema,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -1081,6 +1103,7 @@ class ManifestEntry:
             "cacheable_tokens": self.cacheable_tokens,
             # shared, not copied: the manifest is serialised as it is built (2,000 entries a build)
             "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
         }
 
     @classmethod
@@ -1105,6 +1128,7 @@ class ManifestEntry:
                     data["prefix_tokens"],
                     data["cacheable_tokens"],
                     data["input_schema"],
+                    data["output_schema"],
                 )
             except (KeyError, TypeError):
                 pass  # not what promptc writes after all: check it field by field
@@ -1130,6 +1154,8 @@ class ManifestEntry:
             _count(data, "prefix_tokens", at),
             _optional_count(data, "cacheable_tokens", at),
             _input_schema(data, "input_schema", at),
+            # written since output contracts: absent in an older manifest (nothing to compare)
+            _json_object(data, "output_schema", at) if data.get("output_schema") is not None else None,
         )
 
 

@@ -6,11 +6,17 @@ each artifact the first time it is asked for.
 
 Rendering rules (docs/language.md, "Artifact text"):
 
-* Every input the artifact lists (`inputs` and `helpers`) is required; a missing one raises
-  `MissingInputsError`, whose message names every missing input at once. Extra inputs are ignored,
-  so one dict (say `env_inputs() | git_inputs()`) can serve many prompts.
+* Every input the artifact requires (`input_schema.required`, and every helper) must be passed; a
+  missing one raises `MissingInputsError`, whose message names every missing input at once. A
+  value the prompt does not take (`questoin=`) raises `UnknownInputsError`, which names the input
+  it was probably meant to be; a caller that passes one set of values to many prompts (say
+  `env_inputs() | git_inputs()`) opts out with `load(build, unknown_inputs="ignore")` (or
+  `render_artifact(…, unknown_inputs="ignore")`), and the values a prompt does not take are
+  ignored.
 * Values are inserted literally: `${x}` becomes `str(value)` (a dotted `${a.b}` reads a mapping key,
-  else an attribute) and the result is never parsed again. A value holding a separator line,
+  or its schema's `default` when the key is absent, else an attribute of an object that is not a
+  JSON value: never a method of a `str` or a `dict`, as runtime-js reads no prototype) and the
+  result is never parsed again. A value holding a separator line,
   `${…}`, `{{ }}` or `///` stays text: it cannot add a message, change a role or run code.
 * Each section is rendered on its own and the results are joined exactly as the artifact joins them
   (sections of a block and blocks of a message by one blank line), so whitespace control (`{{- x -}}`)
@@ -39,6 +45,7 @@ variables, matching the compiler, for which every placeholder root is an input.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -60,7 +67,10 @@ __all__ = [
     "render_artifact",
     "RenderError",
     "MissingInputsError",
+    "UnknownInputsError",
     "InputTypeError",
+    "OutputError",
+    "parse_output",
     "TemplateError",
     "SHAPES",
 ]
@@ -77,6 +87,40 @@ class MissingInputsError(RenderError):
         names = ", ".join(self.missing)
         plural = "s" if len(self.missing) != 1 else ""
         super().__init__(f"prompt `{prompt}` is missing {len(self.missing)} input{plural}: {names}")
+
+
+class UnknownInputsError(RenderError):
+    """Values for inputs the prompt does not take (often a misspelt one): `unknown` names them,
+    `suggestions` maps each to the input it was probably meant to be, `missing` lists the
+    required inputs not passed. The message is the JavaScript runtime's, byte for byte."""
+
+    def __init__(self, prompt: str, unknown: list[str], known: list[str], missing: list[str]) -> None:
+        self.prompt = prompt
+        self.unknown = tuple(sorted(unknown))
+        self.missing = tuple(sorted(missing))
+        close = {name: suggestions(name, known) for name in self.unknown}
+        self.suggestions = {name: found[0] for name, found in close.items() if found}
+        shown = [
+            f"{name} (did you mean `{self.suggestions[name]}`?)" if name in self.suggestions else name
+            for name in self.unknown
+        ]
+        plural = "s" if len(self.unknown) != 1 else ""
+        message = f"prompt `{prompt}` got {len(self.unknown)} unknown input{plural}: {', '.join(shown)}"
+        message += f"; it takes: {', '.join(sorted(known)) or 'no inputs'}"
+        if self.missing:
+            message += f"; missing: {', '.join(self.missing)}"
+        super().__init__(message)
+
+
+#: what `unknown_inputs=` may be
+UNKNOWN_INPUTS = ("error", "ignore")
+
+
+def _unknown_mode(value: str) -> bool:
+    """Whether values for inputs a prompt does not take are an error (`"error"`) or ignored."""
+    if value not in UNKNOWN_INPUTS:
+        raise ValueError(f"unknown_inputs must be one of {', '.join(map(repr, UNKNOWN_INPUTS))}, got {value!r}")
+    return value == "error"
 
 
 class InputTypeError(RenderError):
@@ -121,6 +165,91 @@ def _checked(
     if problems:
         raise InputTypeError(prompt, problems)
     return {**inputs, **dict.fromkeys(absent)} if absent else inputs
+
+
+class OutputError(RenderError):
+    """A provider response that does not match the prompt's output contract (its `/// output:`
+    schema): `problems` lists every way it fails, by path (`response.answer: expected a string,
+    got 3`); the message is the JavaScript runtime's, byte for byte."""
+
+    def __init__(self, prompt: str, problems: list[str]) -> None:
+        self.prompt = prompt
+        self.problems = tuple(problems)
+        plural = "s" if len(problems) != 1 else ""
+        super().__init__(
+            f"prompt `{prompt}`: the response does not match its output schema ({len(problems)} problem{plural}): "
+            + "; ".join(problems)
+        )
+
+
+def _response_value(response: Any) -> Any:
+    """The JSON value a provider response holds: JSON text (str or bytes) decoded; a mapping, a
+    list or a scalar as it is; an official SDK's response object read where that SDK puts the
+    structured output (openai `responses`: `output_text`; openai chat: the first choice's
+    `message.parsed`, else its `content`; anthropic: the first `tool_use` block's `input`, else the
+    first text block; google-genai: `parsed`, else `text`)."""
+    if isinstance(response, (str, bytes, bytearray)):
+        try:
+            return json.loads(response)
+        except ValueError:
+            raise _NotJson from None
+    if response is None or isinstance(response, (Mapping, list, tuple, int, float, bool)):
+        return response
+    text = getattr(response, "output_text", None)
+    if isinstance(text, str):
+        return _response_value(text)
+    choices = getattr(response, "choices", None)
+    if isinstance(choices, (list, tuple)) and choices:
+        message = getattr(choices[0], "message", None)
+        parsed = getattr(message, "parsed", None)
+        if parsed is not None:
+            return parsed.model_dump() if hasattr(parsed, "model_dump") else parsed
+        return _response_value(getattr(message, "content", None))
+    content = getattr(response, "content", None)
+    if isinstance(content, (list, tuple)):
+        for block in content:
+            if getattr(block, "type", None) == "tool_use":
+                return getattr(block, "input", None)
+        for block in content:
+            if getattr(block, "type", None) == "text":
+                return _response_value(getattr(block, "text", ""))
+    parsed = getattr(response, "parsed", None)
+    if parsed is not None:
+        return parsed.model_dump() if hasattr(parsed, "model_dump") else parsed
+    text = getattr(response, "text", None)
+    if isinstance(text, str):
+        return _response_value(text)
+    return response
+
+
+class _NotJson(Exception):
+    pass
+
+
+def parse_output(artifact: Artifact | Mapping[str, Any], response: Any) -> Any:
+    """The value of a provider `response` to prompt `artifact`, checked against its output
+    contract (every problem at once, as `OutputError`); see `_response_value` for what a response
+    may be. A prompt without a checkable output schema (none, or W827) is a RenderError."""
+    if not isinstance(artifact, Artifact):
+        try:
+            artifact = Artifact.from_json(artifact)
+        except ArtifactError as exc:
+            raise RenderError(str(exc)) from None
+    if artifact.output_contract is None:
+        why = (
+            "no `/// output:` schema"
+            if artifact.output_schema is None
+            else "an output schema both runtimes cannot check (W827)"
+        )
+        raise RenderError(f"prompt `{artifact.name}` has {why}: there is no output contract to parse against")
+    try:
+        value = _response_value(response)
+    except _NotJson:
+        raise OutputError(artifact.name, ["response: not valid JSON"]) from None
+    problems = check_value(artifact.output_contract, value, "response")
+    if problems:
+        raise OutputError(artifact.name, problems)
+    return value
 
 
 class TemplateError(RenderError):
@@ -230,15 +359,46 @@ class Rendered:
 # Values
 
 
-def _lookup(inputs: Mapping[str, Any], path: str) -> Any:
+#: a value JSON can hold and a placeholder path reads no attribute of (the JavaScript runtime
+#: reads none either: `${s.upper}`, `${d.__proto__}`, `${n.real}` are errors in both)
+_JSON_LEAVES = (str, int, float, bool, list, tuple, type(None))
+_NO_DEFAULT: Any = object()
+
+
+def path_defaults(schema: Any, path: str) -> tuple[Any, ...]:
+    """For each key of a placeholder path after its root, the `default` the input schema gives
+    the property (what renders when a value leaves the key out), or `_NO_DEFAULT`."""
+    root, *attrs = path.split(".")
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    node = properties.get(root) if isinstance(properties, Mapping) else None
+    out = []
+    for attr in attrs:
+        properties = node.get("properties") if isinstance(node, Mapping) else None
+        node = properties.get(attr) if isinstance(properties, Mapping) else None
+        out.append(node.get("default", _NO_DEFAULT) if isinstance(node, Mapping) else _NO_DEFAULT)
+    return tuple(out)
+
+
+def _lookup(inputs: Mapping[str, Any], path: str, defaults: tuple[Any, ...] = ()) -> Any:
+    """`${a.b.c}`: a mapping's key (its schema's `default` when the key is absent), else, of an
+    object that is not a JSON value, an attribute."""
     root, *attrs = path.split(".")
     value = inputs[root]  # presence was checked before rendering started
     walked = root
-    for attr in attrs:
-        if isinstance(value, Mapping) and attr in value:
-            value = value[attr]
+    for i, attr in enumerate(attrs):
+        if isinstance(value, Mapping):
+            if attr in value:
+                value = value[attr]
+            elif i < len(defaults) and defaults[i] is not _NO_DEFAULT:
+                value = defaults[i]
+            else:
+                raise RenderError(
+                    f"`${{{path}}}`: `{walked}` ({type(value).__name__}) has no key or attribute `{attr}`"
+                )
         else:
             try:
+                if isinstance(value, _JSON_LEAVES):
+                    raise AttributeError(attr)
                 value = getattr(value, attr)
             except AttributeError:
                 raise RenderError(
@@ -265,10 +425,11 @@ def _to_text(value: Any, path: str) -> str:
 class _Python:
     """A section with promplate blocks: its compiled code (or the error compiling it raised)."""
 
-    __slots__ = ("text", "section", "origins", "compiled", "error")
+    __slots__ = ("text", "section", "origins", "compiled", "error", "schema")
 
-    def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...]) -> None:
+    def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...], schema: Any = None) -> None:
         self.text, self.section, self.origins = text, section, origins
+        self.schema = schema  # the input schema, for the defaults of `${a.b}` paths
         self.compiled: template.CompiledSection | None = None
         self.error: template.TemplateSyntaxError | None = None
         try:
@@ -281,10 +442,10 @@ class _Python:
         if compiled is None:
             exc = self.error
             raise TemplateError(exc.message, prompt, self.section, exc.line)  # type: ignore[union-attr]
-        text, section, origins = self.text, self.section, self.origins
+        text, section, origins, schema = self.text, self.section, self.origins, self.schema
 
         def lookup(path: str) -> str:
-            return _to_text(_lookup(inputs, path), path)
+            return _to_text(_lookup(inputs, path, path_defaults(schema, path) if "." in path else ()), path)
 
         try:
             parts = template.execute(compiled.code, inputs, lookup)
@@ -346,10 +507,12 @@ def _section_plan(
     origins: tuple[tuple[str, int], ...],
     known: frozenset[str],
     renderer: str = "python",
+    schema: Any = None,
 ) -> Any:
     """`renderer` is the artifact's: only a `python` artifact's blocks are compiled and run; in any
     other (a `placeholder` artifact promises it holds no code) a block is refused at render time,
-    after the placeholder checks, exactly as runtime-js refuses it."""
+    after the placeholder checks, exactly as runtime-js refuses it. `schema` is the artifact's
+    input schema, for the defaults of `${a.b}` paths."""
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
     tokens = template.scan(text)
@@ -360,10 +523,10 @@ def _section_plan(
         elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
             checks.append(("root", tok.text.split(".", 1)[0]))
     if any(tok.kind not in ("lit", "ph") for tok in tokens):
-        code = _Python(text, section, origins) if renderer == "python" else _Refused(section)
+        code = _Python(text, section, origins, schema) if renderer == "python" else _Refused(section)
         return (tuple(checks), (), (), code)
     segments: list[str | None] = []
-    slots: list[tuple[int, str, bool]] = []
+    slots: list[tuple[int, str, bool, tuple[Any, ...]]] = []
     for tok in tokens:
         if tok.kind == "lit":
             if segments and segments[-1] is not None:
@@ -371,7 +534,8 @@ def _section_plan(
             else:
                 segments.append(tok.text)
         else:
-            slots.append((len(segments), tok.text, "." in tok.text))
+            dotted = "." in tok.text
+            slots.append((len(segments), tok.text, dotted, path_defaults(schema, tok.text) if dotted else ()))
             segments.append(None)
     if not slots:
         return "".join(segments)  # type: ignore[arg-type]
@@ -390,8 +554,8 @@ def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: 
     if python is not None:
         return python.render(inputs, prompt)  # type: ignore[no-any-return]
     out = list(segments)
-    for index, path, dotted in slots:
-        value = _lookup(inputs, path) if dotted else inputs[path]
+    for index, path, dotted, defaults in slots:
+        value = _lookup(inputs, path, defaults) if dotted else inputs[path]
         out[index] = value if value.__class__ is str else _to_text(value, path)
     return "".join(out)
 
@@ -429,7 +593,7 @@ class RenderPlan:
     is the same as rendering the artifact section by section (`_render_section`), which is what the
     tests compare it with."""
 
-    __slots__ = ("artifact", "name", "must", "render", "sha256")
+    __slots__ = ("artifact", "name", "must", "known", "render", "sha256")
 
     def __init__(self, artifact: Artifact, sha256: str | None = None) -> None:
         self.artifact = artifact
@@ -440,12 +604,20 @@ class RenderPlan:
         required = set(schema.get("required", artifact.inputs))
         #: present in every call (a missing one is reported with all the others at once)
         self.must = tuple(n for n in (*artifact.inputs, *artifact.helpers) if n in {*required, *artifact.helpers})
-        self.render: Callable[[Mapping[str, Any]], Rendered] = _generate(self, artifact, required)
+        #: every name the prompt takes
+        self.known = frozenset((*artifact.inputs, *artifact.helpers))
+        #: `render(inputs, strict=True)`: `strict` refuses values for inputs the prompt does not take
+        self.render: Callable[..., Rendered] = _generate(self, artifact, required)
 
     def _missing(self, inputs: Mapping[str, Any]) -> MissingInputsError:
         artifact, must = self.artifact, set(self.must)
         names = {n for n in (*artifact.inputs, *artifact.helpers) if n not in inputs and n in must}
         return MissingInputsError(self.name, sorted(names))
+
+    def _unknown(self, inputs: Mapping[str, Any]) -> UnknownInputsError:
+        unknown = [str(n) for n in inputs if n not in self.known]
+        missing = [n for n in self.must if n not in inputs]
+        return UnknownInputsError(self.name, unknown, sorted(self.known), missing)
 
 
 def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Callable[[Mapping[str, Any]], Rendered]:
@@ -484,7 +656,9 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Calla
         keep.append(value)
         return const(value)
 
-    lines = ["def render(inputs):"]
+    lines = ["def render(inputs, strict=True):"]
+    lines.append(f"    if strict and not {constant(plan.known)}.issuperset(inputs):")
+    lines.append("        raise _plan._unknown(inputs)")
     if plan.must:
         present = " and ".join(f"{constant(n)} in inputs" for n in plan.must)
         lines.append(f"    if not ({present}):")
@@ -515,7 +689,8 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Calla
             marked = (mi, bi) in marks
             anthropic = marked and marks[(mi, bi)]
             plans = [
-                (_section_plan(s.text, s.name, s.origins, known, artifact.renderer), s.name) for s in block.sections
+                (_section_plan(s.text, s.name, s.origins, known, artifact.renderer, artifact.input_schema), s.name)
+                for s in block.sections
             ]
             if all(section_plan.__class__ is str for section_plan, _ in plans):
                 text = JOINER.join(section_plan for section_plan, _ in plans)
@@ -540,18 +715,18 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Calla
                     )
                     pieces.append(var)
                     continue
-                values = {slot_index: (path, dotted) for slot_index, path, dotted in slots}
+                values = {slot_index: (path, dotted, defaults) for slot_index, path, dotted, defaults in slots}
                 for position, segment in enumerate(segments):
                     if segment is not None:
                         if segment:
                             pieces.append(constant(segment))
                         continue
-                    path, dotted = values[position]
+                    path, dotted, defaults = values[position]
                     counter += 1
                     var = f"_v{counter}"
                     path_name = constant(path)
                     if dotted:
-                        lines.append(f"    {var} = _lookup(inputs, {path_name})")
+                        lines.append(f"    {var} = _lookup(inputs, {path_name}, {constant(defaults)})")
                     else:
                         lines.append(f"    {var} = inputs[{path_name}]")
                     lines.append(f"    if {var}.__class__ is not _str:")
@@ -628,24 +803,31 @@ def plan_for(artifact: Artifact) -> RenderPlan:
 # Artifacts
 
 
-def render_artifact(artifact: Artifact | Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> Rendered:
-    """Render one artifact (the model, or the decoded JSON of `build/<name>.json`) with `inputs`."""
+def render_artifact(
+    artifact: Artifact | Mapping[str, Any], inputs: Mapping[str, Any] | None = None, *, unknown_inputs: str = "error"
+) -> Rendered:
+    """Render one artifact (the model, or the decoded JSON of `build/<name>.json`) with `inputs`.
+    `unknown_inputs="ignore"` lets `inputs` hold values the prompt does not take."""
+    strict = _unknown_mode(unknown_inputs)
     if not isinstance(artifact, Artifact):
         try:
             artifact = Artifact.from_json(artifact)
         except ArtifactError as exc:
             raise RenderError(str(exc)) from None
-        return RenderPlan(artifact).render({} if inputs is None else inputs)
-    return plan_for(artifact).render({} if inputs is None else inputs)
+        return RenderPlan(artifact).render({} if inputs is None else inputs, strict)
+    return plan_for(artifact).render({} if inputs is None else inputs, strict)
 
 
 class Runtime:
     """A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily (through
     `promptc.runtime.buildfolder`, which checks each artifact against the manifest's sha256)."""
 
-    def __init__(self, build_dir: str | Path) -> None:
+    def __init__(self, build_dir: str | Path, *, unknown_inputs: str = "error") -> None:
         self.build_dir = Path(build_dir)
         self._folder = BuildFolder(self.build_dir)
+        #: values for inputs a prompt does not take: an error (`UnknownInputsError`), or ignored
+        self.unknown_inputs = unknown_inputs
+        self._strict = _unknown_mode(unknown_inputs)
         self._artifacts: dict[str, Artifact] = {}
         self._plans: dict[str, RenderPlan] = {}
 
@@ -692,9 +874,16 @@ class Runtime:
         if plan is None:
             artifact = self.artifact(name)
             plan = self._plans[name] = RenderPlan(artifact, self.manifest.artifacts[name].sha256)
-        return plan.render({**mapping, **inputs} if mapping else inputs)
+        return plan.render({**mapping, **inputs} if mapping else inputs, self._strict)
+
+    def parse(self, name: str, response: Any) -> Any:
+        """The value of a provider `response` to prompt `name`, checked against its output
+        contract (`OutputError` lists every problem); see `parse_output`."""
+        return parse_output(self.artifact(name), response)
 
 
-def load(build_dir: str | Path = "build") -> Runtime:
-    """Open a build folder. Nothing is read until a prompt is asked for."""
-    return Runtime(build_dir)
+def load(build_dir: str | Path = "build", *, unknown_inputs: str = "error") -> Runtime:
+    """Open a build folder. Nothing is read until a prompt is asked for. `unknown_inputs="ignore"`:
+    `render` ignores values for inputs a prompt does not take (one set of values for many prompts)
+    instead of raising `UnknownInputsError`."""
+    return Runtime(build_dir, unknown_inputs=unknown_inputs)

@@ -244,12 +244,20 @@ class Document:
     header: Header = field(default_factory=Header)
     messages: tuple[Message, ...] = ()
     inputs: tuple[str, ...] = ()
+    #: inputs inference leaves optional: every use is guarded by a test that proves it is not None
+    #: (`{% if user %}${user.name}{% endif %}`), so left out it renders as None and nothing fails
+    optional_inputs: tuple[str, ...] = ()
     helpers: tuple[str, ...] = ()
     includes: tuple[str, ...] = ()  # source-relative paths of every partial spliced in, sorted
+    #: the prompt's leading comment: the `///` lines that open the file, their text without `/// `
+    doc_comment: str | None = None
     #: filled by the resources pass: the tool definitions in first-seen order, the output schema
     #: (`{"name", "schema"}`), and the source-relative files they came from (sorted)
     tools: tuple[dict[str, Any], ...] = ()
     output_schema: dict[str, Any] | None = None
+    #: the output schema as a contract (`inputtypes.normalize`), None when it has none or both
+    #: runtimes cannot check all of it (W827)
+    output_contract: object = None
     resources: tuple[str, ...] = ()
     #: filled by the inference pass: what uses imply for inputs without a declared type
     #: (`${user.name}` → an object with `name`), as JSON Schema

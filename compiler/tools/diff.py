@@ -11,6 +11,10 @@ What counts as what:
 - an **input contract change**: a prompt in both whose `inputs` differ. An added input is *breaking*:
   callers that do not pass it fail to render. A removed input is a change callers should know about
   (they pass a value that is no longer used) but does not break them.
+- an **output contract change**: a prompt in both whose `/// output:` schema changed, each change
+  classified for the code that parses responses (`promptc.outputcontract`): a removed property, a
+  changed type, an enum admitting new values … are *breaking* (`--fail-on output-breaking`); a new
+  property, a narrowed enum … are compatible (`--fail-on output` fails on either).
 - **added** / **removed** prompts, and **changed** ones (any change to the artifact's bytes).
 """
 
@@ -28,8 +32,9 @@ from ..passes.context import SourceTree
 from ..runtime.inputtypes import accepts, describe
 from ..runtime.model import ArtifactError, Manifest
 from .divergence import FirstDifference, first_difference, prompt_in
+from .outputcontract import OutputChange, classify
 
-DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference
+DIFF_SCHEMA = "promptc.diff/1"  # additive fields since: provider, cacheable figures, first_difference, outputs
 
 
 class ManifestError(ValueError):
@@ -115,6 +120,21 @@ class ContractChange:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputContractChange:
+    """A prompt whose output schema changed: every change, each breaking or compatible."""
+
+    name: str
+    changes: tuple[OutputChange, ...]
+
+    @property
+    def breaking(self) -> bool:
+        return any(change.breaking for change in self.changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "breaking": self.breaking, "changes": [c.to_json() for c in self.changes]}
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestDiff:
     busts: tuple[CacheBust, ...] = ()
     contracts: tuple[ContractChange, ...] = ()
@@ -128,6 +148,8 @@ class ManifestDiff:
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     #: name → source path in the old manifest
     old_sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    #: prompts in both whose output schema changed
+    outputs: tuple[OutputContractChange, ...] = ()
 
     @property
     def tokens_at_stake(self) -> int:
@@ -139,7 +161,9 @@ class ManifestDiff:
 
     @property
     def empty(self) -> bool:
-        return not (self.busts or self.contracts or self.added or self.removed or self.changed or self.tokenizer)
+        return not (
+            self.busts or self.contracts or self.outputs or self.added or self.removed or self.changed or self.tokenizer
+        )
 
     def has(self, kind: str) -> bool:
         """Whether a change of `kind` (one of FAIL_KINDS) exists."""
@@ -151,6 +175,10 @@ class ManifestDiff:
             return bool(self.breaking)
         if kind == "removed":
             return bool(self.removed)
+        if kind == "output":
+            return bool(self.outputs)
+        if kind == "output-breaking":
+            return any(change.breaking for change in self.outputs)
         raise ValueError(f"unknown kind of change {kind!r}; expected one of {', '.join(FAIL_KINDS)}")
 
     def failing(self, fail_on: Iterable[str]) -> list[str]:
@@ -163,6 +191,7 @@ class ManifestDiff:
             "schema": DIFF_SCHEMA,
             "busts": [b.to_json() for b in self.busts],
             "contracts": [c.to_json() for c in self.contracts],
+            "outputs": [o.to_json() for o in self.outputs],
             "added": list(self.added),
             "removed": list(self.removed),
             "changed": list(self.changed),
@@ -172,6 +201,8 @@ class ManifestDiff:
                 "tokens_at_stake": self.tokens_at_stake,
                 "contracts": len(self.contracts),
                 "breaking": len(self.breaking),
+                "outputs": len(self.outputs),
+                "outputs_breaking": sum(1 for o in self.outputs if o.breaking),
                 "added": len(self.added),
                 "removed": len(self.removed),
                 "changed": len(self.changed),
@@ -219,6 +250,7 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
     old_artifacts, new_artifacts = before_manifest.artifacts, after_manifest.artifacts
     busts: list[CacheBust] = []
     contracts: list[ContractChange] = []
+    outputs: list[OutputContractChange] = []
     changed: list[str] = []
     for name in sorted(old_artifacts.keys() & new_artifacts.keys()):
         before, after = old_artifacts[name], new_artifacts[name]
@@ -251,6 +283,12 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
                     tuple(n for n in added if n in optional),
                 )
             )
+        if before.output_schema != after.output_schema and not (
+            before.output_schema is None and after.output_schema is None
+        ):
+            found = classify(before.output_schema, after.output_schema)
+            if found:
+                outputs.append(OutputContractChange(name, tuple(found)))
         if before.sha256 != after.sha256:
             changed.append(name)
     old_tokenizer, new_tokenizer = before_manifest.tokenizer, after_manifest.tokenizer
@@ -265,6 +303,7 @@ def diff_manifests(old: Manifest | dict[str, Any], new: Manifest | dict[str, Any
         tokenizer=(old_tokenizer, new_tokenizer) if old_tokenizer != new_tokenizer else None,
         sources=sources,
         old_sources=old_sources,
+        outputs=tuple(outputs),
     )
 
 
@@ -352,6 +391,13 @@ def summary_line(diff: ManifestDiff) -> str:
     parts = [
         f"{_plural(len(diff.busts), 'cache bust')} ({_plural(diff.tokens_at_stake, 'prefix token')} at stake)",
         f"{_plural(len(diff.contracts), 'input contract change')} ({len(diff.breaking)} breaking)",
+        *(
+            [
+                f"{_plural(len(diff.outputs), 'output contract change')} ({sum(o.breaking for o in diff.outputs)} breaking)"
+            ]
+            if diff.outputs
+            else []
+        ),
         f"{len(diff.added)} added",
         f"{len(diff.removed)} removed",
         f"{len(diff.changed)} changed",
@@ -376,6 +422,13 @@ def render_text(diff: ManifestDiff) -> str:
         lines.append(f"input contract changes ({len(diff.contracts)}):")
         for change in diff.contracts:
             lines.append(f"  {change.name}: {_contract_text(change)}")
+    if diff.outputs:
+        lines.append(f"output contract changes ({len(diff.outputs)}):")
+        for output in diff.outputs:
+            label = "breaking: code that parses the response can fail" if output.breaking else "compatible"
+            lines.append(f"  {output.name} ({label}):")
+            for kind in output.changes:
+                lines.append(f"    {'breaking' if kind.breaking else 'compatible'}: {kind.text()}")
     if diff.added:
         lines.append(f"added prompts ({len(diff.added)}): {', '.join(diff.added)}")
     if diff.removed:
@@ -423,6 +476,12 @@ def render_github(diff: ManifestDiff, fail_on: Iterable[str] = (), source_root: 
         level = "error" if fails else "warning"
         message = f"input contract of `{change.name}` changed: {_contract_text(change)}"
         lines.append(_annotation(level, "promptc: input contract", message, file_of(change.name)))
+    for output in diff.outputs:
+        fails = "output" in failing or ("output-breaking" in failing and output.breaking)
+        level = "error" if fails else "warning"
+        shown = "; ".join(f"{'breaking' if c.breaking else 'compatible'}: {c.text()}" for c in output.changes)
+        message = f"output contract of `{output.name}` changed: {shown}"
+        lines.append(_annotation(level, "promptc: output contract", message, file_of(output.name)))
     for name in diff.added:
         lines.append(_annotation("notice", "promptc: prompt added", f"new prompt `{name}`", file_of(name)))
     for name in diff.removed:

@@ -7,8 +7,9 @@ import { lossless, parse, plain } from "./json.js";
 import { ARTIFACT_SCHEMA, JOINER, PLACEHOLDER_PATH, SHAPES } from "./language.js";
 
 export { dumps as dumpsJson, JsonNumber, parse as parseJson } from "./json.js";
-import { str, typeName } from "./python.js";
+import { isPlainObject, str, typeName } from "./python.js";
 import { body as shapeBody, build as buildShape, ShapeError } from "./shapes.js";
+import { suggestions } from "./suggest.js";
 import { scan } from "./template.js";
 import { emit as emitUsage, makeRecord, UsageError } from "./usage.js";
 
@@ -43,6 +44,43 @@ export class MissingInputsError extends RenderError {
   }
 }
 
+/** Python's order of strings: by code point (JavaScript's default sort is by UTF-16 unit). */
+const byCodePoint = (a, b) => {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+    if (d) return d;
+  }
+  return x.length - y.length;
+};
+
+/** Values for inputs the prompt does not take (often a misspelt one), as the Python runtime's
+ * `UnknownInputsError`: `unknown`, `suggestions` (each to the input it was probably meant to be),
+ * `missing` (the required inputs not passed). */
+export class UnknownInputsError extends RenderError {
+  constructor(prompt, unknown, known, missing) {
+    const names = [...unknown].sort(byCodePoint);
+    const close = {};
+    for (const name of names) {
+      const found = suggestions(name, known);
+      if (found.length) close[name] = found[0];
+    }
+    const shown = names.map((n) => (Object.hasOwn(close, n) ? `${n} (did you mean \`${close[n]}\`?)` : n));
+    const plural = names.length !== 1 ? "s" : "";
+    let message = `prompt \`${prompt}\` got ${names.length} unknown input${plural}: ${shown.join(", ")}`;
+    message += `; it takes: ${[...known].sort(byCodePoint).join(", ") || "no inputs"}`;
+    const absent = [...missing].sort(byCodePoint);
+    if (absent.length) message += `; missing: ${absent.join(", ")}`;
+    super(message);
+    this.name = "UnknownInputsError";
+    this.prompt = prompt;
+    this.unknown = Object.freeze(names);
+    this.missing = Object.freeze(absent);
+    this.suggestions = Object.freeze(close);
+  }
+}
+
 export class InputTypeError extends RenderError {
   constructor(prompt, problems) {
     const plural = problems.length !== 1 ? "s" : "";
@@ -55,18 +93,43 @@ export class InputTypeError extends RenderError {
 
 const has = (values, name) => Object.hasOwn(values, name) && values[name] !== undefined;
 
-function lookup(values, path) {
+const NO_DEFAULT = Symbol("no default");
+const isMap = (node) => node !== null && typeof node === "object" && !Array.isArray(node);
+
+/** As `promptc.runtime.path_defaults`: per key after the root, its schema's `default`. */
+function pathDefaults(schema, path) {
   const [root, ...attrs] = path.split(".");
+  let node = isMap(schema) && isMap(schema.properties) && Object.hasOwn(schema.properties, root) ? schema.properties[root] : null;
+  return attrs.map((attr) => {
+    node = isMap(node) && isMap(node.properties) && Object.hasOwn(node.properties, attr) ? node.properties[attr] : null;
+    return isMap(node) && Object.hasOwn(node, "default") ? node.default : NO_DEFAULT;
+  });
+}
+
+/** `${a.b.c}`: a plain object's own key (its schema's `default` when absent), else, of an
+ * object that is not a JSON value (a class instance), a property. */
+function lookup(values, path, schema) {
+  const [root, ...attrs] = path.split(".");
+  const defaults = attrs.length ? pathDefaults(schema, path) : [];
   let value = values[root];
   let walked = root;
-  for (const attr of attrs) {
-    const holder = value !== null && (typeof value === "object" || typeof value === "function") ? value : null;
-    if (holder !== null && attr in holder && holder[attr] !== undefined) value = holder[attr];
-    else {
-      throw new RenderError(`\`\${${path}}\`: \`${walked}\` (${typeName(value)}) has no key or attribute \`${attr}\``);
-    }
+  attrs.forEach((attr, i) => {
+    const missing = () =>
+      new RenderError(`\`\${${path}}\`: \`${walked}\` (${typeName(value)}) has no key or attribute \`${attr}\``);
+    if (isPlainObject(value)) {
+      if (Object.hasOwn(value, attr) && value[attr] !== undefined) value = value[attr];
+      else if (defaults[i] !== NO_DEFAULT) value = defaults[i];
+      else throw missing();
+    } else if (
+      value !== null &&
+      ((typeof value === "object" && !Array.isArray(value)) || typeof value === "function") &&
+      attr in value &&
+      value[attr] !== undefined
+    ) {
+      value = value[attr];
+    } else throw missing();
     walked += "." + attr;
-  }
+  });
   return value;
 }
 
@@ -77,7 +140,7 @@ function toText(value, path) {
   return str(value);
 }
 
-function renderSection(text, values, prompt, section) {
+function renderSection(text, values, prompt, section, schema) {
   if (!text.includes("$") && !text.includes("{") && !text.includes("\\")) return text;
   const tokens = scan(text);
   for (const token of tokens) {
@@ -95,7 +158,7 @@ function renderSection(text, values, prompt, section) {
         "but the section holds a `{{ }}`, `{# #}` or `{% %}` block; refused (the artifact was changed after the build: rebuild it)",
     );
   }
-  return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text), token.text))).join("");
+  return tokens.map((token) => (token.kind === "lit" ? token.text : toText(lookup(values, token.text, schema), token.text))).join("");
 }
 
 function checked(prompt, schema, names, values) {
@@ -113,6 +176,49 @@ function checked(prompt, schema, names, values) {
   const filled = { ...values };
   for (const name of absent) filled[name] = null;
   return filled;
+}
+
+/** A provider response that does not match the prompt's output contract; `problems` lists every
+ * way it fails, by path (`response.answer: expected a string, got 3`). */
+export class OutputError extends RenderError {
+  constructor(prompt, problems) {
+    const plural = problems.length !== 1 ? "s" : "";
+    super(
+      `prompt \`${prompt}\`: the response does not match its output schema (${problems.length} problem${plural}): ` +
+        problems.join("; "),
+    );
+    this.name = "OutputError";
+    this.prompt = prompt;
+    this.problems = Object.freeze([...problems]);
+  }
+}
+
+/** The value of a provider `response` to prompt `artifact` (JSON text, or the decoded value:
+ * `completion.choices[0].message.content`, `response.output_text`, `message.content[0].text` …),
+ * checked against its output contract, as the Python runtime's `parse_output`. */
+export function parseOutput(artifact, response) {
+  if (typeof artifact === "string" || artifact instanceof Uint8Array) artifact = readArtifact(artifact);
+  if (artifact === null || typeof artifact !== "object" || Array.isArray(artifact)) {
+    throw new RenderError("an artifact is a JSON object");
+  }
+  const contract = artifact.output_contract ?? null;
+  if (contract === null) {
+    const why = artifact.output_schema
+      ? "an output schema both runtimes cannot check (W827)"
+      : "no `/// output:` schema";
+    throw new RenderError(`prompt \`${artifact.name}\` has ${why}: there is no output contract to parse against`);
+  }
+  let value = response;
+  if (typeof response === "string") {
+    try {
+      value = JSON.parse(response);
+    } catch {
+      throw new OutputError(artifact.name, ["response: not valid JSON"]);
+    }
+  }
+  const problems = checkValue(contract, value, "response");
+  if (problems.length) throw new OutputError(artifact.name, problems);
+  return value;
 }
 
 /** A rendered prompt: its messages, per message its blocks, and what the shapes need. */
@@ -242,9 +348,17 @@ function artifactOf(artifact) {
 
 const field = (tree, key) => (tree instanceof Map ? tree.get(key) : undefined);
 
-/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`; `options.artifactSha256`
+export const UNKNOWN_INPUTS = Object.freeze(["error", "ignore"]);
+
+/** Render one artifact (the decoded JSON of `build/<name>.json`) with `values`.
+ * `options.unknownInputs`: "error" (the default: a value for an input the prompt does not take is
+ * an `UnknownInputsError`) or "ignore" (one set of values for many prompts); `options.artifactSha256`
  * is the artifact file's sha256, which usage records carry (`load()` passes the manifest's). */
 export function renderArtifact(artifact, values = {}, options = {}) {
+  const mode = options?.unknownInputs ?? "error";
+  if (!UNKNOWN_INPUTS.includes(mode)) {
+    throw new TypeError(`unknownInputs must be one of "error", "ignore", got ${JSON.stringify(mode)}`);
+  }
   artifact = artifactOf(artifact);
   values = values ?? {};
   const name = artifact.name;
@@ -252,9 +366,12 @@ export function renderArtifact(artifact, values = {}, options = {}) {
   const inputs = artifact.inputs ?? [];
   const helpers = artifact.helpers ?? [];
   const required = new Set(schema.required ?? inputs);
-  const missing = [...new Set([...inputs, ...helpers])]
-    .filter((n) => !has(values, n) && (required.has(n) || helpers.includes(n)))
-    .sort();
+  const known = [...new Set([...inputs, ...helpers])];
+  const missing = known.filter((n) => !has(values, n) && (required.has(n) || helpers.includes(n))).sort();
+  if (mode === "error") {
+    const unknown = Object.keys(values).filter((k) => values[k] !== undefined && !known.includes(k));
+    if (unknown.length) throw new UnknownInputsError(name, unknown, known, missing);
+  }
   if (missing.length) throw new MissingInputsError(name, missing);
   values = checked(name, schema, inputs, values);
   const marks = new Map();
@@ -263,7 +380,7 @@ export function renderArtifact(artifact, values = {}, options = {}) {
   const allBlocks = [];
   artifact.messages.forEach((message, mi) => {
     const blocks = message.blocks.map((block, bi) => {
-      const text = block.sections.map((s) => renderSection(s.text, values, name, s.name)).join(JOINER);
+      const text = block.sections.map((s) => renderSection(s.text, values, name, s.name, schema)).join(JOINER);
       const key = `${mi},${bi}`;
       const marked = marks.has(key);
       return Object.freeze({ boundary: block.boundary, text, breakpoint: marked, anthropic: marked && marks.get(key) });
@@ -287,7 +404,7 @@ export function renderArtifact(artifact, values = {}, options = {}) {
     headBreakpoint: artifact.cache.breakpoints.some((b) => b.message === null && b.anthropic),
     provider: artifact.provider ? artifact.provider.name : null,
     cacheModel: artifact.cache.key ? artifact.cache.key.model : null,
-    artifactSha256: options.artifactSha256 ?? null,
+    artifactSha256: options?.artifactSha256 ?? null,
     renderedAt: Date.now() / 1000,
   });
 }

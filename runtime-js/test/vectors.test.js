@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { adoptArtifact, parseJson, renderArtifact } from "../index.js";
+import { adoptArtifact, parseJson, parseOutput, renderArtifact } from "../index.js";
 
 const folder = new URL("../../tests/vectors/", import.meta.url);
 const files = readdirSync(folder).filter((f) => f.endsWith(".json")).sort();
@@ -45,6 +45,20 @@ for (const file of files) {
           assert.equal(rendered.body(shape, { model: outcome.model }), outcome.body, `${shape}: body bytes`);
         }
       }
+    });
+  });
+  (vector.parses ?? []).forEach((expected, i) => {
+    test(`${vector.name} parse #${i}`, () => {
+      let value;
+      try {
+        value = parseOutput(artifact, expected.response);
+      } catch (error) {
+        if (!expected.error) throw error;
+        assert.deepEqual({ type: error.name, message: error.message }, expected.error);
+        return;
+      }
+      assert.equal(expected.error, undefined, "Python raised; JavaScript parsed");
+      assert.equal(JSON.stringify(value), JSON.stringify(expected.value));
     });
   });
 }

@@ -65,6 +65,8 @@ class Converted:
     partial: bool = False
     #: (line, column) in the `.prompt` text → (line, column) in the foreign file, or None
     origin: Any = None
+    #: promptc param name → (line, column) of the header field it came from, in the foreign file
+    param_origin: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def refusal_diagnostic(refusal: Refusal, src: SourceText) -> Diagnostic:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from ...facts.diagnostics import Diagnostic, SourceText, file_span, make
 from ...passes.context import SourceTree
 from ...syntax.source import decode
 from . import dotprompt, jinja, prompty
-from .common import Converted, assemble, input_decl, refusal_diagnostic
+from .common import Converted, assemble, input_decl, refusal_diagnostic, warning
 from .ir import Refusal, Role, emit_marked
 
 KINDS = ("dotprompt", "prompty", "jinja")
@@ -219,6 +220,20 @@ def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], r
 # Compiling what was converted (in memory), and refusing what does not compile
 
 
+_PARAM_LINE = re.compile(r"///\s*param:\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=")
+
+
+def _param_field(c: Converted, text: bytes, d: Diagnostic) -> tuple[int, int] | None:
+    """The foreign header field behind the `/// param:` line a diagnostic points at, if any."""
+    if d.span is None or not (d.path == c.target or d.path.endswith("/" + c.target)):
+        return None
+    lines = text.decode("utf-8").split("\n")
+    if not 1 <= d.span.line <= len(lines):
+        return None
+    m = _PARAM_LINE.match(lines[d.span.line - 1])
+    return c.param_origin.get(m.group(1)) if m else None
+
+
 def compile_converted(
     converted: list[Converted], config: Config | None = None, *, root_display: str = ""
 ) -> tuple[SourceTree, dict[str, CompiledPrompt]]:
@@ -242,6 +257,18 @@ def compile_converted(
         if errors and c.foreign is not None:
             first = errors[0]
             c.refused = True
+            at = _param_field(c, files[c.target], first)
+            if at is not None:  # a header value promptc refuses (E730 …): at the field it came from
+                c.diagnostics.append(
+                    warning(
+                        codes.IMPORT_UNSUPPORTED_FIELD,
+                        f"the value is refused: {first.code}: {first.message}",
+                        c.foreign,
+                        *at,
+                        first.hint or f"see `promptc explain {first.code}`",
+                    )
+                )
+                continue
             c.diagnostics.append(
                 make(
                     codes.IMPORT_NOT_COMPILED,

@@ -287,6 +287,7 @@ def _prompt(
             raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, "`model` is not a name", *where("model"))
         model, plugin = model_and_provider(data["model"])
         params["model"] = model
+        out.param_origin["model"] = where("model")
         if plugin:
             lines.append(metadata_line("dotprompt.model", data["model"]) or "")
     config = data.get("config")
@@ -295,6 +296,7 @@ def _prompt(
             raise Refusal(codes.IMPORT_UNSUPPORTED_FIELD, "`config` is not a mapping", *where("config"))
         for key, value in config.items():
             params[snake(key)] = value
+            out.param_origin[snake(key)] = where("config", key)
     lines[:0] = param_lines(params)
 
     # input: schema and defaults

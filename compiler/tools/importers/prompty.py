@@ -145,6 +145,7 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include: Callabl
                 no_reference(value, "model", "id")
                 if value:
                     params["model"] = str(value)
+                    out.param_origin["model"] = where("model", key)
             elif key in ("options", "parameters"):  # `parameters`: Prompty 1's name for the options
                 if not isinstance(value, dict):
                     raise Refusal(
@@ -155,8 +156,10 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include: Callabl
                     if name == "additionalProperties" and isinstance(option, dict):
                         for extra, v in option.items():
                             params[snake(extra)] = v
+                            out.param_origin[snake(extra)] = where("model", key, name, extra)
                     else:
                         params[snake(name)] = option
+                        out.param_origin[snake(name)] = where("model", key, name)
             elif key == "apiType" or key == "api":
                 if value not in ("chat", "responses"):
                     raise Refusal(
