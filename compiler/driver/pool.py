@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -206,6 +207,10 @@ def compile_many(
         # tables out of the main process, the one that holds the whole build's results.
         parser()
         _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
+        # Everything the workers inherit is frozen out of the collector's reach: a collection in a
+        # worker would otherwise write to the header of every inherited object (the source tree,
+        # the parser, every module) and so copy each page of them, in each worker.
+        gc.freeze()
         try:
             # concurrent.futures, not multiprocessing.Pool: a worker that a signal killed (Ctrl-C
             # and CI's SIGTERM reach the whole process group) breaks the executor cleanly, where
@@ -238,6 +243,7 @@ def compile_many(
                 _stop(executor, finished)
         finally:
             _WORKER_STATE.clear()
+            gc.unfreeze()
     compiled = []
     for rel in rels:
         compiled.append(_spool(_compile(rel, tree, config, partials), spool))
