@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lark import Token
 
 from promptc.facts.diagnostics import DiagnosticSink, SourceText
-from promptc.syntax.parse import parse, parser, tokens
+from promptc.syntax.parse import lexemes, parse, parser, tokens
 
 from .conftest import ROOT, examples
 
@@ -30,6 +30,7 @@ def test_lexer_path_equals_full_parse(path: Path) -> None:
     fast = [(t.type, t.value, t.start_pos, t.line, t.column) for t in tokens(text)]
     full = [(t.type, t.value, t.start_pos, t.line, t.column) for t in tokens(text, full_parse=True)]
     assert fast == full
+    assert lexemes(text) == [(kind, value, start) for kind, value, start, _, _ in full]
     src = SourceText.of(path.name, text)
     assert parse(src, DiagnosticSink(src)) == parse(src, DiagnosticSink(src), full_parse=True)
 
@@ -75,3 +76,31 @@ def test_unterminated_openers_by_the_ten_thousand_compile() -> None:
     text = "{{ a\n" * 40_000
     items = list(tokens(text))
     assert sum(1 for t in items if t.type == "UNTERMINATED") == 40_000
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(
+    st.lists(st.sampled_from([*_PIECES, "\ue000", "\ue000\ue001", "-----", "/// a: b\n", "\t"]), max_size=30).map(
+        "".join
+    )
+)
+def test_one_regular_expression_over_the_text_gives_the_lexers_tokens(text: str) -> None:
+    """`lexemes` (the lexer's union of terminals run once with `finditer`, no Token objects) gives
+    exactly the terminals, values and offsets of the lexer, and so the same items."""
+    assert lexemes(text) == [(t.type, t.value, t.start_pos) for t in tokens(text)]
+    src = SourceText.of("x.prompt", text)
+    assert parse(src, DiagnosticSink(src)) == parse(src, DiagnosticSink(src), full_parse=True)
+
+
+def test_the_marks_own_characters_in_a_source_are_text() -> None:
+    """U+E000 U+E001 is how the parser marks an unterminated `{{` for the lexer; written in a
+    source, it is text like any other (it stopped the compile with an AssertionError)."""
+    from promptc.compile import compile_text
+    from promptc.facts.config import Config
+
+    result = compile_text("a \ue000\ue001 b {{ x", config=Config(tokenizer="approx-bytes/4"))
+    assert [d.code for d in result.diagnostics if d.severity == "error"] == ["E201"]
+    result = compile_text("/// input: x\na \ue000\ue001 ${x}\n", config=Config(tokenizer="approx-bytes/4"))
+    assert result.ok
+    assert result.artifact is not None
+    assert "a \ue000\ue001 ${x}" in result.artifact.messages[0].content

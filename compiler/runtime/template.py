@@ -586,19 +586,18 @@ def unwrap(code: str, base: int) -> tuple[str, list[int]]:
                 i += 1
             margin = margin[:i]
     cut = len(margin or "")
-    chars: list[str] = []
+    pieces: list[str] = []  # whole lines (less the margin), joined below: no loop per character
     positions: list[int] = []
     for number, (line, start) in enumerate(zip(lines, starts, strict=True)):
         if number:
-            chars.append("\n")
+            pieces.append("\n")
             positions.append(base + start - 1)
         if line and not line.strip(" \t"):
             continue  # whitespace-only line: dedent empties it
         skip = cut if line.startswith(margin or "") else 0
-        for i in range(skip, len(line)):
-            chars.append(line[i])
-            positions.append(base + start + i)
-    joined = "".join(chars)
+        pieces.append(line[skip:])
+        positions.extend(range(base + start + skip, base + start + len(line)))
+    joined = "".join(pieces)
     lead = len(joined) - len(joined.lstrip())
     text = joined.strip()
     kept = positions[lead : lead + len(text)]
