@@ -724,6 +724,7 @@ def _node_position(node: ast.AST, text: str) -> tuple[int | None, int | None, in
     return lineno, col, end_lineno, char(end_lineno, end_byte)
 
 
+_HEADERS = (ast.If, ast.For, ast.While)
 _HEADER_TYPES: dict[str, type[ast.stmt]] = {
     "if": ast.If,
     "elif": ast.If,
@@ -1061,15 +1062,25 @@ def _structure_error(problem: Problem[int], tokens: Sequence[Token]) -> Template
     return error
 
 
-def generate(tokens: Sequence[Token]) -> Program:
+#: a block already parsed from exactly its unwrapped code: a `{% %}` tag's header (`parse_header`)
+#: or a `{{ }}` / `{# #}` block's statements (`parse_code(...).body`); None: parse it here
+Parsed = ast.If | ast.For | ast.While | list[ast.stmt] | None
+
+
+def generate(tokens: Sequence[Token], parsed: Sequence[Parsed] | None = None) -> Program:
     """One section's tokens (`scan`) → its Python module (see the module docstring for the code and
     its semantics). Checks the `{% %}` structure (`Structure`, E204 "… before the end of the
     section"), parses every block (`parse_header`, `parse_code`) and refuses a top-level `return`
     with a value, `yield` and `nonlocal`; the first problem raises a located TemplateSyntaxError.
     What only CPython's compiler knows (`compile_program`) is not checked here. A one-line `{{ }}`
     holding several statements (E602 for the build) still generates: its statements run and its
-    last expression is output, as the runtime always did. Iterative: any nesting depth."""
+    last expression is output, as the runtime always did. Iterative: any nesting depth.
+
+    `parsed`, when given, holds one entry per block token, in order: what the build's inference
+    already parsed from the same code (`Parsed`), so no block is parsed twice. The module takes
+    those nodes over (it moves and rewrites them)."""
     root = _Frame("", None, [])
+    blocks = 0
     stack = [root]
     structure: Structure[int] = Structure(position=lambda i: f"line {tokens[i].line}")
     origins: list[Origin] = []
@@ -1094,13 +1105,15 @@ def generate(tokens: Sequence[Token]) -> Program:
         else:
             text, unwrapped = unwrap(parts.code, tok.pos + parts.code_offset)
             positions = tuple(unwrapped)
+            given = parsed[blocks] if parsed is not None and blocks < len(parsed) else None
+            blocks += 1
             if parts.kind == "stmt":
                 keyword = parts.keyword
                 problems = structure.tag(keyword, index, text)
                 if problems:
                     raise _structure_error(problems[0], tokens)
                 try:
-                    header = parse_header(keyword, text)
+                    header = given if isinstance(given, _HEADERS) else parse_header(keyword, text)
                 except TemplateSyntaxError as error:
                     raise _located(error, tok, index, text, positions) from None
                 top = stack[-1]
@@ -1126,10 +1139,14 @@ def generate(tokens: Sequence[Token]) -> Program:
             else:
                 count = text.count("\n") + 1
                 try:
-                    parsed = parse_code(parts.kind, text)
-                    statements = parsed.body
-                    if parts.kind == "expr" and (not statements or not isinstance(statements[-1], ast.Expr)):
-                        raise parsed.problem  # type: ignore[misc]
+                    statements = given if isinstance(given, list) else []
+                    if not isinstance(given, list) or (
+                        parts.kind == "expr" and (not statements or not isinstance(statements[-1], ast.Expr))
+                    ):
+                        code = parse_code(parts.kind, text)
+                        statements = code.body
+                        if parts.kind == "expr" and (not statements or not isinstance(statements[-1], ast.Expr)):
+                            raise code.problem  # type: ignore[misc]
                 except TemplateSyntaxError as error:
                     raise _located(error, tok, index, text, positions) from None
                 _shift(statements, first - 1)
@@ -1241,17 +1258,57 @@ class CompiledSection:
         return line
 
 
-@lru_cache(maxsize=1024)
-def compile_section(text: str) -> CompiledSection:
-    """One section's artifact template text → its compiled code (cached per distinct text): `scan`,
-    `generate`, `compile_program`. Tracebacks through the code show the listing (linecache).
-    Raises a located TemplateSyntaxError (`.line` is the section line) for the runtime to wrap."""
-    program = generate(scan(text))
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    filename = f"<promptc-section-{digest}>"
-    listing = program.listing
-    linecache.cache[filename] = (len(listing), None, listing.splitlines(True), filename)
-    return CompiledSection(compile_program(program, filename), program, filename)
+class CacheInfo(NamedTuple):
+    """As `functools.lru_cache` reports it."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class _SectionCache:
+    """`compile_section`: a least-recently-used cache of compiled sections by text, as
+    `functools.lru_cache(maxsize=1024)` was, which also takes the blocks the build already parsed."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._compiled: dict[str, CompiledSection] = {}
+        self._hits = self._misses = 0
+
+    def __call__(self, text: str, parsed: Sequence[Parsed] | None = None) -> CompiledSection:
+        """One section's artifact template text → its compiled code (cached per distinct text, the
+        1,024 used last): `scan`, `generate`, `compile_program`. Tracebacks through the code show
+        the listing (linecache). Raises a located TemplateSyntaxError (`.line` is the section
+        line) for the runtime to wrap. `parsed`: the blocks the build's inference already parsed
+        (see `generate`), used only when the text is not compiled yet."""
+        cache = self._compiled
+        found = cache.pop(text, None)
+        if found is not None:
+            cache[text] = found
+            self._hits += 1
+            return found
+        self._misses += 1
+        program = generate(scan(text), parsed)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        filename = f"<promptc-section-{digest}>"
+        listing = program.listing
+        linecache.cache[filename] = (len(listing), None, listing.splitlines(True), filename)
+        compiled = CompiledSection(compile_program(program, filename), program, filename)
+        cache[text] = compiled
+        if len(cache) > self.maxsize:
+            del cache[next(iter(cache))]
+        return compiled
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, self.maxsize, len(self._compiled))
+
+    def cache_clear(self) -> None:
+        self._compiled.clear()
+        self._hits = self._misses = 0
+
+
+compile_section = _SectionCache(1024)
 
 
 def execute(code: CodeType, inputs: Mapping[str, Any], lookup: Callable[[str], Any]) -> list[Any]:
