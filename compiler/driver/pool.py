@@ -221,7 +221,9 @@ def compile_many(
             finished = False
             try:
                 with stop_on_sigterm():
-                    chunk = max(8, len(rels) // (jobs * 8))
+                    # small chunks: the last ones finish close together, so no worker idles
+                    # long at the end while another compiles a big chunk alone
+                    chunk = max(4, len(rels) // (jobs * 32))
                     compiled = []
                     # The workers are forked while the map submits its chunks: with Ctrl-C and
                     # SIGTERM held back meanwhile, a signal is never handled inside fork's own
