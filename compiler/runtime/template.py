@@ -113,6 +113,7 @@ __all__ = [
     "compile_program",
     "CompiledSection",
     "compile_section",
+    "check_section",
     "execute",
     "run",
 ]
@@ -1309,6 +1310,26 @@ class _SectionCache:
 
 
 compile_section = _SectionCache(1024)
+
+
+#: section texts `check_section` found to compile, least recently used first out
+_CHECKED: dict[str, None] = {}
+_CHECKED_MAX = 4096
+
+
+def check_section(text: str, parsed: Sequence[Parsed] | None = None) -> None:
+    """What `compile_section` refuses, without keeping what it makes: the build's check that a
+    section compiles (raises its located TemplateSyntaxError). Only the texts that compiled are
+    remembered (the 4,096 checked last), not their programs, ASTs and listings, which a build or
+    an editor compiling thousands of prompts would otherwise hold until the end. `parsed` as for
+    `generate`."""
+    if text in _CHECKED:
+        _CHECKED[text] = _CHECKED.pop(text)
+        return
+    compile_program(generate(scan.__wrapped__(text), parsed))
+    _CHECKED[text] = None
+    if len(_CHECKED) > _CHECKED_MAX:
+        del _CHECKED[next(iter(_CHECKED))]
 
 
 def execute(code: CodeType, inputs: Mapping[str, Any], lookup: Callable[[str], Any]) -> list[Any]:
