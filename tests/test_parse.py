@@ -104,3 +104,34 @@ def test_the_marks_own_characters_in_a_source_are_text() -> None:
     assert result.ok
     assert result.artifact is not None
     assert "a \ue000\ue001 ${x}" in result.artifact.messages[0].content
+
+
+def test_the_lexer_loads_from_the_cache_folder_without_importing_lark(tmp_path: Path) -> None:
+    """The lexer's regular expression (text and flags, JSON) is kept in promptc's cache folder: a
+    process that parses needs lark only the first time, and a damaged cache is derived again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, json\n"
+        "from promptc.syntax.parse import lexemes\n"
+        "found = lexemes('----- user -----\\nHi ${a} {{ b }} /// c\\n{% if y %}z{% endif %} {{ open')\n"
+        "print(json.dumps(['lark' in sys.modules, found]))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+
+    def run() -> tuple[bool, list]:
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        imported, found = json.loads(out.stdout)
+        return imported, found
+
+    first = run()
+    (cached,) = (tmp_path / "promptc").glob("lexer-*.json")
+    again = run()
+    cached.write_text("{not json")
+    damaged = run()
+    assert first[0] and not again[0] and damaged[0]
+    assert first[1] == again[1] == damaged[1]
+    assert [kind for kind, _, _ in first[1]][:3] == ["SEPARATOR", "TEXT", "PLACEHOLDER"]

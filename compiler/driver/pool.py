@@ -21,7 +21,7 @@ from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
 from ..facts.config import Config
 from ..passes.context import SourceTree
 from ..runtime.buildfolder import artifact_path, write_new_file
-from ..syntax.parse import parser
+from ..syntax.parse import warm as warm_parser
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -202,10 +202,10 @@ def compile_many(
     partials = PartialLoader(config, tree)  # each partial is parsed once per process
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
-        # The parser is loaded once here and inherited by the forked workers. The tokenizer is not:
+        # The parser's lexer is loaded once here and inherited by the forked workers. The tokenizer is not:
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE
         # tables out of the main process, the one that holds the whole build's results.
-        parser()
+        warm_parser()
         _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
         # Everything the workers inherit is frozen out of the collector's reach: a collection in a
         # worker would otherwise write to the header of every inherited object (the source tree,

@@ -9,7 +9,10 @@ however deep the nesting goes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.util
+import json
 import os
 import re
 from bisect import bisect_right
@@ -329,12 +332,57 @@ def tokens(
     return found if marked is None else _unmark(found, text)
 
 
+def _union_cache_path() -> str | None:
+    """Where the lexer's regular expression is kept, named by the grammar and the lark release
+    that derived it (read from lark's `__init__.py` without importing lark), or None."""
+    base = cache_folder()
+    spec = importlib.util.find_spec("lark")
+    if base is None or spec is None or spec.origin is None:
+        return None
+    try:
+        with open(spec.origin, "rb") as handle:
+            lark_init = handle.read()
+    except OSError:
+        return None
+    digest = hashlib.sha256(grammar_text().encode() + b"\0" + lark_init).hexdigest()[:16]
+    return os.path.join(base, f"lexer-{digest}.json")
+
+
 @cache
 def _union() -> re.Pattern[str] | None:
     """The lexer's own regular expression: the union of the grammar's terminals, in the order its
-    `Scanner` tries them (priority first), as lark compiled it; None if lark split it in two."""
+    `Scanner` tries them (priority first), as lark compiled it; None if lark split it in two.
+
+    The expression (its text and flags, as JSON: nothing in it is executed) is kept in promptc's
+    cache folder, so a process that parses does not import lark and load its analysed grammar
+    (a tenth of a second: the language server's start, every build that compiles)."""
+    path = _union_cache_path()
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                kept = json.load(handle)
+            return re.compile(kept["pattern"], kept["flags"])
+        except (OSError, ValueError, KeyError, TypeError, re.error):
+            pass
     expressions = _lexer().scanner._mres
-    return expressions[0] if len(expressions) == 1 and not _lexer().callback else None
+    if len(expressions) != 1 or _lexer().callback:
+        return None
+    union: re.Pattern[str] = expressions[0]
+    if path is not None:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump({"pattern": union.pattern, "flags": union.flags}, handle)
+            os.replace(tmp, path)
+        except OSError:  # a cache is an optimisation; never fail a parse over it
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return union
+
+
+def warm() -> None:
+    """Load what parsing needs (before a pool forks its workers, which inherit it)."""
+    _union()
 
 
 def lexemes(text: str) -> list[Lexeme]:
