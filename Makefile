@@ -33,8 +33,12 @@ $(TESTSTAMP): $(STAMP) $(MYPYLINK)
 	@$(PIP) -e '.[test]'
 	@touch $(TESTSTAMP)
 
+# The committed build, and the files generated from the compiler's own definitions: the JavaScript
+# runtime's constants and the editor grammar (tests fail when either is stale).
 build: $(STAMP) $(MYPYLINK)
 	$(BIN)/promptc build prompts_src -o build
+	$(BIN)/python runtime-js/gen_constants.py
+	$(BIN)/python editors/vscode/gen_grammar.py
 
 # Two workers: the suite stays under a minute on a two-core machine. `.ci/run` adds the fuller
 # randomised profile (PROMPTC_TEST_PROFILE=ci).
@@ -47,6 +51,7 @@ check: $(TESTSTAMP)
 	$(BIN)/promptc check prompts_src -o build --locked
 	$(BIN)/ruff check compiler tests bench
 	$(BIN)/ruff format --check compiler tests bench
+	$(BIN)/python -m mypy compiler
 
 lint: check
 

@@ -21,7 +21,7 @@ from promplate_inspect import find_input_variables_in_template  # noqa: E402
 from test_inference import CASES  # noqa: E402
 
 from promptc.analysis.inference import analyse  # noqa: E402
-from promptc.parse import template_items  # noqa: E402
+from promptc.syntax.parse import template_items  # noqa: E402
 
 #: Why promplate-inspect differs, per case (see docs/inference-vs-promplate-inspect.md). Its visitor
 #: has a handful of root causes, named here: LOOP = `visit_For` visits only the target and the

@@ -15,7 +15,7 @@ import argparse
 import time
 
 from promptc import compile_text
-from promptc.config import Config
+from promptc.facts.config import Config
 
 INPUTS = {
     "unterminated {{ per line": lambda n: "{{ a\n" * n,

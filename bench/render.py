@@ -33,7 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 
 VALUE = "a value of about forty characters, say."
-FILES = ["compiler/runtime.py", "compiler/shapes.py", "tests/test_runtime.py", "docs/performance.md", "README.md"]
+FILES = [
+    "compiler/runtime/render.py",
+    "compiler/runtime/shapes.py",
+    "tests/test_runtime.py",
+    "docs/performance.md",
+    "README.md",
+]
 
 #: (key, label, prompt, shape used for the `as_shape` row)
 CASES = (
@@ -56,7 +62,7 @@ def inputs_for(artifact: Any) -> dict[str, Any]:
 
 def template_text(artifact: Any) -> tuple[str, list[str], bool]:
     """The prompt as one `{{ }}` template, the placeholder paths in order, and whether it has code."""
-    from promptc import template
+    from promptc.runtime import template
 
     texts, paths, code = [], [], False
     for message in artifact.messages:

@@ -408,19 +408,19 @@ def watch_available(exe: str) -> bool:
 
 
 def debounce_seconds(explicit: float | None) -> tuple[float, str]:
-    """The watcher's debounce window: --debounce, else a module-level DEBOUNCE* number in promptc.watch."""
+    """The watcher's debounce window: --debounce, else a module-level DEBOUNCE* number in promptc.driver.watch."""
     if explicit is not None:
         return explicit, "--debounce"
     try:
-        import promptc.watch as watch_module
+        import promptc.driver.watch as watch_module
     except Exception:  # noqa: BLE001 - any import problem means "unknown"
-        return 0.0, "unknown (promptc.watch not importable)"
+        return 0.0, "unknown (promptc.driver.watch not importable)"
     for name in sorted(dir(watch_module)):
         value = getattr(watch_module, name)
         if "DEBOUNCE" in name.upper() and isinstance(value, (int, float)) and not isinstance(value, bool):
             seconds = value / 1000 if "MS" in name.upper() else float(value)
-            return seconds, f"promptc.watch.{name}"
-    return 0.0, "unknown (no DEBOUNCE constant in promptc.watch)"
+            return seconds, f"promptc.driver.watch.{name}"
+    return 0.0, "unknown (no DEBOUNCE constant in promptc.driver.watch)"
 
 
 def _stat_key(path: Path) -> tuple | None:
@@ -818,7 +818,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--debounce",
         type=float,
-        help="debounce window in seconds, passed to `promptc watch --debounce` (default: promptc.watch.DEBOUNCE)",
+        help="debounce window in seconds, passed to `promptc watch --debounce` (default: promptc.driver.watch.DEBOUNCE)",
     )
     args = parser.parse_args(argv)
 

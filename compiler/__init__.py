@@ -28,20 +28,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .facts.version import VERSION as __version__
 
 if TYPE_CHECKING:
     from .compile import CompiledPrompt, compile_text
-    from .config import Config, load_config
-    from .cost import advise
-    from .diagnostics import Diagnostic, render_sarif, render_text
     from .driver import BuildResult, build, check
-    from .envinfo import date_inputs, env_inputs, git_inputs
-    from .fmt import FormatError, FormatResult, format_text, format_tree
-    from .llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
-    from .reconcile import Reconciliation, reconcile_file
+    from .facts.config import Config, load_config
+    from .facts.diagnostics import Diagnostic, render_sarif, render_text
     from .runtime import MissingInputsError, OutputError, Rendered, RenderError, Runtime, UnknownInputsError, load
-    from .usage import UsageRecord
+    from .runtime.envinfo import date_inputs, env_inputs, git_inputs
+    from .runtime.usage import UsageRecord
+    from .tools.cost import advise
+    from .tools.fmt import FormatError, FormatResult, format_text, format_tree
+    from .tools.llmutils import ProcessedPrompt, extract_params, process, strip_comments, strip_comments_from_messages
+    from .tools.reconcile import Reconciliation, reconcile_file
 
 #: public name → the module that defines it
 _EXPORTS = {
@@ -50,11 +50,11 @@ _EXPORTS = {
     "build": "driver",
     "check": "driver",
     "BuildResult": "driver",
-    "Config": "config",
-    "load_config": "config",
-    "Diagnostic": "diagnostics",
-    "render_text": "diagnostics",
-    "render_sarif": "diagnostics",
+    "Config": "facts.config",
+    "load_config": "facts.config",
+    "Diagnostic": "facts.diagnostics",
+    "render_text": "facts.diagnostics",
+    "render_sarif": "facts.diagnostics",
     "load": "runtime",
     "Runtime": "runtime",
     "Rendered": "runtime",
@@ -62,22 +62,22 @@ _EXPORTS = {
     "MissingInputsError": "runtime",
     "UnknownInputsError": "runtime",
     "OutputError": "runtime",
-    "process": "llmutils",
-    "strip_comments": "llmutils",
-    "extract_params": "llmutils",
-    "strip_comments_from_messages": "llmutils",
-    "ProcessedPrompt": "llmutils",
-    "env_inputs": "envinfo",
-    "git_inputs": "envinfo",
-    "date_inputs": "envinfo",
-    "format_text": "fmt",
-    "format_tree": "fmt",
-    "FormatResult": "fmt",
-    "FormatError": "fmt",
-    "UsageRecord": "usage",
-    "reconcile_file": "reconcile",
-    "Reconciliation": "reconcile",
-    "advise": "cost",
+    "process": "tools.llmutils",
+    "strip_comments": "tools.llmutils",
+    "extract_params": "tools.llmutils",
+    "strip_comments_from_messages": "tools.llmutils",
+    "ProcessedPrompt": "tools.llmutils",
+    "env_inputs": "runtime.envinfo",
+    "git_inputs": "runtime.envinfo",
+    "date_inputs": "runtime.envinfo",
+    "format_text": "tools.fmt",
+    "format_tree": "tools.fmt",
+    "FormatResult": "tools.fmt",
+    "FormatError": "tools.fmt",
+    "UsageRecord": "runtime.usage",
+    "reconcile_file": "tools.reconcile",
+    "Reconciliation": "tools.reconcile",
+    "advise": "tools.cost",
 }
 
 __all__ = [

@@ -19,8 +19,7 @@ export declare function spanAttributes(record: UsageRecord): { [key: string]: st
 export declare function isoTimestamp(when?: number | Date | string): string;
 export declare function parseTimestamp(value: number | string): number;
 
-export declare const MANIFEST: "manifest.json";
-export declare const MANIFEST_SCHEMA: "promptc.manifest/2";
+export { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
 
 /** A schema written back in promptc's type language (`list[str]`, `int | None`). */
 export declare function describe(schema: object): string;

@@ -7,6 +7,7 @@ import { appendFileSync, readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { MANIFEST, MANIFEST_SCHEMA } from "./src/language.js";
 import { parseOutput, readArtifact, RenderError, renderArtifact, setUsageWriter } from "./src/render.js";
 import { suggestions } from "./src/suggest.js";
 import { recordLine } from "./src/usage.js";
@@ -49,8 +50,7 @@ export {
 } from "./src/usage.js";
 export { admits, checkValue, describe } from "./src/inputtypes.js";
 
-export const MANIFEST = "manifest.json";
-export const MANIFEST_SCHEMA = "promptc.manifest/2";
+export { MANIFEST, MANIFEST_SCHEMA };
 
 /** A build folder: `manifest.json` plus one JSON artifact per prompt, read lazily. */
 export class Runtime {

@@ -16,10 +16,9 @@ export declare class JsonNumber {
 /** Lossless JSON: objects as Maps in the written order, numbers as JsonNumbers. */
 export type JsonTree = null | boolean | string | JsonNumber | JsonTree[] | Map<string, JsonTree>;
 
-export type Shape = "plain" | "anthropic" | "openai" | "openai-responses" | "gemini";
-export declare const SHAPES: readonly Shape[];
-export declare const JOINER: "\n\n";
-export declare const ARTIFACT_SCHEMA: "promptc.artifact/2";
+import type { Shape } from "./src/language.js";
+export type { Shape } from "./src/language.js";
+export { ARTIFACT_SCHEMA, JOINER, SHAPES } from "./src/language.js";
 
 /** An artifact cannot be rendered: unknown prompt, bad build folder, bad input value… */
 export declare class RenderError extends Error {}

@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from promptc.config import Config
-from promptc.context import Context, SourceTree
-from promptc.diagnostics import DiagnosticSink, SourceText, Span
-from promptc.nodes import Document
-from promptc.parse import parse
-from promptc.pipeline import PASSES
-from promptc.source import decode
+from promptc.compile.pipeline import FRONT, PASSES, compile_prompt
+from promptc.facts.config import Config
+from promptc.facts.diagnostics import SourceText, Span
+from promptc.passes.context import Context, SourceTree
+from promptc.syntax.nodes import Document
 
 PASS_NAMES = {p.__name__: p for p in PASSES}
 #: case folder → the pass whose output the case pins
@@ -53,17 +51,17 @@ def run_until(text: str, pass_name: str, *, partials: dict[str, str] | None = No
     files = {"case.prompt": text.encode()}
     files.update({k: v.encode() for k, v in (partials or {}).items()})
     tree = SourceTree(files=files)
-    src, diagnostics = decode("case.prompt", files["case.prompt"])
-    assert src is not None
-    sink = DiagnosticSink(src)
-    sink.extend(diagnostics)
-    ctx = Context(config or Config(tokenizer="approx-bytes/4"), src, tree)
-    doc = Document(src, "case", parse(src, sink))
+    config = config or Config(tokenizer="approx-bytes/4")
+    # the compile's own front end, then its passes up to (and with) `pass_name`
+    front = compile_prompt("case.prompt", config, tree, stages=FRONT)
+    assert front.source is not None
+    ctx = Context(config, front.source, tree, front.partials, front.diagnostics)
+    doc = Document(front.source, "case", front.items)
     for compiler_pass in PASSES:
         doc = compiler_pass(doc, ctx)
         if compiler_pass.__name__ == pass_name:
             break
-    diags = [f"{d.path}:{d.line}:{d.col} {d.code} {d.message}" for d in sink.items + ctx.diagnostics]
+    diags = [f"{d.path}:{d.line}:{d.col} {d.code} {d.message}" for d in front.diagnostics]
     dumped = _plain(doc)
     dumped.pop("source", None)
     return {"document": dumped, "diagnostics": diags}

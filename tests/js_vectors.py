@@ -15,25 +15,36 @@ match byte for byte; the `numbers` vector holds those cases. Input values are re
 JSON.parse, so no case's values hold a float with an integral value or an integer above 2^53.
 
 Regenerate with `UPDATE_GOLDEN=1 python -m pytest tests/test_js_runtime.py` (or run this file).
-The same run writes `runtime-js/src/shape-params.js` from `promptc/data/providers.json`.
+The same run rewrites the JavaScript runtime's constants (`runtime-js/gen_constants.py`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
-from promptc import runtime, shapes
 from promptc.compile import compile_text
-from promptc.config import Config
-from promptc.language import SHAPES
-from promptc.profiles import data as profile_data
-from promptc.profiles import shape_provider
+from promptc.facts.config import Config
+from promptc.facts.language import SHAPES
+from promptc.facts.profiles import shape_provider
+from promptc.runtime import render as runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors"
-SHAPE_PARAMS_JS = ROOT / "runtime-js" / "src" / "shape-params.js"
+
+
+def _constants():
+    """runtime-js/gen_constants.py, the one writer of the JavaScript runtime's constants."""
+    spec = importlib.util.spec_from_file_location("gen_constants", ROOT / "runtime-js" / "gen_constants.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+constants = _constants()
 
 TOOL = {
     "name": "lookup_order",
@@ -533,34 +544,6 @@ def dump(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
 
 
-def shape_params_js() -> str:
-    """`runtime-js/src/shape-params.js`, from providers.json: each shape's parameter names, its
-    provider, what its API requires of the turns and how the pinned Python SDK writes its body,
-    and each provider's model-name prefixes."""
-    data = profile_data()
-    table = {shape: entry["params"] for shape, entry in data["shapes"].items()}
-    assert set(table) | {"plain"} == set(SHAPES) and shapes.SHAPES == SHAPES
-    info = {
-        shape: {"provider": entry["provider"], "requires": entry["requires"]["needs"], "body": entry["body"]}
-        for shape, entry in data["shapes"].items()
-    }
-    prefixes = {name: entry["model_prefixes"] for name, entry in data["providers"].items()}
-
-    def dump(value: Any) -> str:
-        return json.dumps(value, indent=2, ensure_ascii=False)
-
-    return (
-        "// Generated from promptc/data/providers.json by tests/js_vectors.py: do not edit.\n"
-        "// promptc's parameter names → the names each shape's SDK call takes.\n"
-        f"export const SHAPE_PARAMS = Object.freeze({dump(table)});\n"
-        "// Per shape: the provider it goes to, what its API requires of the turns, how the pinned\n"
-        "// Python SDK writes the body (key order, json.dumps options; Gemini's REST layout).\n"
-        f"export const SHAPE_INFO = Object.freeze({dump(info)});\n"
-        "// The model-name prefixes of each provider (`claude-` → anthropic).\n"
-        f"export const MODEL_PREFIXES = Object.freeze({dump(prefixes)});\n"
-    )
-
-
 def write_all() -> None:
     VECTORS.mkdir(exist_ok=True)
     for stale in VECTORS.glob("*.json"):
@@ -568,7 +551,7 @@ def write_all() -> None:
             stale.unlink()
     for name in SOURCES:
         (VECTORS / f"{name}.json").write_text(dump(vector(name)), encoding="utf-8")
-    SHAPE_PARAMS_JS.write_text(shape_params_js(), encoding="utf-8")
+    constants.main([])  # runtime-js/src/*.js constants: the same facts the vectors were made with
 
 
 if __name__ == "__main__":

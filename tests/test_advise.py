@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptc.cost import NO_CACHE, PromptFacts, advise, prices, tree_cost, with_cache_ttl
-from promptc.fmt import layout
+from promptc.tools.cost import NO_CACHE, PromptFacts, advise, prices, tree_cost, with_cache_ttl
+from promptc.tools.fmt import layout
 
 from .conftest import ROOT, examples, run_promptc
 
@@ -23,7 +23,7 @@ TTL_ORDER = (NO_CACHE, "5m", "30m", "1h")
 
 
 def _facts(name: str, model: str, ttl: str | None, total: int, cached: int, prefix: str = "a" * 64) -> PromptFacts:
-    from promptc.profiles import provider_of_model
+    from promptc.facts.profiles import provider_of_model
 
     return PromptFacts(
         name,
@@ -201,7 +201,7 @@ def test_write_changes_the_ttl_line_and_nothing_else(tmp_path: Path) -> None:
 
 
 def test_write_leaves_a_file_saved_meanwhile(tmp_path: Path, monkeypatch) -> None:
-    import promptc.cost as cost
+    import promptc.tools.cost as cost
 
     root = _project(tmp_path)
     escalate = root / "prompts_src/helpdesk/escalate.prompt"
@@ -212,7 +212,9 @@ def test_write_leaves_a_file_saved_meanwhile(tmp_path: Path, monkeypatch) -> Non
         escalate.write_text(escalate.read_text() + "\n/// an edit saved while promptc ran\n")
         return writes
 
-    monkeypatch.setattr(cost, "plan_writes", plan_then_edit)
+    import promptc.cli.cost as cost_command
+
+    monkeypatch.setattr(cost_command, "plan_writes", plan_then_edit)  # what `promptc cost --advise` calls
     done = run_promptc("cost", "--advise", "--traffic", "traffic.json", "--write", cwd=root)
     assert done.returncode == 1
     assert "error[E952]: the file changed on disk since it was read" in done.stderr

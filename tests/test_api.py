@@ -97,8 +97,8 @@ def test_mypy_sees_real_types(tmp_path: Path) -> None:
     )
     out = done.stdout
     assert 'Revealed type is "promptc.driver.BuildResult"' in out, out
-    assert 'Revealed type is "promptc.runtime.Rendered"' in out, out
-    assert 'Revealed type is "promptc.model.Artifact | None"' in out, out
+    assert 'Revealed type is "promptc.runtime.render.Rendered"' in out, out
+    assert 'Revealed type is "promptc.runtime.model.Artifact | None"' in out, out
     # and a real type error is caught: `stale` is a tuple of paths
     assert "use.py:6: error: Incompatible types in assignment" in out, out
 
@@ -154,14 +154,15 @@ def test_the_library_never_prints_and_reports_progress_to_a_callback(project: Pa
         "written",
         "unchanged",
         "stale",
+        "stale_bindings",
         "source_count",
     }
     assert "manifest.json" in result.outputs and all(isinstance(p, str) for p in result.outputs)
 
 
 def test_build_and_load_config_read_the_project_config_as_the_cli_does(tmp_path: Path, monkeypatch) -> None:
-    from promptc.config import load_config
     from promptc.driver import build, check
+    from promptc.facts.config import load_config
 
     (tmp_path / "pyproject.toml").write_text("[tool.promptc]\nsrc = 'p'\nout = 'o'\ntokeniser = 'x'\n")
     (tmp_path / "p").mkdir()
@@ -176,7 +177,7 @@ def test_build_and_load_config_read_the_project_config_as_the_cli_does(tmp_path:
     import promptc
 
     cli = run_promptc("check", cwd=tmp_path / "sub")
-    from promptc.diagnostics import ordered
+    from promptc.facts.diagnostics import ordered
 
     compiled = promptc.compile_text((tmp_path / "p" / "a.prompt").read_text(), name="a")
     assert [d.code for d in compiled.diagnostics] == [d.code for d in ordered(compiled.diagnostics)]

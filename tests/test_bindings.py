@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from promptc import runtime
-from promptc.bindings import function_name, python_module, python_module_of, python_type
+from promptc.bindings.python import function_name, python_module, python_module_of, python_type
 from promptc.driver import build
-from promptc.inputtypes import parse_type
+from promptc.runtime import render as runtime
+from promptc.runtime.inputtypes import parse_type
 
 from .conftest import ROOT, run_promptc, write
 

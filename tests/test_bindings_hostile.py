@@ -28,11 +28,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptc import runtime
-from promptc.bindings import _doc, python_module_of
-from promptc.bindings_ts import typescript_module_of
+from promptc.bindings.python import _doc, python_module_of
+from promptc.bindings.typescript import typescript_module_of
 from promptc.driver import build
-from promptc.inputtypes import normalize
-from promptc.model import OutputSchema
+from promptc.runtime.inputtypes import normalize
+from promptc.runtime.model import OutputSchema
 
 from .conftest import ROOT, examples, write
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from promptc import runtime
-from promptc.bindings_ts import ts_function_name, typescript_module, typescript_module_of
+from promptc.bindings.typescript import ts_function_name, typescript_module, typescript_module_of
 from promptc.driver import build
+from promptc.runtime import render as runtime
 
 from .conftest import ROOT, run_promptc, write
 from .test_bindings import ORDER

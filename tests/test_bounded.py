@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from promptc.compile import compile_text
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import promptc_executable, run_promptc, write
 
@@ -158,8 +158,9 @@ def _home(tmp_path: Path) -> Path:
 
 
 def _spy_reads(monkeypatch) -> list[str]:
-    import promptc.atomic as atomic
     import promptc.driver.sources as sources
+    import promptc.lsp.workspace as workspace
+    import promptc.runtime.atomic as atomic
 
     reads: list[str] = []
     real = atomic.read_file
@@ -171,8 +172,8 @@ def _spy_reads(monkeypatch) -> list[str]:
     def no_walk(*args, **kwargs):
         raise AssertionError("the folder of a loose file was walked")
 
-    monkeypatch.setattr(atomic, "read_file", read_file)
-    monkeypatch.setattr(sources, "read_tree", no_walk)
+    monkeypatch.setattr(sources, "read_file", read_file)  # where a loose file is read
+    monkeypatch.setattr(workspace, "read_tree", no_walk)
     return reads
 
 

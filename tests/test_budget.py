@@ -1,4 +1,4 @@
-"""Token budgets (`/// budget:`, promptc.budget): the worst case the build computes is at least the
+"""Token budgets (`/// budget:`, promptc.backend.budget): the worst case the build computes is at least the
 tokens of any request rendered within the declared bounds (a property over random templates and
 values, with each tokenizer), and budgets, bounds and context windows are located errors."""
 
@@ -11,10 +11,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from promptc import compile_text
-from promptc.budget import JUNCTION_TOKENS, parse_budget, worst_case
-from promptc.config import Config
-from promptc.meter import meter
-from promptc.runtime import render_artifact
+from promptc.backend.budget import JUNCTION_TOKENS, worst_case
+from promptc.backend.meter import meter
+from promptc.facts.config import Config
+from promptc.passes.directives import parse_budget
+from promptc.runtime.render import render_artifact
 
 from .conftest import examples, run_promptc
 
@@ -29,11 +30,11 @@ TOKENIZERS = (("cl100k_base", "claude-sonnet-4-5"), ("o200k_base", "gpt-4o"), ("
 
 def _analyse(source: str, tokenizer: str = "", partials: dict[str, str] | None = None):
     """(artifact or None, the compiled document) of a prompt held in a string."""
-    from promptc.compile import analyse_source
-    from promptc.context import SourceTree
+    from promptc.compile.pipeline import compile_prompt
+    from promptc.passes.context import SourceTree
 
     files = {"p.prompt": source.encode("utf-8"), **{k: v.encode("utf-8") for k, v in (partials or {}).items()}}
-    analysis = analyse_source("p.prompt", files["p.prompt"], Config(tokenizer=tokenizer), SourceTree(files=files))
+    analysis = compile_prompt("p.prompt", Config(tokenizer=tokenizer), SourceTree(files=files))
     return analysis.compiled.load_artifact(), analysis.document
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import ROOT, snapshot, write
 
@@ -291,3 +291,55 @@ def test_a_reused_artifact_stays_reusable_when_the_output_holds_a_copy_of_it(pro
     write(project, "prompts_src/p0.prompt", "Prompt 0, edited again ${x}\n")
     result = build("prompts_src", "build", APPROX)
     assert result.ok and [p.source for p in result.prompts if not p.reused] == ["p0.prompt"]
+
+
+def test_strict_build_compiles_each_prompt_once(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`build --strict` is one build whose warnings fail it (the driver owns strictness), not a
+    check followed by a build: every prompt is compiled once, and nothing is written."""
+    from promptc.driver import pool
+
+    from .conftest import run_promptc
+
+    write(project, "prompts_src/a.prompt", "/// sectoin: x\nText\n")  # W303
+    write(project, "prompts_src/b.prompt", "Plain.\n")
+    write(project, "prompts_src/c.prompt", "Hi ${name}.\n")
+    compiled: list[str] = []
+    real = pool.compile_prompt
+
+    def counting(rel: str, *args, **kwargs):
+        compiled.append(rel)
+        return real(rel, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "compile_prompt", counting)
+    done = run_promptc("build", "--strict", "--tokenizer", "approx-bytes/4", cwd=project)
+    assert done.returncode == 1 and "error[W303]" in done.stdout, done.stdout
+    assert sorted(compiled) == ["a.prompt", "b.prompt", "c.prompt"]
+    assert not (project / "build").exists()
+    compiled.clear()
+    write(project, "prompts_src/a.prompt", "Text\n")
+    done = run_promptc("build", "--strict", "--tokenizer", "approx-bytes/4", cwd=project)
+    assert done.returncode == 0 and "build written: 3 prompts" in done.stdout, done.stdout
+    assert sorted(compiled) == ["a.prompt", "b.prompt", "c.prompt"]
+
+
+def test_the_library_build_writes_and_checks_the_configured_bindings(project: Path) -> None:
+    """`promptc.build()` runs every stage the CLI does, bindings included, and `check(locked=True)`
+    reports a bindings file that is not what the build would write."""
+    write(project, "prompts_src/greet.prompt", "Hello ${name}.\n")
+    config = Config(
+        src=str(project / "prompts_src"),
+        out=str(project / "build"),
+        tokenizer="approx-bytes/4",
+        python_bindings=str(project / "app" / "prompts.py"),
+    )
+    result = build(config=config)
+    assert result.ok and result.written
+    module = project / "app" / "prompts.py"
+    assert "def greet(*, name: Any) -> Rendered:" in module.read_text()
+    assert check(config=config, locked=True).ok
+    module.write_text(module.read_text() + "# edited\n")
+    stale = check(config=config, locked=True)
+    assert not stale.ok and stale.stale == () and stale.stale_bindings == (str(module),)
+    assert [d.code for d in stale.diagnostics] == ["E905"]
+    build(config=config)  # unchanged artifacts: only the bindings file is rewritten
+    assert "# edited" not in module.read_text()

@@ -1,7 +1,7 @@
 """What the build accepts, the runtime renders; what cannot render is a located build error.
 
 The build hands CPython's `compile()` the very program the runtime executes for each section
-(`promptc.template.compile_section` on the artifact's section text), so the two cannot disagree.
+(`promptc.runtime.template.compile_section` on the artifact's section text), so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptc import compile_text
-from promptc.runtime import render_artifact
-from promptc.template import compile_section
+from promptc.runtime.render import render_artifact
+from promptc.runtime.template import compile_section
 
 from .conftest import examples
 

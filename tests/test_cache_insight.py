@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from promptc.compile import compile_text
-from promptc.config import Config
+from promptc.facts.config import Config
 
 from .conftest import run_promptc, write
 

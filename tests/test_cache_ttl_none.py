@@ -7,9 +7,9 @@ import json
 from decimal import Decimal
 
 from promptc import compile_text
-from promptc.config import Config, validate
-from promptc.cost import facts_from_artifact, tree_cost
-from promptc.runtime import render_artifact
+from promptc.facts.config import Config, validate
+from promptc.runtime.render import render_artifact
+from promptc.tools.cost import facts_from_artifact, tree_cost
 
 from . import sdk_capture
 

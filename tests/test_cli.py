@@ -236,7 +236,7 @@ def test_colour_on_request_never_in_a_pipe(project: Path, monkeypatch: pytest.Mo
 
 
 def test_use_color_follows_no_color_ci_and_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from promptc.diagnostics import use_color
+    from promptc.facts.diagnostics import use_color
 
     class Tty:
         def isatty(self) -> bool:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptc.inputtypes import check_value, normalize
+from promptc.runtime.inputtypes import check_value, normalize
 
 from .conftest import ROOT, examples
 

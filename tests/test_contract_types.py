@@ -34,10 +34,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promptc import runtime
-from promptc.bindings import python_module_of
-from promptc.bindings_ts import typescript_module_of
+from promptc.bindings.python import python_module_of
+from promptc.bindings.typescript import typescript_module_of
 from promptc.driver import build
-from promptc.inputtypes import ANNOTATIONS, normalize
+from promptc.runtime.inputtypes import ANNOTATIONS, normalize
 
 from . import test_contract_agreement as agreement
 from .conftest import ROOT, write

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc import cost
-from promptc.cost import PromptFacts, Unpriced, money, parse_fail_on_cost, prices, tree_cost
+from promptc.tools import cost
+from promptc.tools.cost import PromptFacts, Unpriced, money, parse_fail_on_cost, prices, tree_cost
 
 from .conftest import ROOT, run_promptc
 
@@ -252,7 +252,7 @@ def test_cost_of_a_missing_build_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_facts_of_a_manifest_without_artifacts_have_no_size() -> None:
-    from promptc.model import Manifest
+    from promptc.runtime.model import Manifest
 
     manifest = Manifest.from_json(json.loads((ROOT / "build/manifest.json").read_text()))
     facts, artifacts = cost.facts_of_build(manifest, None)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from promptc.codes import CODES
 from promptc.compile import compile_text
-from promptc.config import Config, load_config
-from promptc.diagnostics import render_text
 from promptc.driver import build, check
+from promptc.facts.codes import CODES
+from promptc.facts.config import Config, load_config
+from promptc.facts.diagnostics import render_text
 
 from .conftest import write
 
@@ -93,7 +93,7 @@ def _fmt(files: dict[str, str], *, formatter=None, paths=None, vanish: str | Non
     """`promptc fmt`'s library: format the tree (and write it), returning its diagnostics."""
 
     def run(tmp_path: Path):
-        from promptc.fmt import format_tree, write_results
+        from promptc.tools.fmt import format_tree, write_results
 
         for rel, body in files.items():
             write(tmp_path, f"prompts_src/{rel}", body)
@@ -109,7 +109,7 @@ def _fmt(files: dict[str, str], *, formatter=None, paths=None, vanish: str | Non
 
 def _trims_every_line(text: str, partial: bool):
     """A broken layout (it trims text the model sees), to show the safety net."""
-    from promptc.fmt import Layout
+    from promptc.tools.fmt import Layout
 
     lines = text.split("\n")
     return Layout("\n".join(line.rstrip() for line in lines), tuple(range(1, len(lines) + 1)))
@@ -118,7 +118,7 @@ def _trims_every_line(text: str, partial: bool):
 def _drops_a_line(text: str, partial: bool):
     """A broken layout that drops a repeated directive: the artifact is the same, but the W302 that
     told the author about the repetition would silently go."""
-    from promptc.fmt import Layout
+    from promptc.tools.fmt import Layout
 
     lines = text.split("\n")
     return Layout("\n".join(lines[1:]), (None, *range(1, len(lines))))
@@ -135,7 +135,7 @@ def _import(kind: str, files: dict[str, str], *, prepare=None, **options):
     """`promptc import KIND src -o out` through the library, returning its diagnostics."""
 
     def run(tmp_path: Path):
-        from promptc.importers import import_tree
+        from promptc.tools.importers import import_tree
 
         for rel, body in files.items():
             write(tmp_path, f"src/{rel}", body)
@@ -326,12 +326,12 @@ CASES = {
         write(tmp_path, "prompts_src/a-b.prompt", "Hi.\n"),
         write(tmp_path, "prompts_src/a_b.prompt", "Hi.\n"),
         build("prompts_src", "build", APPROX),
-        __import__("promptc.bindings", fromlist=["python_module"]).python_module("build")[1],
+        __import__("promptc.bindings.python", fromlist=["python_module"]).python_module("build")[1],
     )[3],
     "W921": lambda tmp_path: (
         write(tmp_path, "prompts_src/count.prompt", "/// input: n: int\n{{ n + 1 }}\n"),
         build("prompts_src", "build", APPROX),
-        __import__("promptc.bindings_ts", fromlist=["typescript_module"]).typescript_module("build")[1],
+        __import__("promptc.bindings.typescript", fromlist=["typescript_module"]).typescript_module("build")[1],
     )[2],
     "W909": _project({"prompts_src/a.prompt": "Hi\n"}, prepare=_symlink_loop),
     # 93x: the formatter
@@ -343,20 +343,20 @@ CASES = {
     # 94x: the traffic file
     "E945": lambda tmp_path: (
         write(tmp_path, "traffic.json", '{"support/chat": 12000,\n "helpdesk/agent": 800,}\n'),
-        __import__("promptc.cost", fromlist=["read_traffic"]).read_traffic("traffic.json")[1],
+        __import__("promptc.tools.cost", fromlist=["read_traffic"]).read_traffic("traffic.json")[1],
     )[1],
     "E946": lambda tmp_path: (
         write(tmp_path, "traffic.json", '{"support/chat": 12000,\n "helpdesk/agent": "800 a day"}\n'),
-        __import__("promptc.cost", fromlist=["read_traffic"]).read_traffic("traffic.json")[1],
+        __import__("promptc.tools.cost", fromlist=["read_traffic"]).read_traffic("traffic.json")[1],
     )[1],
     "W947": lambda tmp_path: (
         write(tmp_path, "traffic.json", '{"support/chat": 12000, "helpdesk/agnet": 800}\n'),
-        __import__("promptc.cost", fromlist=["check_traffic"]).check_traffic(
+        __import__("promptc.tools.cost", fromlist=["check_traffic"]).check_traffic(
             {"support/chat": 12000, "helpdesk/agnet": 800}, ["support/chat", "helpdesk/agent"], "traffic.json"
         ),
     )[1],
     # 95x: usage records and the cache advisor
-    "E950": lambda tmp_path: [__import__("promptc.reconcile", fromlist=["x"]).records_problem("usage.jsonl")],
+    "E950": lambda tmp_path: [__import__("promptc.tools.reconcile", fromlist=["x"]).records_problem("usage.jsonl")],
     "W951": lambda tmp_path: _records(tmp_path, '{"schema": "promptc.usage/1", "prompt": "a"}\n{"cut off\n'),
     "E952": lambda tmp_path: _advice_write(tmp_path),
     # 94x: diff's old tree
@@ -403,7 +403,7 @@ CASES = {
 
 
 def _records(tmp_path: Path, text: str):
-    from promptc.reconcile import ReadStats, read_records
+    from promptc.tools.reconcile import ReadStats, read_records
 
     write(tmp_path, "usage.jsonl", text)
     stats = ReadStats()
@@ -415,8 +415,8 @@ def _advice_write(tmp_path: Path):
     """--advise --write for a prompt whose source left the source folder after the build."""
     from decimal import Decimal
 
-    from promptc.context import SourceTree
-    from promptc.cost import advise, facts_from_artifact, plan_writes
+    from promptc.passes.context import SourceTree
+    from promptc.tools.cost import advise, facts_from_artifact, plan_writes
 
     long = "Answer from the article you cite. " * 200
     source = (
@@ -431,8 +431,8 @@ def _advice_write(tmp_path: Path):
 
 def _check_differs(tmp_path: Path):
     """A converted prompt that a (deliberately broken) importer got wrong: --check catches it."""
-    from promptc.importers import compile_converted, convert
-    from promptc.importers.check import run_checks
+    from promptc.tools.importers import compile_converted, convert
+    from promptc.tools.importers.check import run_checks
 
     write(tmp_path, "src/greet.j2", "Hello {{ name }}.\nBye.\n")
     converted = convert("jinja", {"greet.j2": (tmp_path / "src/greet.j2").read_bytes()}, root_display="src")
@@ -477,7 +477,7 @@ def test_exact_text(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     (tmp_path / "prompts_src").mkdir(exist_ok=True)
     if code == "E907":
         import promptc.driver as build_module
-        import promptc.driver.output as output_module
+        import promptc.runtime.buildfolder as output_module
 
         original = output_module.output_lock
         monkeypatch.setattr(build_module, "output_lock", lambda out, timeout=0.2: original(out, timeout))

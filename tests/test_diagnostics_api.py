@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from promptc import compile_text
-from promptc.diagnostics import render_text
+from promptc.facts.diagnostics import render_text
 
 
 def test_str_is_the_clis_one_line_form_and_the_first_line_of_the_full_rendering() -> None:

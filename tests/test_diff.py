@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from promptc.cli.diff import diff_cmd
-from promptc.diff import FAIL_KINDS, ManifestError, diff_manifests, render_github, render_text
 from promptc.driver import build
+from promptc.tools.diff import FAIL_KINDS, ManifestError, diff_manifests, render_github, render_text
 
 from .conftest import run_promptc, write
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from promptc.codes import CODES, markdown
+from promptc.facts.codes import CODES, markdown
 
 from .conftest import ROOT
 
@@ -12,7 +12,7 @@ from .conftest import ROOT
 def test_diagnostics_doc_is_generated_from_the_codes() -> None:
     examples = {p.stem: p.read_text(encoding="utf-8") for p in (ROOT / "compiler/data/diagnostics").glob("*.txt")}
     doc = (ROOT / "docs/diagnostics.md").read_text(encoding="utf-8")
-    assert doc == markdown(examples), "run `python -m promptc.codes > docs/diagnostics.md`"
+    assert doc == markdown(examples), "run `python -m promptc.facts.codes > docs/diagnostics.md`"
     for code in CODES:
         assert f"## {code}:" in doc
 
@@ -29,7 +29,7 @@ def test_docs_only_mention_codes_that_exist() -> None:
 
 
 def test_caching_doc_lists_every_minimum_of_the_profiles() -> None:
-    from promptc.profiles import data
+    from promptc.facts.profiles import data
 
     doc = (ROOT / "docs/caching.md").read_text(encoding="utf-8")
     for name, provider in data()["providers"].items():

@@ -136,7 +136,7 @@ def test_sample_runs_as_shown(sample: Sample, scratch: Path, monkeypatch: pytest
         monkeypatch.chdir(scratch)
         exec(compile(sample.body, sample.id, "exec"), {"__name__": "__docs__"})
     else:
-        from promptc.config import load_config
+        from promptc.facts.config import load_config
 
         (scratch / "pyproject.toml").write_text(sample.body, encoding="utf-8")
         config, diagnostics = load_config(scratch / "pyproject.toml")

@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from promptc import language
-from promptc.parse import parser
+from promptc.facts import language
 from promptc.passes.directives import RESERVED_KEYS
+from promptc.syntax.parse import parser
 
 from .conftest import ROOT
 
@@ -45,7 +45,7 @@ def test_committed_grammar_and_language_configuration_are_what_the_generator_wri
 
 
 def test_the_grammar_follows_promptc_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Not a copy of today's lists: a new role or tag in promptc.language changes the grammar.
+    # Not a copy of today's lists: a new role or tag in promptc.facts.language changes the grammar.
     monkeypatch.setattr(language, "ROLES", (*language.ROLES, "tool"))
     monkeypatch.setattr(language, "CLOSERS", {**language.CLOSERS, "endmatch": "match"})
     grammar = _generator().grammar()

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import promptc.driver as driver
-from promptc.config import Config
 from promptc.driver import build, check
-from promptc.driver.output import output_lock
+from promptc.facts.config import Config
+from promptc.runtime.buildfolder import output_lock
 
 from .conftest import promptc_executable, snapshot, write
 
@@ -100,10 +100,10 @@ def test_leftovers_of_dead_builds_are_cleaned_up(project: Path, monkeypatch) -> 
     # a build that made a spool folder and sent a folder to the trash, then died before deleting
     # either (os._exit: the trash's background thread never runs)
     dying = (
-        "import os, pathlib; from promptc.driver.output import make_spool, discard\n"
+        "import os, pathlib; from promptc.runtime.buildfolder import make_spool, discard\n"
         "out = pathlib.Path('build'); spool = make_spool(out); (spool / 'a.json').write_text('half an artifact')\n"
         "old = pathlib.Path('old'); old.mkdir(); (old / 'old.json').write_text('x' * 1000)\n"
-        "import promptc.driver.output as o; o._empty_trash = lambda trash: None; discard(old, out)\n"
+        "import promptc.runtime.buildfolder as o; o._empty_trash = lambda trash: None; discard(old, out)\n"
         "print(spool.name); os._exit(0)\n"
     )
     dead = subprocess.run([sys.executable, "-c", dying], capture_output=True, text=True, check=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import promptc
-from promptc.config import Config
-from promptc.fmt import DIRECTIVE_ORDER, layout
+from promptc.facts.config import Config
+from promptc.tools.fmt import DIRECTIVE_ORDER, layout
 
 from .conftest import ROOT, run_promptc, write
 
@@ -104,7 +104,7 @@ def test_refuses_what_does_not_compile() -> None:
 def test_refuses_a_layout_that_would_change_the_artifact() -> None:
     """The safety net under the rules: a transform that trims text (here: every line's trailing
     whitespace) is refused with E931 naming the field, and the text comes back unchanged."""
-    from promptc.fmt import Layout
+    from promptc.tools.fmt import Layout
 
     def trims_text(text: str, partial: bool) -> Layout:
         lines = text.split("\n")
@@ -201,7 +201,8 @@ def test_pre_commit_hooks_name_real_commands() -> None:
     for hook in hooks:
         argv = shlex.split(hook["entry"]) + list(hook["args"])
         assert argv[0] == "promptc" and hook["language"] == "python" and hook["files"] == r"\.prompt$"
-        command = main.commands[argv[1]]
+        command = main.get_command(None, argv[1])
+        assert command is not None, argv[1]
         options = {opt for param in command.params for opt in param.opts}
         assert all(arg in options for arg in argv[2:] if arg.startswith("-")), hook["id"]
     assert shlex.split(by_id["promptc-fmt"]["entry"]) == ["promptc", "fmt", "--check"]

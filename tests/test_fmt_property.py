@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptc.config import Config
-from promptc.fmt import FormatError, format_text, format_tree, layout
+from promptc.facts.config import Config
+from promptc.tools.fmt import FormatError, format_text, format_tree, layout
 
 from .conftest import ROOT, examples
 

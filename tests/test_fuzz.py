@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from promptc.cli import main
 from promptc.compile import compile_source
-from promptc.config import Config
-from promptc.context import SourceTree
-from promptc.source import decode
+from promptc.facts.config import Config
+from promptc.passes.context import SourceTree
+from promptc.syntax.source import decode
 
 from .conftest import examples
 

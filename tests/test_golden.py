@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from promptc.compile import compile_text
-from promptc.config import Config
+from promptc.facts.config import Config
 
 from .golden import FOLDERS, run_until
 

@@ -1,4 +1,4 @@
-"""`promptc import` / `promptc audit` (promptc.importers): conversions, refusals, --check against the
+"""`promptc import` / `promptc audit` (promptc.tools.importers): conversions, refusals, --check against the
 original engines, writes and ownership, idempotence, and audit == build."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from promptc.cli import main
-from promptc.config import Config
-from promptc.importers import audit, compile_converted, convert, import_tree
-from promptc.importers.yamlheader import YamlError, parse
-from promptc.runtime import render_artifact
+from promptc.facts.config import Config
+from promptc.runtime.render import render_artifact
+from promptc.tools.importers import audit, compile_converted, convert, import_tree
+from promptc.tools.importers.yamlheader import YamlError, parse
 
 from .conftest import write
 
@@ -28,7 +28,7 @@ def one(kind: str, name: str, text: str, **files: str):
 
 def rendered(converted, values):
     """The messages promptc renders, edges trimmed as --check compares them."""
-    from promptc.importers.check import normalise
+    from promptc.tools.importers.check import normalise
 
     _tree, compiled = compile_converted(converted, APPROX)
     target = next(c.target for c in converted if not c.partial)
@@ -402,7 +402,7 @@ def test_check_agrees_with_the_original_engine(tmp_path: Path, kind: str, files:
 
 
 def test_check_reports_the_first_differing_line(tmp_path: Path) -> None:
-    from promptc.importers.check import run_checks
+    from promptc.tools.importers.check import run_checks
 
     write(tmp_path, "src/t.j2", "Hello {{ name }}.\nSecond line.\n")
     converted = convert("jinja", {"t.j2": (tmp_path / "src/t.j2").read_bytes()})
@@ -503,8 +503,8 @@ def test_refused_files_are_not_written(tmp_path: Path) -> None:
 def test_audit_prints_what_the_build_of_the_import_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from promptc.cli.importer import audit_lines
     from promptc.driver import build
-    from promptc.importers.audit import prefix_analysis
-    from promptc.runtime import load
+    from promptc.runtime.render import load
+    from promptc.tools.importers.audit import prefix_analysis
 
     monkeypatch.chdir(tmp_path)
     stable = "You are the billing assistant of Acme. " * 40

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
-from promptc.importers import import_tree
+from promptc.facts.config import Config
+from promptc.tools.importers import import_tree
 
 from .import_corpus import FIXTURES, dotprompt_spec_tree
 

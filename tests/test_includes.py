@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import write
 
@@ -189,8 +189,8 @@ def test_an_include_through_a_symlinked_folder_outside_is_e802(project: Path, mo
 
 
 def test_a_diagnostic_in_a_partial_names_the_prompts_that_include_it(tmp_path: Path) -> None:
-    from promptc.diagnostics import render_github, render_text
     from promptc.driver import check
+    from promptc.facts.diagnostics import render_github, render_text
 
     write(tmp_path, "prompts_src/_p.prompt", "/// section: id stable\nBuilt 2024-05-06.\n")
     write(tmp_path, "prompts_src/a.prompt", "/// include: _p\nA\n")

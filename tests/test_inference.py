@@ -11,9 +11,9 @@ from typing import NamedTuple
 import pytest
 
 from promptc.analysis.inference import analyse
-from promptc.diagnostics import SourceText
-from promptc.nodes import Block, Placeholder, Spliced, Text
-from promptc.parse import template_items
+from promptc.facts.diagnostics import SourceText
+from promptc.syntax.nodes import Block, Placeholder, Spliced, Text
+from promptc.syntax.parse import template_items
 
 
 def items_of(text: str, path: str = "t.prompt") -> list:

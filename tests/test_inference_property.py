@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from promptc.analysis.inference import BUILTIN_NAMES, Analysis, analyse
-from promptc.codes import CODES
-from promptc.parse import template_items
-from promptc.template import unwrap as _unwrap
+from promptc.facts.codes import CODES
+from promptc.runtime.template import unwrap as _unwrap
+from promptc.syntax.parse import template_items
 
 from .conftest import examples
 
@@ -546,7 +546,7 @@ def guarded_templates(draw: st.DrawFn) -> str:
 @given(guarded_templates(), st.data())
 def test_no_input_inference_leaves_optional_fails_the_render_when_left_out(text: str, data: st.DataObject) -> None:
     from promptc.compile import compile_text
-    from promptc.config import Config
+    from promptc.facts.config import Config
     from promptc.runtime import render_artifact
 
     compiled = compile_text(text, name="p", config=Config(tokenizer="approx-bytes/4"))

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from promptc.compile import compile_text
-from promptc.config import Config
-from promptc.runtime import InputTypeError, render_artifact
+from promptc.facts.config import Config
+from promptc.runtime.render import InputTypeError, render_artifact
 
 from .conftest import run_promptc, write
 

@@ -10,8 +10,8 @@ import pytest
 
 from promptc import compile_text, load
 from promptc.driver import build
-from promptc.inputtypes import TypeSyntaxError, check_value, parse_type
-from promptc.runtime import InputTypeError, MissingInputsError, render_artifact
+from promptc.runtime.inputtypes import TypeSyntaxError, check_value, parse_type
+from promptc.runtime.render import InputTypeError, MissingInputsError, render_artifact
 
 from .conftest import run_promptc, write
 
@@ -117,7 +117,7 @@ def test_var_values_are_parsed_by_their_declared_type(tmp_path: Path) -> None:
     ],
 )
 def test_diff_reports_type_changes_as_contract_changes(old: str, new: str, breaking: bool, tmp_path: Path) -> None:
-    from promptc.diff import diff_manifests
+    from promptc.tools.diff import diff_manifests
 
     manifests = []
     for index, declaration in enumerate((old, new)):
@@ -130,7 +130,7 @@ def test_diff_reports_type_changes_as_contract_changes(old: str, new: str, break
 
 
 def test_a_new_optional_input_does_not_break_callers(tmp_path: Path) -> None:
-    from promptc.diff import diff_manifests
+    from promptc.tools.diff import diff_manifests
 
     manifests = []
     for index, source in enumerate(("/// input: a\n${a}\n", "/// input: a, b: str | None\n${a} ${b}\n")):

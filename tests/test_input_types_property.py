@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptc.inputtypes import TypeSyntaxError, check_value, describe, parse_type, predicate
-from promptc.jsonfile import locate, read_json
+from promptc.runtime.inputtypes import TypeSyntaxError, check_value, describe, parse_type, predicate
+from promptc.syntax.jsonfile import locate, read_json
 
 from .conftest import examples
 

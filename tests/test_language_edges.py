@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promptc import compile_text
-from promptc.runtime import render_artifact
+from promptc.runtime.render import render_artifact
 
 from .conftest import run_promptc
 
@@ -86,7 +86,7 @@ def test_e702_points_at_the_use() -> None:
 
 
 def test_a_builtin_output_as_a_value_warns_at_build_and_fails_at_render() -> None:
-    from promptc.runtime import TemplateError
+    from promptc.runtime.render import TemplateError
 
     result = compile_text("Ask: {{ input }}\n")
     assert [d.code for d in result.diagnostics] == ["W604"]
@@ -98,7 +98,7 @@ def test_a_builtin_output_as_a_value_warns_at_build_and_fails_at_render() -> Non
 
 @pytest.mark.parametrize("value", [len, str, lambda: 1, object().__str__])
 def test_a_function_or_a_class_is_never_rendered_as_text(value) -> None:
-    from promptc.runtime import RenderError
+    from promptc.runtime.render import RenderError
 
     for template in ("Use ${tool}\n", "Use {{ tool }}\n"):
         artifact = compile_text(template).artifact
@@ -130,7 +130,7 @@ def test_a_define_with_blank_lines_leaves_trimmed_content() -> None:
 
 @pytest.mark.parametrize(("intro", "disclaimer"), [("", ""), ("", "Careful."), ("Context:", "")])
 def test_an_empty_intro_or_disclaimer_leaves_no_stray_blank_lines(intro: str, disclaimer: str) -> None:
-    from promptc.config import Config
+    from promptc.facts.config import Config
 
     config = Config(tokenizer="approx-bytes/4", intro=intro, disclaimer=disclaimer)
     result = compile_text(

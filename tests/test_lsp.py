@@ -323,6 +323,31 @@ def test_code_actions_from_hints(workspace):
     assert [(e.range.start.line, e.range.start.character, e.new_text) for e in add] == [(0, 19, ", questoin")]
 
 
+def test_code_actions_are_the_diagnostics_own_fixes(workspace):
+    """A directive typo's quick fix comes from the diagnostic's structured fix (its `data`), with
+    its preference: the hint's wording plays no part."""
+    uri = workspace.open("t.prompt", "/// Section: intro\n----- usr -----\nHello.\n")
+    diagnostics = workspace.diagnostics(uri)
+    assert {"W303", "E401"} <= {d.code for d in diagnostics}
+    for d in diagnostics:
+        d.data = {**d.data, "hint": "no words to read here"}  # the actions must not need the hint
+    params = types.CodeActionParams(
+        text_document=_doc(uri),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0)),
+        context=types.CodeActionContext(diagnostics=diagnostics),
+    )
+    actions = workspace.run(workspace.client.text_document_code_action_async(params))
+    found = {
+        a.title: (
+            a.is_preferred,
+            [(e.range.start.line, e.range.start.character, e.new_text) for e in a.edit.changes[uri]],
+        )
+        for a in actions
+    }
+    assert found["Write `/// section:`"] == (True, [(0, 4, "section")])
+    assert found["Replace `usr` with `user`"] == (True, [(1, 6, "user")])
+
+
 def test_code_lens_shows_where_the_cache_prefix_ends(workspace):
     uri = workspace.open("a.prompt")
     params = types.CodeLensParams(text_document=_doc(uri))

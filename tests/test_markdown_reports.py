@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from promptc import codes
-from promptc.diagnostics import make, markdown_escape, render_markdown
-from promptc.diff import CacheBust, ContractChange, ManifestDiff
-from promptc.diff import render_markdown as render_diff
+from promptc.facts import codes
+from promptc.facts.diagnostics import make, markdown_escape, render_markdown
+from promptc.tools.diff import CacheBust, ContractChange, ManifestDiff
+from promptc.tools.diff import render_markdown as render_diff
 from tests.conftest import run_promptc
 
 EVIL = "<img src=x onerror=alert(1)>|[click](javascript:alert(1)) @team **bold** `x`\n# heading"

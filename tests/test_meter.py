@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from promptc import meter as meter_module
-from promptc.meter import Meter
+from promptc.backend import meter as meter_module
+from promptc.backend.meter import Meter
 
 
 def words() -> Meter:

@@ -1,4 +1,4 @@
-"""The typed artifact model (`promptc.model`): exact round trips, strict reading, schema agreement."""
+"""The typed artifact model (`promptc.runtime.model`): exact round trips, strict reading, schema agreement."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import jsonschema
 import orjson
 import pytest
 
-from promptc.model import (
+from promptc.runtime.model import (
     ARTIFACT_SCHEMA,
     MANIFEST_SCHEMA,
     Artifact,
@@ -697,7 +697,7 @@ def test_a_100_message_artifact_reads_whole() -> None:
 
 def test_model_imports_only_the_standard_library() -> None:
     code = (
-        "import sys; import promptc.model; "
+        "import sys; import promptc.runtime.model; "
         "bad = sorted(m for m in ('orjson', 'lark', 'tiktoken', 'click', 'watchdog') if m in sys.modules); "
         "print(bad); sys.exit(1 if bad else 0)"
     )

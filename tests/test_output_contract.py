@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from promptc.driver import build
-from promptc.outputcontract import classify
+from promptc.tools.outputcontract import classify
 
 from .conftest import run_promptc, write
 

@@ -8,10 +8,10 @@ import typing
 
 import pytest
 
+from promptc.backend.params import parameter_schema, parameters
 from promptc.compile import compile_text
-from promptc.config import Config
-from promptc.params import parameter_schema, parameters
-from promptc.profiles import data
+from promptc.facts.config import Config
+from promptc.facts.profiles import data
 
 APPROX = Config(tokenizer="approx-bytes/4")
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark import Token
 
-from promptc.diagnostics import DiagnosticSink, SourceText
-from promptc.parse import parse, parser, tokens
+from promptc.facts.diagnostics import DiagnosticSink, SourceText
+from promptc.syntax.parse import parse, parser, tokens
 
 from .conftest import ROOT, examples
 
@@ -62,7 +62,7 @@ def test_marking_unterminated_openers_changes_no_token(text: str) -> None:
     the plain lexer gives."""
     from lark.lexer import LexerThread
 
-    from promptc.parse import _lexer
+    from promptc.syntax.parse import _lexer
 
     plain = [(t.type, t.value, t.start_pos, t.line, t.column) for t in LexerThread.from_text(_lexer(), text).lex(None)]
     marked = [(t.type, t.value, t.start_pos, t.line, t.column) for t in tokens(text)]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from promptc.progress import Progress, enabled, in_ci, progress
+from promptc.cli.progress import Progress, enabled, in_ci, progress
 
 
 class FakeTerminal(io.StringIO):
@@ -44,7 +44,7 @@ def test_prints_nothing_into_a_pipe() -> None:
 
 
 def test_prints_nothing_in_a_subprocess_with_piped_output() -> None:
-    code = "from promptc.progress import progress\nwith progress(1000, delay=0) as bar:\n    bar.advance(1000)\n"
+    code = "from promptc.cli.progress import progress\nwith progress(1000, delay=0) as bar:\n    bar.advance(1000)\n"
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr

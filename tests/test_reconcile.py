@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build
-from promptc.model import Artifact
-from promptc.reconcile import KINDS, ReadStats, SourceLocator, parse_fail_on, read_records, reconcile
-from promptc.usage import USAGE_SCHEMA, iso_timestamp
+from promptc.facts.config import Config
+from promptc.runtime.model import Artifact
+from promptc.runtime.usage import USAGE_SCHEMA, iso_timestamp
+from promptc.tools.reconcile import KINDS, ReadStats, SourceLocator, parse_fail_on, read_records, reconcile
 
 from .conftest import run_promptc
 
@@ -252,7 +252,7 @@ def test_each_cause_points_at_its_source_line(project: Path, tmp_path: Path) -> 
     assert small.where["below-minimum"].label() == f"{src}/small.prompt:5"  # where the prefix ends
     assert "short of the minimum of 1024" in small.details["below-minimum"]
     # the partial read stopped at token 1024 of the system prompt: the line holding that token
-    from promptc.meter import meter
+    from promptc.backend.meter import meter
 
     count = meter("o200k_base").tokens
     lines = STABLE.splitlines()
@@ -268,7 +268,7 @@ def test_an_opentelemetry_export_reconciles_as_the_jsonl_does(project: Path, tmp
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from promptc.usage import UsageRecord, parse_timestamp, span_attributes
+    from promptc.runtime.usage import UsageRecord, parse_timestamp, span_attributes
 
     day = planted_day(_artifacts(project), (project / "old_prefix").read_text())
     expected = _write(tmp_path / "day.jsonl", day)
@@ -458,7 +458,7 @@ def test_the_library_api(project: Path) -> None:
 def test_reading_does_not_depend_on_where_the_chunks_end(project: Path, tmp_path: Path, monkeypatch, chunk) -> None:
     """JSONL, pretty-printed documents one after another and one array over many lines, with
     malformed lines among them, read the same whatever the size of the chunks the file comes in."""
-    import promptc.reconcile as module
+    import promptc.tools.reconcile as module
 
     day = planted_day(_artifacts(project), (project / "old_prefix").read_text())
     records = [r for r, _ in day.items[:6]]

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from promptc import compile_text
-from promptc.requestmodel import Part, canonical_json, digest
-from promptc.runtime import JOINER, RenderError, render_artifact
+from promptc.runtime.render import JOINER, RenderError, render_artifact
+from promptc.runtime.requestmodel import Part, canonical_json, digest
 
 from .conftest import examples
 
@@ -244,7 +244,7 @@ def unescape(template: str) -> str:
 
 def prefix_digest(segments: list[tuple[str, str]]) -> str:
     """The recorded hash of a prefix given as (label, text) fields: these prompts have no profile,
-    so no identity leads it (promptc.requestmodel.digest is the encoding)."""
+    so no identity leads it (promptc.runtime.requestmodel.digest is the encoding)."""
     return digest([Part("block", label, text, "messages", True) for label, text in segments])
 
 

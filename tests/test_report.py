@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from promptc.model import Artifact
-from promptc.report import prefix_tree, report_html
+from promptc.runtime.model import Artifact
+from promptc.tools.report import prefix_tree, report_html
 
 from .conftest import ROOT, run_promptc, write
 
@@ -65,7 +65,7 @@ def test_prompt_text_is_escaped(tmp_path: Path) -> None:
 
 def test_report_diff_view_highlights_busts_and_the_money(tmp_path: Path) -> None:
     artifacts = _artifacts(ROOT / "build")
-    from promptc.diff import CacheBust, ManifestDiff
+    from promptc.tools.diff import CacheBust, ManifestDiff
 
     agent = artifacts["helpdesk/agent"]
     diff = ManifestDiff(busts=(CacheBust("helpdesk/agent", "f" * 64, agent.cache.prefix_sha256, 1000, 1114),))

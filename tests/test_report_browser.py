@@ -83,7 +83,7 @@ def test_report_boxes_bars_and_cost_table_as_drawn(browser, tmp_path: Path) -> N
     says cached 0); the cost table has a requests/day column."""
     from selenium.webdriver.common.by import By
 
-    from promptc.model import Artifact
+    from promptc.runtime.model import Artifact
 
     (tmp_path / "traffic.json").write_text('{"support/chat": 12000, "helpdesk/agent": 800, "helpdesk/triage": 3000}')
     result = run_promptc(

@@ -14,7 +14,7 @@ automatic caching) covers, counted on the sent text. The JavaScript runtime writ
 `diff --fail-on bust` move exactly when the provider's documented cache keys change.
 
 The reading-back here is the test's own (the layout each provider's cache reads, written out from
-providers.json's `cache_key`), so it checks promptc.requestmodel rather than repeating it.
+providers.json's `cache_key`), so it checks promptc.runtime.requestmodel rather than repeating it.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promptc import compile_text
-from promptc.config import Config
-from promptc.diff import diff_manifests
-from promptc.emit import dumps
-from promptc.language import JOINER, SYSTEM_ROLES
-from promptc.meter import meter
-from promptc.model import Manifest, ManifestEntry
-from promptc.profiles import resolve, resolve_model
-from promptc.requestmodel import Part, canonical_json, digest
-from promptc.runtime import RenderError, render_artifact
+from promptc.backend.emit import dumps
+from promptc.backend.meter import meter
+from promptc.facts.config import Config
+from promptc.facts.language import JOINER, SYSTEM_ROLES
+from promptc.facts.profiles import resolve, resolve_model
+from promptc.runtime.model import Manifest, ManifestEntry
+from promptc.runtime.render import RenderError, render_artifact
+from promptc.runtime.requestmodel import Part, canonical_json, digest
+from promptc.tools.diff import diff_manifests
 
 from . import sdk_capture
 from .conftest import ROOT, examples

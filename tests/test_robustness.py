@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import promptc.driver.output as output_module
 import promptc.driver.sources as sources_module
-from promptc.config import Config
+import promptc.runtime.buildfolder as output_module
 from promptc.driver import build
+from promptc.facts.config import Config
 
 from .conftest import PROFILE, ROOT, examples, promptc_executable, snapshot, write
 
@@ -98,7 +98,7 @@ def test_disk_full_is_a_diagnostic_and_keeps_the_previous_build(project: Path, m
         written.append(path)
         path.write_bytes(data)
 
-    monkeypatch.setattr(output_module, "_write_file", full_disk)
+    monkeypatch.setattr(output_module, "write_new_file", full_disk)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"]
     assert "No space left on device" in result.diagnostics[0].message
@@ -114,7 +114,7 @@ def test_permission_denied_is_a_diagnostic(project: Path, monkeypatch) -> None:
     def denied(path: Path, data: bytes) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
 
-    monkeypatch.setattr(output_module, "_write_file", denied)
+    monkeypatch.setattr(output_module, "write_new_file", denied)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"]
     assert "Permission denied" in result.diagnostics[0].message
@@ -198,7 +198,7 @@ def test_tokenizer_never_loads_from_the_network(project: Path, tokenizer: str, e
         "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
         "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
         "from promptc.compile import compile_text\n"
-        "from promptc.config import Config\n"
+        "from promptc.facts.config import Config\n"
         f"r = compile_text('Hello world, offline.', config=Config(tokenizer={tokenizer!r}))\n"
         "print(r.artifact.totals.tokens)\n"
     )
@@ -215,7 +215,7 @@ def test_o200k_counts_agree_with_an_independent_encoder() -> None:
 
     import bpe_openai
 
-    from promptc.meter import meter
+    from promptc.backend.meter import meter
 
     ours, theirs = meter("o200k_base"), bpe_openai.get_encoding("o200k_base")
     rng = random.Random(7)
@@ -257,7 +257,7 @@ def test_every_construct_unterminated_at_end_of_file(source: str) -> None:
 def test_watch_under_churn_ends_identical_to_a_clean_build(tmp_path: Path) -> None:
     """Hundreds of rapid edits, renames, deletions and broken saves across many files: once the
     watcher is idle, its output is byte-identical to a clean build of the final sources."""
-    from promptc.watch import Watcher
+    from promptc.driver.watch import Watcher
 
     rng = random.Random(11)
     src, out = tmp_path / "prompts_src", tmp_path / "build"

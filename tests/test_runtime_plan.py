@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from promptc import compile_text
-from promptc.model import Artifact
-from promptc.runtime import (
+from promptc.runtime.model import Artifact
+from promptc.runtime.render import (
     JOINER,
     MissingInputsError,
     RenderError,

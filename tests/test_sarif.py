@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 import promptc
-from promptc.diagnostics import Diagnostic, make
+from promptc.facts.diagnostics import Diagnostic, make
 from tests.conftest import run_promptc
 
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json").read_text("utf-8"))
@@ -117,7 +117,7 @@ def test_a_clean_tree_is_a_valid_log_with_no_results_and_the_build_takes_the_for
 def test_awkward_paths_are_valid_uri_references(path: str) -> None:
     """The library API renders any diagnostic; a path that is no plain relative name (a colon, an
     absolute path, the `<std>` partials, a percent sign) is still a valid `uri-reference`."""
-    from promptc import codes
+    from promptc.facts import codes
 
     log = promptc.render_sarif([make(codes.UNDECLARED_INPUT, "input `x` used but not declared", path=path)])
     validate(log)
@@ -126,7 +126,7 @@ def test_awkward_paths_are_valid_uri_references(path: str) -> None:
 
 
 def test_the_same_diagnostics_give_the_same_bytes() -> None:
-    from promptc import codes
+    from promptc.facts import codes
 
     found: list[Diagnostic] = [
         make(codes.UNUSED_INPUT, "declared input `a` is never used", path="b.prompt"),

@@ -13,8 +13,8 @@ import pytest
 
 from promptc import load
 from promptc.driver import build
-from promptc.profiles import data, provider_of_model, shape_params
-from promptc.runtime import RenderError, render_artifact
+from promptc.facts.profiles import data, provider_of_model, shape_params
+from promptc.runtime.render import RenderError, render_artifact
 
 from . import sdk_capture
 from .conftest import write

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from promptc import compile_text, envinfo
-from promptc.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
-from promptc.runtime import render_artifact
+from promptc import compile_text
+from promptc.runtime import envinfo
+from promptc.runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+from promptc.runtime.render import render_artifact
 
 HAS_GIT = shutil.which("git") is not None
 needs_git = pytest.mark.skipif(not HAS_GIT, reason="git is not installed")

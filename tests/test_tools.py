@@ -13,10 +13,10 @@ import orjson
 import pytest
 
 from promptc import compile_text
-from promptc.config import Config, load_config
-from promptc.diff import diff_manifests
 from promptc.driver import build
-from promptc.jsonfile import MAX_DEPTH, locate, read_json
+from promptc.facts.config import Config, load_config
+from promptc.syntax.jsonfile import MAX_DEPTH, locate, read_json
+from promptc.tools.diff import diff_manifests
 
 from .conftest import run_promptc, write
 

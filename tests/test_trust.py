@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build, check
+from promptc.facts.config import Config
 
 from .conftest import promptc_executable, run_promptc, snapshot, write
 
@@ -253,8 +253,8 @@ def _cache_leftovers(project: Path) -> list[str]:
 def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: int) -> None:
     import errno
 
-    import promptc.driver.output as output_module
     import promptc.driver.pool as pool_module
+    import promptc.runtime.buildfolder as output_module
 
     monkeypatch.chdir(project)
     for version in ("one", "two"):  # a build/ and a shadow set, as any project has after two builds
@@ -265,7 +265,7 @@ def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: in
     before = snapshot(project / "build")
     for i in range(count):
         write(project, f"prompts_src/p{i:02d}.prompt", f"Prompt {i}, version three, which is longer\n")
-    real = output_module._write_file
+    real = output_module.write_new_file
     written: list[Path] = []
 
     def full_disk(path: Path, data: bytes) -> None:
@@ -274,16 +274,16 @@ def test_a_full_disk_leaves_no_second_copy(project: Path, monkeypatch, count: in
         written.append(path)
         real(path, data)
 
-    monkeypatch.setattr(output_module, "_write_file", full_disk)
-    monkeypatch.setattr(pool_module, "_write_file", full_disk)
+    monkeypatch.setattr(output_module, "write_new_file", full_disk)
+    monkeypatch.setattr(pool_module, "write_new_file", full_disk)
     result = build("prompts_src", "build", APPROX)
     assert [d.code for d in result.diagnostics] == ["E904"] and "No space left" in result.diagnostics[0].message
     assert snapshot(project / "build") == before
     # neither the half-updated shadow, nor a `.promptc-new` file, nor a spool, nor trash
     assert _cache_leftovers(project) == []
     assert sorted(p.name for p in project.iterdir()) == [".promptc-cache", "build", "prompts_src"]
-    monkeypatch.setattr(output_module, "_write_file", real)
-    monkeypatch.setattr(pool_module, "_write_file", real)
+    monkeypatch.setattr(output_module, "write_new_file", real)
+    monkeypatch.setattr(pool_module, "write_new_file", real)
     assert build("prompts_src", "build", APPROX).written  # and the next build, with room, succeeds
     assert "version three" in (project / "build/p00.json").read_text()
 
@@ -380,8 +380,8 @@ def test_a_placeholder_artifact_never_runs_its_text(tmp_path: Path, monkeypatch)
     import json
 
     import promptc
-    from promptc import template
-    from promptc.runtime import RenderError, render_artifact
+    from promptc.runtime import template
+    from promptc.runtime.render import RenderError, render_artifact
 
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "prompts_src/a.prompt", "----- system -----\nStable.\n----- user -----\nHello ${name}.\n")

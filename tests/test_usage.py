@@ -1,4 +1,4 @@
-"""Usage records (`Rendered.usage`, promptc.usage; runtime-js/src/usage.js): the provider's own
+"""Usage records (`Rendered.usage`, promptc.runtime.usage; runtime-js/src/usage.js): the provider's own
 counts read from the official SDKs' response objects — built by the clients from provider-shaped
 JSON served by a capturing transport — and from the plain JSON, the same record in both runtimes,
 written to JSONL, to a callback, and onto an OpenTelemetry span."""
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build
-from promptc.runtime import RenderError, load
-from promptc.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
+from promptc.facts.config import Config
+from promptc.runtime.render import RenderError, load
+from promptc.runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
 
 from . import sdk_capture
 from .conftest import ROOT
@@ -295,7 +295,7 @@ def test_the_runtime_imports_no_opentelemetry_unless_asked(out: Path, tmp_path: 
         f"r = load({str(out)!r}).render('claude', q='x')\n"
         f"r.usage(json.loads({json.dumps(json.dumps(ANSWERS['anthropic']))}), to={str(tmp_path / 'u.jsonl')!r})\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('opentelemetry', 'lark', 'tiktoken', 'orjson')"
-        " or m in ('promptc.parse', 'promptc.pipeline', 'promptc.meter', 'promptc.emit', 'promptc.reconcile')))\n"
+        " or m in ('promptc.syntax.parse', 'promptc.compile.pipeline', 'promptc.backend.meter', 'promptc.backend.emit', 'promptc.tools.reconcile')))\n"
         "sys.modules['opentelemetry'] = None  # as if it were not installed\n"
         "try:\n"
         f"    r.usage(json.loads({json.dumps(json.dumps(ANSWERS['anthropic']))}), otel=True)\n"

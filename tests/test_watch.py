@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from promptc.config import Config
 from promptc.driver import build
-from promptc.watch import WatchBuild, Watcher, is_editor_file
+from promptc.driver.watch import WatchBuild, Watcher, is_editor_file
+from promptc.facts.config import Config
 
 from .conftest import promptc_executable, write
 
@@ -573,7 +573,7 @@ def test_config_change_reloads_and_rebuilds_fully(tmp_path: Path) -> None:
         (tmp_path / "unrelated.toml").write_text("")  # only pyproject.toml is configuration
         record = next_build(watcher, n)
         assert record.config_reloaded and loads
-        assert calls[-1] == {"keep_last_good": True, "incremental": False}
+        assert calls[-1] == {"keep_last_good": True, "incremental": False, "strict": False, "config_diagnostics": ()}
         assert content(out, "p") == "Welcome to Acme."
     finally:
         watcher.stop()
@@ -642,5 +642,30 @@ def test_wait_for_build_returns_after_the_result_callback_ran(tree: tuple[Path, 
         save(src / "a.prompt", "Version 2.\n")
         record = next_build(watcher, n)
         assert seen[-1] == record.seq
+    finally:
+        watcher.stop()
+
+
+def test_watch_regenerates_the_configured_bindings(tmp_path: Path) -> None:
+    """The driver owns the bindings stage, so the watch loop keeps `python_bindings` and
+    `typescript_bindings` in step with every build (they went stale under watch before)."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    py, ts = tmp_path / "app" / "prompts.py", tmp_path / "app" / "prompts.ts"
+    write(src, "greet.prompt", "Hello ${name}.\n")
+    config = Config(
+        src=str(src), out=str(out), tokenizer="approx-bytes/4", python_bindings=str(py), typescript_bindings=str(ts)
+    )
+    watcher = Watcher(src, out, config, debounce=0.02).start()
+    try:
+        first = watcher.wait_for_build(TIMEOUT, after=0)
+        assert first is not None and first.ok, first
+        assert "def greet(*, name: Any) -> Rendered:" in py.read_text()
+        assert "export function greet(" in ts.read_text()
+        n = watcher.builds
+        save(src / "farewell.prompt", "Goodbye ${who}.\n")
+        record = next_build(watcher, n)
+        assert record.ok and "farewell.prompt" in record.changes[0]
+        assert "def farewell(*, who: Any) -> Rendered:" in py.read_text()
+        assert "export function farewell(" in ts.read_text()
     finally:
         watcher.stop()

@@ -43,7 +43,7 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
         "promptc/schemas/manifest.schema.json",
         "promptc/data/providers.json",
         "promptc/data/prices.json",
-        "promptc/report.py",
+        "promptc/tools/report.py",
         "promptc/data/diagnostics/W705.txt",
         "promptc/std/env.prompt",
         "promptc/std/git.prompt",
@@ -63,7 +63,7 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
 
 def test_compiles_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:
     code = (
-        "import promptc, promptc.parse as p; "
+        "import promptc, promptc.syntax.parse as p; "
         f"assert promptc.__file__.startswith({str(wheel)!r}), promptc.__file__; "
         "print(promptc.compile_text('----- system -----\\nBe brief.\\n/// include: std/date\\n----- user -----\\nHi ${name}').artifact.inputs)"
     )

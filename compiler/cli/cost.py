@@ -1,22 +1,45 @@
 """`promptc cost`, and the money part of `promptc diff --traffic` / `--fail-on cost>AMOUNT`.
 
-The arithmetic lives in `promptc.cost`; this module reads the build and the traffic file, prints,
+The arithmetic lives in `promptc.tools.cost`; this module reads the build and the traffic file, prints,
 and picks exit codes (2 for a traffic file or a build that cannot be read, as for any usage error).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import click
+import orjson
 
-from .common import USAGE_ERROR, settings
-
-if TYPE_CHECKING:
-    from ..cost import DiffCost, TreeCost
+from ..driver.sources import read_tree
+from ..facts import codes
+from ..facts.diagnostics import github_escape, make, render_text, use_color
+from ..runtime.atomic import ChangedOnDisk, reason, write_file
+from ..runtime.buildfolder import BuildFolderError, manifest_path, read_document
+from ..runtime.model import ArtifactError, Manifest
+from ..runtime.usage import parse_timestamp
+from ..tools.cost import (
+    NO_CACHE,
+    DiffCost,
+    TreeCost,
+    advise,
+    check_traffic,
+    diff_cost,
+    facts_of_build,
+    money,
+    parse_fail_on_cost,
+    plan_writes,
+    prices,
+    read_traffic,
+    tree_cost,
+)
+from ..tools.reconcile import ReadStats, read_records, records_problem
+from .common import USAGE_ERROR, TextParam, envelope, settings
 
 
 def _fail(command: str, message: str) -> NoReturn:
@@ -24,7 +47,7 @@ def _fail(command: str, message: str) -> NoReturn:
     sys.exit(USAGE_ERROR)
 
 
-class FailOnType(click.ParamType):
+class FailOnType(TextParam):
     """`--fail-on`: a kind of change (`bust`, `contract`, …) or `cost>AMOUNT` (dollars)."""
 
     name = "KIND"
@@ -36,8 +59,6 @@ class FailOnType(click.ParamType):
         return "[" + "|".join(self.kinds) + "|cost>AMOUNT]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from ..cost import parse_fail_on_cost
-
         text = str(value).strip()
         if text in self.kinds:
             return text
@@ -51,8 +72,6 @@ class FailOnType(click.ParamType):
 
 
 def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
-    from ..cost import parse_fail_on_cost
-
     limits = []
     for value in fail_on:
         parsed = parse_fail_on_cost(value)
@@ -61,12 +80,9 @@ def cost_limits(fail_on: tuple[str, ...]) -> list[Decimal]:
     return limits
 
 
-def load_traffic(command: str, path: str, names: list[str], other_names: list[str] = ()) -> dict[str, Decimal]:
+def load_traffic(command: str, path: str, names: Iterable[str], other_names: Iterable[str] = ()) -> dict[str, Decimal]:
     """The traffic file, or exit 2 after printing its diagnostics (E945, E946). W947 warnings are
     printed and the command goes on."""
-    from ..cost import check_traffic, read_traffic
-    from ..diagnostics import render_text, use_color
-
     traffic, diagnostics = read_traffic(path)
     if traffic is not None:
         diagnostics += check_traffic(traffic, names, path, other_names=other_names)
@@ -82,29 +98,18 @@ def load_traffic(command: str, path: str, names: list[str], other_names: list[st
 def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(manifest, facts by name, artifacts by name) of a build folder or a manifest file; exit 2
     when there is no readable manifest."""
-    import orjson
-
-    from ..cost import facts_of_build
-    from ..model import ArtifactError, Manifest
-
-    path = Path(folder)
-    manifest_path = path / "manifest.json" if path.is_dir() else path
+    path = manifest_path(folder)
     try:
-        document = orjson.loads(manifest_path.read_bytes())
-        manifest = Manifest.from_json(document)
-    except OSError as exc:
-        _fail(command, f"cannot read {manifest_path}: {exc.strerror or exc} (run `promptc build` first)")
-    except orjson.JSONDecodeError as exc:
-        _fail(command, f"{manifest_path} is not valid JSON: {exc}")
+        manifest = Manifest.from_json(read_document(path))
+    except BuildFolderError as exc:
+        _fail(command, f"{exc} (run `promptc build` first)" if exc.unreadable else str(exc))
     except ArtifactError as exc:
-        _fail(command, f"{manifest_path}: {exc}")
-    facts, artifacts = facts_of_build(manifest, manifest_path.parent)
+        _fail(command, f"{path}: {exc}")
+    facts, artifacts = facts_of_build(manifest, path.parent)
     return manifest, facts, artifacts
 
 
 def _dollars(value: Decimal) -> str:
-    from ..cost import money
-
     text = money(value)
     return f"-${text[1:]}" if text.startswith("-") else f"${text}"
 
@@ -114,8 +119,6 @@ def _signed(value: Decimal) -> str:
 
 
 def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
-    from ..cost import money
-
     lines = [f"prices: {tree.table.label}, US dollars" + (f"; traffic: {traffic_path}" if traffic_path else "")]
     header = ["prompt", "model", "tokens", "cached", "share", "$/req uncached", "$/req hit"]
     if tree.traffic:
@@ -147,9 +150,9 @@ def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
     unpriced = [p for p in tree.prompts if p.price is None]
     if unpriced:
         lines.append("not priced: " + ", ".join(f"{p.facts.name} ({p.unpriced})" for p in unpriced))
-    share = tree.cacheable_share()
+    whole = tree.cacheable_share()
     basis = "by traffic" if tree.traffic else "one request of each prompt"
-    total = f"total: cacheable share {share * 100:.1f}% ({basis})" if share is not None else "total: no tokens"
+    total = f"total: cacheable share {whole * 100:.1f}% ({basis})" if whole is not None else "total: no tokens"
     if tree.traffic:
         with_cache, without = tree.day_with(), tree.day_without()
         total += (
@@ -237,8 +240,6 @@ def cost_cmd(
     request (and per day with --traffic), and the prompts whose layout leaves the most stable
     tokens out of the cached prefix. With --advise, the TTL each prompt's traffic makes cheapest.
     Prices: promptc/data/prices.json (docs/cost.md)."""
-    from ..cost import tree_cost
-
     if (records or write) and not advise:
         _fail("cost", "--records and --write go with --advise")
     if advise:
@@ -249,10 +250,6 @@ def cost_cmd(
     traffic = load_traffic("cost", traffic_path, list(facts)) if traffic_path else None
     tree = tree_cost(facts.values(), traffic)
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope("cost", out=folder, traffic=traffic_path, **tree.to_json())
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
@@ -260,10 +257,6 @@ def cost_cmd(
 
 
 def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, write: bool, fmt: str) -> None:
-    from pathlib import Path
-
-    from ..cost import advise, plan_writes, prices
-
     if (traffic_path is None) == (records is None):
         _fail("cost", "--advise needs the traffic: --traffic FILE (requests per day) or --records FILE (timestamps)")
     config = settings().config
@@ -280,8 +273,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         basis = f"records: {records}, over their timestamps"
     writes = []
     if write:
-        from ..driver.sources import read_tree
-
         src = Path(config.src)
         if not src.is_dir():
             _fail("cost", f"--write needs the source folder ({config.src}) to change the `/// cache_ttl:` lines")
@@ -290,10 +281,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         writes = _apply(writes, src)
     table = prices()
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope(
             "cost",
             out=folder,
@@ -315,8 +302,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
             click.echo("run `promptc build` to compile the new TTLs")
     failed = [w for w in writes if w.diagnostic is not None]
     if failed:
-        from ..diagnostics import render_text
-
         for w in failed:
             assert w.diagnostic is not None
             click.echo(render_text(w.diagnostic), err=True)
@@ -325,10 +310,6 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
 
 def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
     """When each prompt's requests started, from a records file (streamed; the times are kept)."""
-
-    from ..diagnostics import render_text
-    from ..reconcile import ReadStats, read_records, records_problem
-    from ..usage import parse_timestamp
 
     problem = records_problem(records)
     if problem is not None:
@@ -347,12 +328,6 @@ def _record_times(records: str, names: list[str]) -> dict[str, list[float]]:
 def _apply(writes: list[Any], src: Path) -> list[Any]:
     """Write each planned change atomically, only over the bytes that were read (a file saved in
     the meantime is left alone: E952)."""
-    from dataclasses import replace
-
-    from .. import codes
-    from ..atomic import ChangedOnDisk, reason, write_file
-    from ..diagnostics import make
-
     done = []
     for w in writes:
         if w.diagnostic is None and w.text is not None:
@@ -387,8 +362,6 @@ def _apply(writes: list[Any], src: Path) -> list[Any]:
 
 
 def render_advice_text(advice: list[Any], basis: str) -> str:
-    from ..cost import NO_CACHE
-
     lines = [f"advice ({basis}):"]
     for a in advice:
         f = a.facts[0]
@@ -448,8 +421,6 @@ class DiffMoney:
         return render_diff_text(self.cost, self.traffic_path)
 
     def github_lines(self) -> list[str]:
-        from ..diagnostics import github_escape
-
         level = "error" if self.failing else "notice"
         message = "; ".join(line.strip() for line in self.text_lines()[1:])
         title = github_escape("promptc: cost", prop=True)
@@ -466,14 +437,14 @@ def _folder_of(arg: str) -> Path | None:
 
 
 def diff_money(
-    old_document: dict[str, Any],
+    old_manifest: Manifest,
     old_arg: str,
-    new_document: dict[str, Any],
+    new_manifest: Manifest,
     new_arg: str,
     traffic_path: str | None,
     fail_on: tuple[str, ...],
 ) -> DiffMoney | None:
-    """The cost of a diff between two decoded manifests, read with the artifacts beside them
+    """The cost of a diff between two manifests, read with the artifacts beside them
     (none for `-`, stdin: the old sizes are then estimated). None without --traffic; a `cost>`
     limit without --traffic is a usage error."""
     limits = cost_limits(fail_on)
@@ -481,13 +452,8 @@ def diff_money(
         if limits:
             _fail("diff", "--fail-on cost>AMOUNT needs --traffic FILE (requests per day of each prompt)")
         return None
-    from ..cost import diff_cost, facts_of_build
-    from ..model import ArtifactError, Manifest
 
-    try:
-        old_facts = facts_of_build(Manifest.from_json(old_document), _folder_of(old_arg))[0]
-        new_facts = facts_of_build(Manifest.from_json(new_document), _folder_of(new_arg))[0]
-    except ArtifactError as exc:  # diff reports a malformed manifest itself; this is a safety net
-        _fail("diff", str(exc))
+    old_facts = facts_of_build(old_manifest, _folder_of(old_arg))[0]
+    new_facts = facts_of_build(new_manifest, _folder_of(new_arg))[0]
     traffic = load_traffic("diff", traffic_path, list(new_facts), list(old_facts))
     return DiffMoney(diff_cost(old_facts, new_facts, traffic), traffic_path, limits)

@@ -8,10 +8,27 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import orjson
 
-from ..language import FAIL_KINDS
-from .common import USAGE_ERROR, settings
-from .cost import FailOnType
+from ..driver import compile_tree
+from ..driver.sources import read_tree
+from ..facts import diagnostics
+from ..facts.language import FAIL_KINDS, MANIFEST
+from ..runtime.buildfolder import BuildFolderError, manifest_path, parse_document, read_document
+from ..runtime.model import Manifest
+from ..tools.diff import (
+    ManifestError,
+    diff_manifests,
+    locate_busts,
+    manifest_of,
+    render_github,
+    render_markdown,
+    render_text,
+    summary_line,
+)
+from .common import USAGE_ERROR, envelope, settings
+from .cost import FailOnType, diff_money
+from .oldtree import OldTreeError, from_folder, from_revision
 
 
 def _usage_error(message: str) -> NoReturn:
@@ -21,69 +38,28 @@ def _usage_error(message: str) -> NoReturn:
 
 def _read_manifest(arg: str) -> dict[str, Any]:
     """A manifest from a file, a build folder (its manifest.json), or `-` for stdin."""
-    import orjson
-
-    label = "stdin" if arg == "-" else arg
     try:
         if arg == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            path = Path(arg)
-            if path.is_dir():
-                path = path / "manifest.json"
-                label = str(path)
-            data = path.read_bytes()
-    except OSError as exc:
-        _usage_error(f"cannot read {label}: {exc.strerror or exc}")
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        _usage_error(f"{label} is not valid JSON: {exc}")
-    if not isinstance(document, dict):
-        _usage_error(f"{label} is not a promptc manifest (expected a JSON object)")
-    return document
+            return parse_document(sys.stdin.buffer.read(), "stdin")
+        path = manifest_path(arg)
+        return read_document(path, arg if path == Path(arg) else str(path))
+    except BuildFolderError as exc:
+        _usage_error(str(exc))
 
 
-def _fail_with(diagnostic, fmt: str) -> NoReturn:
+def _fail_with(diagnostic: diagnostics.Diagnostic, fmt: str) -> NoReturn:
     """An old tree that cannot be read (E940–E943): the diagnostic, exit 2."""
-    from ..diagnostics import render_github, render_text
-
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope("diff", diagnostics=[diagnostic.to_json()], errors=1, warnings=0)
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
-        click.echo(render_github(diagnostic))
+        click.echo(diagnostics.render_github(diagnostic))
     elif fmt == "markdown":
-        from ..diagnostics import render_markdown
-
-        click.echo(render_markdown([diagnostic], "promptc diff: the old tree cannot be read"))
-        click.echo(render_text(diagnostic), err=True)
+        click.echo(diagnostics.render_markdown([diagnostic], "promptc diff: the old tree cannot be read"))
+        click.echo(diagnostics.render_text(diagnostic), err=True)
     else:
-        click.echo(render_text(diagnostic), err=True)
+        click.echo(diagnostics.render_text(diagnostic), err=True)
     sys.exit(USAGE_ERROR)
-
-
-def _compiled_manifest(tree, config) -> dict[str, Any]:
-    """The manifest a build of `tree` would write, compiled in memory (a revision whose build is
-    not committed). Prompts that do not compile there are left out, as a build would fail them."""
-    from ..compile import compile_source
-    from ..driver.manifest import manifest_for
-    from ..driver.sources import is_prompt
-    from ..frontend import PartialLoader
-
-    partials = PartialLoader(config, tree)
-    prompts = []
-    for rel in sorted(tree.files):
-        if not is_prompt(rel):
-            continue
-        compiled = compile_source(rel, tree.files[rel], config, tree, partials)
-        if compiled.ok and compiled.summary is not None:
-            prompts.append(compiled)
-    return manifest_for(prompts, config).to_json()
 
 
 @click.command("diff")
@@ -152,9 +128,6 @@ def diff_cmd(
     Exit codes: 0 no change named by --fail-on, 1 such a change exists, 2 a manifest or the old
     tree cannot be read.
     """
-    from ..diff import ManifestError, diff_manifests, locate_busts, render_github, render_text
-    from .oldtree import OldTreeError, from_folder, from_revision
-
     config = settings().config
     if against is not None and old_manifest is not None and new_manifest is not None:
         _usage_error("give OLD_MANIFEST or --against REV, not both")
@@ -163,7 +136,7 @@ def diff_cmd(
     if against is None and old_manifest is None:
         _usage_error("give OLD_MANIFEST (a manifest or a build folder), or --against REV")
     if new_manifest is None:
-        new_manifest = str(Path(config.out) / "manifest.json")
+        new_manifest = str(Path(config.out) / MANIFEST)
     old_tree = None
     try:
         if against is not None:
@@ -173,43 +146,36 @@ def diff_cmd(
             old_tree = folder if old_tree is None else replace(old_tree, sources=folder.sources)
     except OldTreeError as exc:
         _fail_with(exc.diagnostic, fmt)
+    old: Manifest | dict[str, Any]
     if old_tree is not None and old_manifest is None:
-        import orjson
-
         if old_tree.manifest is not None:
             try:
-                old = orjson.loads(old_tree.manifest)
-            except orjson.JSONDecodeError as exc:
-                _usage_error(f"{against}:{config.out}/manifest.json is not valid JSON: {exc}")
+                old = parse_document(old_tree.manifest, f"{against}:{config.out}/{MANIFEST}")
+            except BuildFolderError as exc:
+                _usage_error(str(exc))
         else:
-            old = _compiled_manifest(old_tree.sources, config)
+            old = compile_tree(old_tree.sources, config)[1]
     else:
         assert old_manifest is not None
         old = _read_manifest(old_manifest)
-    new = _read_manifest(new_manifest)
     try:
-        diff = diff_manifests(old, new)
+        # typed once, here; the diff and its cost read the same two manifests
+        old_typed, new_typed = manifest_of(old, "old"), manifest_of(_read_manifest(new_manifest), "new")
+        diff = diff_manifests(old_typed, new_typed)
     except ManifestError as exc:
         _usage_error(str(exc))
     if old_tree is not None and diff.busts:
-        from ..driver.sources import read_tree
-
         src = Path(config.src)
         if src.is_dir():
             new_tree, _ = read_tree(src, Path(config.out))
             diff = locate_busts(diff, old_tree.sources, new_tree, config)
     failing = diff.failing(fail_on)
-    from .cost import diff_money
 
     # with --against the old artifacts stay in git: the old sizes are estimated (the output says so)
-    money = diff_money(old, old_manifest or "-", new, new_manifest, traffic_path, fail_on)
+    money = diff_money(old_typed, old_manifest or "-", new_typed, new_manifest, traffic_path, fail_on)
     if money is not None:
         failing += money.failing
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         data = diff.to_json()
         data.pop("schema", None)  # the envelope's schema names the document; the diff's fields follow
         if money is not None:
@@ -221,12 +187,9 @@ def diff_cmd(
             click.echo(line)
         for line in money.github_lines() if money is not None else ():
             click.echo(line)
-        from ..diff import summary_line
 
         click.echo(f"diff: {summary_line(diff)}")
     elif fmt == "markdown":
-        from ..diff import render_markdown
-
         lines = money.text_lines() if money is not None else ()
         click.echo(render_markdown(diff, failing, lines, title=f"promptc diff against {against or old_manifest}"))
     else:

@@ -7,6 +7,11 @@ from pathlib import Path
 
 import click
 
+from ..driver.sources import loose_tree, read_tree
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, make
+from ..facts.language import SOURCE_SUFFIX
+from ..tools.fmt import FileResult, format_tree, unified_diff, write_results
 from .common import FORMATS, Reporter, project_config
 
 
@@ -22,16 +27,12 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def _targets(paths: tuple[str, ...], src: Path):
+def _targets(paths: tuple[str, ...], src: Path) -> tuple[dict[Path, list[tuple[str, bool]]], list[Diagnostic]]:
     """(root, prefix or file under it) for every PATH, and E934 for those that are not sources.
     A path inside the configured source folder is formatted as part of it (so its includes
     resolve); any other folder is a source folder of its own, any other file is read in its own."""
-    from .. import codes
-    from ..diagnostics import make
-    from ..language import SOURCE_SUFFIX
-
     wanted: dict[Path, list[tuple[str, bool]]] = {}
-    problems = []
+    problems: list[Diagnostic] = []
     for given in paths or (str(src),):
         path = Path(given)
         is_file = path.is_file() and path.name.endswith(SOURCE_SUFFIX)
@@ -68,19 +69,16 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     The compiled artifact of every file stays byte-identical: fmt compiles each file before and
     after (in memory) and refuses, exit 1, any file that does not compile or whose artifact would
     change. See docs/formatter.md."""
-    from ..driver.sources import loose_tree, read_tree
-    from ..fmt import format_tree, unified_diff, write_results
-
-    config, config_diags = project_config(None, None)
+    config, config_diags = project_config({})
     targets, diagnostics = _targets(paths, Path(config.src))
     diagnostics = [*config_diags, *diagnostics]
-    results = []
+    results: list[FileResult] = []
     failed: set[str] = set()
     for root, picks in targets.items():
         if root != Path(config.src) and all(is_file for _, is_file in picks):
             # files outside the source folder, each on its own: their folder (`~`, say) is read
             # only as far as they need, never walked
-            tree, read_diags = loose_tree(root), []
+            tree, read_diags = loose_tree(root), list[Diagnostic]()
         else:
             tree, read_diags = read_tree(root, Path(config.out))
         diagnostics += read_diags
@@ -90,7 +88,7 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
                 chosen = [rel] if rel in tree.files else []
             else:
                 prefix = f"{rel}/" if rel else ""
-                chosen = [r for r in tree.files if r.endswith(".prompt") and r.startswith(prefix)]
+                chosen = [r for r in tree.files if r.endswith(SOURCE_SUFFIX) and r.startswith(prefix)]
             rels += [r for r in chosen if r not in rels]
         result = format_tree(root, sorted(rels), config, tree=tree)
         if not (check or diff):

@@ -1,6 +1,6 @@
 """`promptc import` and `promptc audit`: foreign prompt sources (Dotprompt, Prompty, Jinja2).
 
-The work is `promptc.importers`; this module prints and picks exit codes: 0 when every file was
+The work is `promptc.tools.importers`; this module prints and picks exit codes: 0 when every file was
 imported (or audited), 1 when a file was refused or a check differs, 2 for a usage error.
 """
 
@@ -9,11 +9,12 @@ from __future__ import annotations
 import sys
 
 import click
+import orjson
 
-from .common import FORMATS, Reporter, envelope
-
-KINDS = ("dotprompt", "prompty", "jinja")
-ROLES = ("system", "developer", "user", "assistant")
+from ..facts.diagnostics import render_text, summary_line, use_color
+from ..facts.language import ROLES
+from ..tools.importers import KINDS, AuditReport, audit, import_tree
+from .common import FORMATS, Reporter, envelope, settings
 
 
 @click.command("import")
@@ -41,15 +42,23 @@ ROLES = ("system", "developer", "user", "assistant")
     "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Diagnostics format."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print errors only.")
-def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) -> None:
+def import_cmd(
+    kind: str,
+    src: str,
+    out: str | None,
+    check: bool,
+    inputs: str | None,
+    force: bool,
+    dry_run: bool,
+    role: str,
+    fmt: str,
+    quiet: bool,
+) -> None:
     """Convert KIND sources under SRC (a folder or one file) into `.prompt` sources in OUT.
 
     Each file is either written — it compiles, and with --check renders the same messages as its
     own engine — or refused with a located diagnostic and not written. Existing files are replaced
     only when promptc import wrote them and nobody edited them since (or with --force)."""
-    from ..importers import import_tree
-    from .common import settings
-
     config = settings().config
     out = out or config.src
     result = import_tree(
@@ -92,19 +101,13 @@ def import_cmd(kind, src, out, check, inputs, force, dry_run, role, fmt, quiet) 
 @click.option(
     "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True, help="Output format."
 )
-def audit_cmd(kind, src, role, fmt) -> None:
+def audit_cmd(kind: str, src: str, role: str, fmt: str) -> None:
     """promptc's cache analysis of KIND sources under SRC, imported in memory: nothing is written.
 
     For each prompt: its cache-stable prefix, where and why it ends (in the foreign file), what
     each provider would cache of it; the prefixes prompts share; W705/W710."""
-    from ..diagnostics import render_text, summary_line, use_color
-    from ..importers import audit
-    from .common import settings
-
     report = audit(kind, src, settings().config, role=role)
     if fmt == "json":
-        import orjson
-
         payload = envelope("audit", **report.to_json(), diagnostics=[d.to_json() for d in report.diagnostics])
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         sys.exit(1 if report.refused else 0)
@@ -118,7 +121,7 @@ def audit_cmd(kind, src, role, fmt) -> None:
     sys.exit(1 if report.refused else 0)
 
 
-def audit_lines(report) -> list[str]:
+def audit_lines(report: AuditReport) -> list[str]:
     """The prefix analysis `promptc audit` prints (a function so tests can compare it with a build's)."""
     lines = []
     for name, p in report.analysis.get("prompts", {}).items():

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import click
 
-from .common import settings
+from ..bindings.python import python_module
+from ..bindings.typescript import typescript_module
+from ..facts.codes import CODES
+from ..facts.diagnostics import Diagnostic, render_text
+from ..facts.suggest import did_you_mean
+from ..runtime.atomic import ABSENT, read_file, reason, write_file
+from ..runtime.render import RenderError, load
+from .common import config_options, envelope, settings
 
 
 @click.command("explain")
 @click.argument("code")
 def explain_cmd(code: str) -> None:
     """Print what diagnostic CODE means, why it fires, and an example (as docs/diagnostics.md has it)."""
-    from ..codes import CODES
-    from ..suggest import did_you_mean
-
     entry = CODES.get(code.upper())
     if entry is None:
         close = did_you_mean(code.upper(), list(CODES), limit=2)
@@ -25,7 +33,7 @@ def explain_cmd(code: str) -> None:
         known = f"{len(CODES)} codes, {by_number[0]} … {by_number[-1]}"
         raise click.BadParameter(f"no diagnostic code {code!r}{hint} ({known})", param_hint="CODE")
     severity = "error" if entry.severity == "error" else "warning (`--strict` makes it an error)"
-    click.echo(f"{entry.code}: {entry.title}\n\n{entry.explain}\n\nseverity: {severity}")
+    click.echo(f"{entry.code}: {entry.heading}\n\n{entry.explain}\n\nseverity: {severity}")
     example = _example(entry.code)
     if example:
         click.echo(f"\nexample:\n\n{example.rstrip()}")
@@ -33,8 +41,6 @@ def explain_cmd(code: str) -> None:
 
 def _example(code: str) -> str | None:
     """The real output kept for the docs (shipped with the package as part of codes' documentation)."""
-    from importlib import resources
-
     try:
         return resources.files("promptc.data").joinpath("diagnostics", f"{code}.txt").read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError, OSError):
@@ -49,12 +55,10 @@ def _inputs(names: list[str], shown: int = 3) -> str:
 
 
 @click.command("list")
-@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@config_options("list")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def list_cmd(out: str | None, fmt: str) -> None:
     """List the prompts of the build folder: inputs, model, prefix tokens, and whether the provider caches it."""
-    from ..runtime import RenderError, load
-
     folder = out or settings().config.out
     runtime = load(folder)
     try:
@@ -62,7 +66,7 @@ def list_cmd(out: str | None, fmt: str) -> None:
     except RenderError as exc:
         click.echo(f"promptc list: {exc}", err=True)
         sys.exit(1)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, entry in sorted(entries.items()):
         cached = None if entry.cacheable_tokens is None else entry.cacheable_tokens > 0
         rows.append(
@@ -77,14 +81,12 @@ def list_cmd(out: str | None, fmt: str) -> None:
             }
         )
     if fmt == "json":
-        from .common import envelope
-
         click.echo(json.dumps(envelope("list", out=folder, prompts=rows), indent=2))
         return
     table = [["prompt", "inputs", "model", "prefix", "cached"]]
     for row in rows:
-        cached = "-" if row["cached"] is None else ("yes" if row["cached"] else "no (below minimum)")
-        table.append([row["name"], _inputs(row["inputs"]), row["model"] or "-", str(row["prefix_tokens"]), cached])
+        shown = "-" if row["cached"] is None else ("yes" if row["cached"] else "no (below minimum)")
+        table.append([row["name"], _inputs(row["inputs"]), row["model"] or "-", str(row["prefix_tokens"]), shown])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     for r in table:
         click.echo(
@@ -126,10 +128,6 @@ def toml_string(value: str) -> str:
 @click.option("--out", default="build", show_default=True, help="Output folder the config names.")
 def init_cmd(src: str, out: str) -> None:
     """Start a prompt project here: a SRC folder with a first prompt and [tool.promptc] in pyproject.toml."""
-    from pathlib import Path
-
-    from ..atomic import ABSENT, read_file, reason, write_file
-
     pyproject = Path("pyproject.toml")
     try:
         old = read_file(pyproject, limit=16 << 20) if pyproject.exists() else None
@@ -186,8 +184,6 @@ def gen_cmd() -> None:
 @click.option("--build", "build_dir", default=None, help="Build folder (default from config: out).")
 def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
     """A Python module with a typed function per prompt (`support/chat` → `support_chat(*, ...)`)."""
-    from ..bindings import python_module
-
     _generate(python_module, output, build_dir)
 
 
@@ -197,18 +193,13 @@ def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
 def gen_typescript_cmd(output: str | None, build_dir: str | None) -> None:
     """A TypeScript module with an interface and a typed function per prompt (`support/chat` →
     `supportChat({...})`) over the JavaScript runtime (runtime-js/, the npm package promptc-runtime)."""
-    from ..bindings_ts import typescript_module
-
     _generate(typescript_module, output, build_dir)
 
 
-def _generate(generator, output: str | None, build_dir: str | None) -> None:
+def _generate(
+    generator: Callable[[str, str | None], tuple[str, list[Diagnostic]]], output: str | None, build_dir: str | None
+) -> None:
     """Run a bindings generator: errors (E920) stop it with exit 1; warnings (W921) are printed."""
-    from pathlib import Path
-
-    from ..diagnostics import render_text
-    from ..runtime import RenderError
-
     folder = build_dir or settings().config.out
     try:
         text, diagnostics = generator(folder, output)
@@ -222,7 +213,6 @@ def _generate(generator, output: str | None, build_dir: str | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    from ..atomic import reason, write_file
 
     path = Path(output)
     try:

@@ -12,6 +12,6 @@ def lsp_cmd(stdio: bool) -> None:
 
     Diagnostics are exactly `promptc check`'s for each open file, computed from the unsaved text;
     settings come from the workspace's [tool.promptc]; nothing is ever written."""
-    from ..lsp import serve
+    from ..lsp.server import serve  # the lazy edge: pygls costs half a second to import
 
     serve()

@@ -10,10 +10,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import codes
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, file_span, make
-from ..language import MANIFEST
+from ..driver.sources import read_tree
+from ..facts import codes
+from ..facts.codes import Code
+from ..facts.diagnostics import Diagnostic, file_span, make
+from ..facts.language import MANIFEST, RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..passes.context import SourceTree
 
 
 class OldTreeError(Exception):
@@ -31,13 +33,11 @@ class OldTree:
     label: str = ""
 
 
-def _fail(code, message: str, path: str, hint: str | None = None) -> OldTreeError:
+def _fail(code: Code, message: str, path: str, hint: str | None = None) -> OldTreeError:
     return OldTreeError(make(code, message, file_span(), hint, path=path))
 
 
 def from_folder(folder: str) -> OldTree:
-    from ..driver.sources import read_tree
-
     path = Path(folder)
     if not path.is_dir():
         raise _fail(
@@ -108,7 +108,7 @@ def from_revision(revision: str, src: str, out: str) -> OldTree:
         if kind != "blob" or mode == "120000" or not path.startswith(prefix):
             continue  # symlinks at a revision are not followed
         rel = path[len(prefix) :]
-        if rel.endswith((".prompt", ".json")) and not any(part.startswith(".") for part in rel.split("/")):
+        if rel.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)) and not any(part.startswith(".") for part in rel.split("/")):
             blobs.append((rel, oid))
     if not blobs:
         raise _fail(

@@ -1,6 +1,6 @@
 """`promptc reconcile RECORDS`: the hits the build promised against the hits the provider reported.
 
-The classification lives in `promptc.reconcile`; this module reads the build, the records and (with
+The classification lives in `promptc.tools.reconcile`; this module reads the build, the records and (with
 `--against REV`) the revision's prefixes, prints, and picks the exit code: 0, 1 when a `--fail-on`
 limit is crossed, 2 when the records or the build cannot be read.
 """
@@ -8,19 +8,43 @@ limit is crossed, 2 when the records or the build cannot be read.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
+import orjson
 
-from .common import USAGE_ERROR, settings
+from ..driver import compile_tree
+from ..driver.sources import read_tree
+from ..facts import codes, diagnostics
+from ..facts.diagnostics import file_span, make, use_color
+from ..runtime.model import ArtifactError, Manifest
+from ..tools.reconcile import (
+    FailOn,
+    Locator,
+    ReadStats,
+    SourceLocator,
+    parse_fail_on,
+    read_records,
+    reconcile,
+    records_problem,
+    render_github,
+    render_text,
+)
+from .common import USAGE_ERROR, envelope, settings
+from .cost import read_build
+from .oldtree import OldTreeError, from_revision
+
+if TYPE_CHECKING:
+    FailOnParam = click.ParamType[FailOn]
+else:  # click's ParamType is generic from 8.2 on only
+    FailOnParam = click.ParamType
 
 
-class FailOnRule(click.ParamType):
+class FailOnRule(FailOnParam):
     name = "hit<RATIO|lost>DOLLARS"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from ..reconcile import FailOn, parse_fail_on
-
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> FailOn:
         if isinstance(value, FailOn):
             return value
         try:
@@ -41,13 +65,6 @@ def run_reconcile(
 ) -> Any:
     """The reconciliation of `records` against the build in `folder` (exit 2 when either cannot
     be read); W951 diagnostics are printed to stderr in text and github formats."""
-    from pathlib import Path
-
-    from .. import codes
-    from ..diagnostics import file_span, make, render_github, render_text, use_color
-    from ..reconcile import Locator, ReadStats, SourceLocator, read_records, reconcile, records_problem
-    from .cost import read_build
-
     config = settings().config
     manifest, _facts, artifacts = read_build(command, folder)
     missing = sorted(set(manifest.artifacts) - set(artifacts))
@@ -61,7 +78,10 @@ def run_reconcile(
     path = Path(records)
     problem = records_problem(records)
     if problem is not None:
-        click.echo(render_github(problem) if fmt == "github" else render_text(problem), err=fmt != "github")
+        click.echo(
+            diagnostics.render_github(problem) if fmt == "github" else diagnostics.render_text(problem),
+            err=fmt != "github",
+        )
         sys.exit(USAGE_ERROR)
     old_prefixes = None
     old_tree = None
@@ -70,8 +90,6 @@ def run_reconcile(
     locator: Locator
     src = Path(config.src)
     if src.is_dir():
-        from ..driver.sources import read_tree
-
         tree, _ = read_tree(src, Path(config.out))
         locator = SourceLocator(tree, config, old_tree)
     else:
@@ -97,15 +115,15 @@ def run_reconcile(
             None,
             path=records,
         )
-        click.echo(render_text(diagnostic), err=True)
+        click.echo(diagnostics.render_text(diagnostic), err=True)
         sys.exit(USAGE_ERROR)
     if fmt != "json":
         color = use_color(settings().color, sys.stderr)
         for d in stats.diagnostics:
             if fmt == "github":
-                click.echo(render_github(d))
+                click.echo(diagnostics.render_github(d))
             else:
-                click.echo(render_text(d, color=color) + "\n", err=True, color=color)
+                click.echo(diagnostics.render_text(d, color=color) + "\n", err=True, color=color)
         hidden = stats.skipped - len(stats.diagnostics)
         if hidden > 0:
             click.echo(f"promptc {command}: {hidden} more malformed records skipped", err=True)
@@ -115,17 +133,13 @@ def run_reconcile(
 def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[str, str | None], Any]:
     """The prefix hashes of the build at `against` (its committed manifest, or its sources compiled
     in memory) and its source tree."""
-    import orjson
-
-    from ..model import ArtifactError, Manifest
-    from .oldtree import OldTreeError, from_revision
-
     try:
         old = from_revision(against, config.src, config.out)
     except OldTreeError as exc:
-        from ..diagnostics import render_github, render_text
-
-        click.echo(render_github(exc.diagnostic) if fmt == "github" else render_text(exc.diagnostic), err=True)
+        click.echo(
+            diagnostics.render_github(exc.diagnostic) if fmt == "github" else diagnostics.render_text(exc.diagnostic),
+            err=True,
+        )
         sys.exit(USAGE_ERROR)
     document: Any = None
     if old.manifest is not None:
@@ -133,12 +147,8 @@ def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[s
             document = orjson.loads(old.manifest)
         except orjson.JSONDecodeError:
             document = None
-    if document is None:
-        from .diff import _compiled_manifest
-
-        document = _compiled_manifest(old.sources, config)
     try:
-        manifest = Manifest.from_json(document)
+        manifest = compile_tree(old.sources, config)[1] if document is None else Manifest.from_json(document)
     except ArtifactError as exc:
         click.echo(f"promptc {command}: the manifest at {against}: {exc}", err=True)
         sys.exit(USAGE_ERROR)
@@ -196,10 +206,6 @@ def reconcile_cmd(
     result = run_reconcile("reconcile", records, folder, against=against, window=window, horizon=horizon, fmt=fmt)
     failing = result.failing(fail_on)
     if fmt == "json":
-        import orjson
-
-        from .common import envelope
-
         payload = envelope(
             "reconcile",
             out=folder,
@@ -210,13 +216,9 @@ def reconcile_cmd(
         )
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     elif fmt == "github":
-        from ..reconcile import render_github
-
         for line in render_github(result, failing):
             click.echo(line)
     else:
-        from ..reconcile import render_text
-
         click.echo(render_text(result))
     if failing:
         if fmt != "json":

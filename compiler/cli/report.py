@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
+from ..runtime.atomic import reason, write_file
+from ..tools.cost import diff_cost, tree_cost
+from ..tools.diff import diff_manifests
+from ..tools.report import report_html
 from .common import USAGE_ERROR, settings
+from .cost import load_traffic, read_build
+from .reconcile import run_reconcile
 
 
 @click.command("report")
@@ -38,11 +44,6 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
     """Write one static HTML page (no network, no external assets): the prefix tree of all prompts,
     each prompt's request as stable and dynamic bars with its prefix end, with --old the cache
     busts and what they cost, and with --records the hits observed against the ones promised."""
-    from ..cost import diff_cost, tree_cost
-    from ..diff import diff_manifests
-    from ..report import report_html
-    from .cost import load_traffic, read_build
-
     folder = out or settings().config.out
     manifest, facts, artifacts = read_build("report", folder)
     missing = sorted(set(manifest.artifacts) - set(artifacts))
@@ -64,11 +65,8 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
     money = diff_cost(old_facts, facts, traffic) if old_facts is not None and traffic is not None else None
     observed = None
     if records is not None:
-        from .reconcile import run_reconcile
-
         observed = run_reconcile("report", records, folder)
     page = report_html(artifacts, diff=diff, cost=cost, diff_cost=money, traffic_label=traffic_path, observed=observed)
-    from ..atomic import reason, write_file
 
     try:
         # atomic: the previous report stays whole until the new one is complete on disk

@@ -1,34 +1,38 @@
 """`promptc render` and `promptc inspect`: the runtime side of the command line.
 
 Registered on the main group by `promptc.cli` (`main.add_command(render_cmd)`, `main.add_command(inspect_cmd)`).
-Imports stay inside the commands so that `promptc --version` does not pay for them. Errors are one line
+Errors are one line
 on stderr and exit 1; bad usage (a malformed `--var`, an unreadable `--vars` file) exits 2.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
-if TYPE_CHECKING:
-    from ..model import Artifact
+from ..facts.language import PLACEHOLDER_PATH
+from ..facts.language import SHAPES as SHAPE_CHOICES
+from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
+from ..runtime.inputtypes import from_text
+from ..runtime.model import Artifact
+from ..runtime.render import MissingInputsError, RenderError, load
+from .common import Settings, config_options, envelope, settings
 
-from ..language import SHAPES as SHAPE_CHOICES
 
-
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"error: {' '.join(str(message).split())}", err=True)
     sys.exit(1)
 
 
 @contextmanager
-def _one_line_errors():
+def _one_line_errors() -> Iterator[None]:
     """Render errors (and anything unexpected) become one line on stderr and exit 1, never a traceback."""
-    from ..runtime import RenderError
-
     try:
         yield
     except RenderError as exc:
@@ -43,17 +47,14 @@ def _build_dir(out: str | None) -> str:
     """The build folder: `--out`, else `out` from [tool.promptc], else `build`."""
     if out is not None:
         return out
-    from .common import settings
 
     return settings().config.out or "build"
 
 
 def _parse_var(raw: str, into: dict[str, Any]) -> None:
     """`k=v` sets a string input; `a.b=v` sets key `b` of the mapping input `a` (for `${a.b}`)."""
-    import re
-
     key, eq, value = raw.partition("=")
-    if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", key):
+    if not eq or not PLACEHOLDER_PATH.match(key):
         raise click.BadParameter(f"expected NAME=VALUE, got {raw!r}", param_hint="--var")
     *parents, leaf = key.split(".")
     target = into
@@ -72,8 +73,6 @@ def _parse_var(raw: str, into: dict[str, Any]) -> None:
 def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """`--var` values parsed by the input's declared type (`true`, `3`, JSON for lists and
     objects); untyped inputs, and strings, stay as written. A mismatch is a usage error."""
-    from ..inputtypes import from_text
-
     properties = schema.get("properties", {})
     typed: dict[str, Any] = {}
     for key, value in texts.items():
@@ -88,9 +87,6 @@ def _typed(texts: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_vars(path: str) -> dict[str, Any]:
-    import json
-    from pathlib import Path
-
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -108,11 +104,7 @@ def _read_vars(path: str) -> dict[str, Any]:
 
 def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion for NAME: the prompts of the build folder (`-o`, else config `out`)."""
-    from ..runtime import RenderError, load
-
     try:
-        from .common import Settings  # completion runs without an active click context
-
         out = ctx.params.get("out") or Settings().config.out
         return [name for name in load(out).names() if name.startswith(incomplete)]
     except (RenderError, OSError, RuntimeError):
@@ -142,9 +134,7 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
     help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope; body: the exact "
     "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
-@click.option(
-    "--model", default=None, help="Model to send (default: the artifact's, from `param: model=` or config `model`)."
-)
+@config_options("render")
 @click.option(
     "--unknown-inputs",
     type=click.Choice(("error", "ignore")),
@@ -153,7 +143,6 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
     help="A value for an input the prompt does not take (a misspelt --var): an error that names the input it was "
     "probably meant to be, or ignored (a --vars file shared by many prompts).",
 )
-@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
 def render_cmd(
     name: str,
     variables: tuple[str, ...],
@@ -166,20 +155,15 @@ def render_cmd(
     out: str | None,
 ) -> None:
     """Render prompt NAME from the build folder and print the request as JSON."""
-    import json
-
     inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
     texts: dict[str, Any] = {}
     for raw in variables:
         _parse_var(raw, texts)
-    from ..runtime import MissingInputsError, load
 
     with _one_line_errors():
         runtime = load(_build_dir(out), unknown_inputs=unknown_inputs)
         inputs = {**inputs, **_typed(texts, runtime.artifact(name).input_schema)} if texts else inputs
         if std_inputs:
-            from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_inputs, git_inputs
-
             wanted = set(runtime.artifact(name).inputs)
             for keys, collect in ((ENV_KEYS, env_inputs), (GIT_KEYS, git_inputs), (DATE_KEYS, date_inputs)):
                 if wanted & set(keys):  # git is slow-ish: only ask for what the prompt uses
@@ -189,16 +173,12 @@ def render_cmd(
         except MissingInputsError as exc:
             _fail(_with_std_hint(exc, std_inputs))
         if fmt == "body":
-            import sys
-
             sys.stdout.flush()
             sys.stdout.buffer.write(rendered.body(shape, model=model))
             sys.stdout.buffer.flush()
             return
         payload = rendered.as_shape(shape, model=model)
     if fmt == "json":
-        from .common import envelope
-
         payload = envelope("render", prompt=name, shape=shape, request=payload)
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
 
@@ -206,13 +186,11 @@ def render_cmd(
 def _with_std_hint(exc: Exception, std_inputs: bool) -> str:
     """A missing-inputs error that names `--std-inputs` when the missing inputs are the std
     partials' (`env_cwd`, `git_branch`, `today` …), which that flag fills from this machine."""
-    from ..envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS
-
     std = [m for m in getattr(exc, "missing", ()) if m in (*ENV_KEYS, *GIT_KEYS, *DATE_KEYS)]
     if not std or std_inputs:
         return str(exc)
     which = sorted({"std/env" if m in ENV_KEYS else "std/git" if m in GIT_KEYS else "std/date" for m in std})
-    every = len(std) == len(exc.missing)
+    every = len(std) == len(getattr(exc, "missing", ()))
     return (
         f"{exc}; {'they are' if every else f'{len(std)} of them are'} the inputs of {', '.join(which)}: "
         "pass --std-inputs to fill them from this machine (values you give still win)"
@@ -336,22 +314,15 @@ def inspect_lines(artifact: Artifact, src: str | None = None) -> list[str]:
 
 @click.command("inspect")
 @click.argument("name", shell_complete=complete_prompt_names)
-@click.option("-o", "--out", default=None, help="Build folder (default from config: build).")
+@config_options("inspect")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def inspect_cmd(name: str, out: str | None, fmt: str) -> None:
     """Show prompt NAME's messages, blocks, sections, metering and cache prefix."""
-    from ..runtime import load
-
     with _one_line_errors():
         artifact = load(_build_dir(out)).artifact(name)
     if fmt == "json":
-        import json
-
-        from .common import envelope
-
         click.echo(json.dumps(envelope("inspect", out=_build_dir(out), artifact=artifact.to_json()), indent=2))
         return
-    from .common import settings
 
     click.echo("\n".join(inspect_lines(artifact, settings().config.src)))
 

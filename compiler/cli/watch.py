@@ -1,15 +1,22 @@
-"""`promptc watch`: build, then rebuild on every change until Ctrl-C (the loop is `promptc.watch`)."""
+"""`promptc watch`: build, then rebuild on every change until Ctrl-C (the loop is `promptc.driver.watch`)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import click
+import orjson
 from click.core import ParameterSource
 
-from .common import Reporter, common_options, parse_defines, project_config, settings, with_allowed
+from ..driver.watch import watch
+from ..facts.config import Config, coerce
+from ..facts.diagnostics import Diagnostic, render_text, summary_line, use_color
+from .common import Reporter, common_options, config_options, parse_defines, project_config, settings, with_allowed
 
 
 def _stamp(when: float) -> str:
@@ -37,7 +44,7 @@ def _watch_summary(record: Any) -> str:
     return text
 
 
-def _key(d: Any) -> tuple[str, str, str, str]:
+def _key(d: Diagnostic) -> tuple[str, str, str, str]:
     """What makes a diagnostic the same one in the next build: its file, code, severity and
     message (not its line: an edit above it moves it without fixing it)."""
     return (d.path, d.code, d.severity, d.message)
@@ -69,12 +76,6 @@ class _TextReport:
         self._delta(record, previous, current)
 
     def _delta(self, record: Any, previous: list[Any], current: list[Any]) -> None:
-        import os
-        from collections import Counter
-
-        from ..diagnostics import render_text, summary_line, use_color
-        from .common import settings
-
         before = Counter(_key(d) for d in previous)
         now = Counter(_key(d) for d in current)
         edited = {os.path.abspath(path) for path in record.changes}
@@ -83,12 +84,15 @@ class _TextReport:
             color = use_color(settings().color)
         except RuntimeError:
             color = False
-        new, kept, seen = [], [], Counter()
+        new: list[Diagnostic] = []
+        kept: list[Diagnostic] = []
+        seen: Counter[tuple[str, str, str, str]] = Counter()
         for d in current:
             key = _key(d)
             seen[key] += 1
             (new if seen[key] > before[key] else kept).append(d)
-        fixed, gone = [], Counter()
+        fixed: list[Diagnostic] = []
+        gone: Counter[tuple[str, str, str, str]] = Counter()
         for d in previous:
             key = _key(d)
             gone[key] += 1
@@ -116,8 +120,6 @@ class _TextReport:
 
 def _report_build_json(record: Any, reporter: Any) -> None:
     """One compact JSON object per line (a stream a tool can read line by line)."""
-    import orjson
-
     payload: dict[str, Any] = {
         "event": "build",
         "seq": record.seq,
@@ -144,8 +146,7 @@ def _report_build_json(record: Any, reporter: Any) -> None:
 
 
 @click.command("watch")
-@click.argument("src", required=False)
-@click.option("-o", "--out", default=None, help="Output folder (config: out; default build).")
+@config_options("watch")
 @click.option(
     "--debounce",
     type=click.IntRange(0, 10_000),
@@ -155,16 +156,21 @@ def _report_build_json(record: Any, reporter: Any) -> None:
     help="Quiet window after a change before rebuilding, in milliseconds.",
 )
 @common_options
-def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer, provider) -> None:
+def watch_cmd(
+    debounce: int,
+    fmt: str,
+    strict: bool,
+    allow: tuple[str, ...],
+    quiet: bool,
+    defines: tuple[str, ...],
+    **options: Any,
+) -> None:
     """Build SRC into OUT, then rebuild on every change until Ctrl-C.
 
-    A prompt with errors keeps its last good artifact; the other prompts are still written. Changes
-    to pyproject.toml reload the configuration and rebuild everything.
+    A prompt with errors (with --strict: or warnings) keeps its last good artifact; the other
+    prompts are still written, and the configured bindings follow each build. Changes to
+    pyproject.toml reload the configuration and rebuild everything.
     """
-    from dataclasses import replace
-
-    from ..watch import watch
-
     if fmt in ("sarif", "markdown"):
         raise click.BadParameter(
             f"a {fmt} report is one document per run; use `promptc check --format {fmt}` (or --format json, "
@@ -172,12 +178,11 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
             param_hint="--format",
         )
     ctx = click.get_current_context()
-    given = {"src": src, "out": out, "tokenizer": tokenizer, "provider": provider}
     # flags typed on the command line keep winning after pyproject.toml changes
-    explicit = {k: v for k, v in given.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
-    config, config_diags = project_config(src, out, defines, tokenizer=tokenizer, provider=provider, allow=allow)
+    explicit = {k: v for k, v in options.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+    config, config_diags = project_config(options, defines, allow=allow)
     current = settings()  # the loop runs in another thread, where there is no click context
-    reporter = Reporter(fmt, strict, quiet, config.allow)
+    reporter = Reporter(fmt, strict, quiet)
     text = _TextReport(reporter)
 
     def on_result(record: Any) -> None:
@@ -186,11 +191,10 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
         else:
             text(record)
 
-    def reload() -> tuple[Any, list]:
+    def reload() -> tuple[Config, list[Diagnostic]]:
         fresh, diagnostics = current.reload()
         # `--allow` keeps adding to the file's `allow` (a reloaded file's own list included)
-        fresh = with_allowed(replace(fresh, **explicit), allow)
-        reporter.allow = frozenset(fresh.allow)
+        fresh = with_allowed(replace(fresh, **{k: coerce(k, v) for k, v in explicit.items()}), allow)
         return fresh.with_defines(parse_defines(defines)), diagnostics
 
     click.echo(f"watching {config.src} → {config.out} (Ctrl-C to stop)", err=True)
@@ -203,6 +207,7 @@ def watch_cmd(src, out, debounce, fmt, strict, allow, quiet, defines, tokenizer,
             debounce=debounce / 1000,
             config_loader=reload,
             config_diagnostics=config_diags,
+            strict=strict,
         )
     except KeyboardInterrupt:
         pass  # a Ctrl-C that arrived before the signal handlers were installed

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from .. import codes
-from ..compile import CompiledPrompt
-from ..config import Config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, file_span, make
-from ..language import MANIFEST
-from ..model import Manifest, ManifestEntry
+from ..compile.pipeline import CompiledPrompt
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, file_span, make
+from ..facts.language import MANIFEST
+from ..passes.context import SourceTree
+from ..runtime.model import Manifest
 
 
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:
     """The manifest of the prompts a build writes: each one's entry, and the prefixes they share."""
     entries = []
     for prompt in prompts:
-        assert prompt.summary is not None and prompt.artifact_sha256 is not None
-        raw = {"path": f"{prompt.name}.json", "sha256": prompt.artifact_sha256, **prompt.summary}
-        entries.append((prompt.name, ManifestEntry.from_json(raw, own=True)))
+        assert prompt.entry is not None
+        entries.append((prompt.name, prompt.entry))
     return Manifest.of(entries, tokenizer=config.tokenizer, provider=config.provider or None)
 
 
@@ -38,13 +34,3 @@ def collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnost
                 )
             )
     return problems
-
-
-def read_manifest(out: Path) -> dict[str, Any]:
-    import orjson
-
-    try:
-        data = orjson.loads((out / MANIFEST).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -1,10 +1,10 @@
 """Stage 2 — plan: what the incremental cache lets this build reuse, and the cache itself.
 
-The cache (`.promptc-cache/<out>.state.json`) records, for every artifact in the output folder, the
-sha256 of the source and of every partial it includes, what the manifest says about it, its
-warnings, and the stat of the artifact file; and for every source file its stat and sha256. It is
-an optimisation only: a stale, corrupt or missing cache means a full build, never a wrong one, and
-it is keyed by a fingerprint of the compiler's own files and the configuration.
+The cache (`buildfolder.state_path`: `.promptc-cache/<out>.state.json`) records, for every artifact
+in the output folder, the sha256 of the source and of every partial it includes, its manifest
+entry, its warnings, and the stat of the artifact file; and for every source file its stat and
+sha256. It is an optimisation only: a stale, corrupt or missing cache means a full build, never a
+wrong one, and it is keyed by a fingerprint of the compiler's own files and the configuration.
 """
 
 from __future__ import annotations
@@ -17,14 +17,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..atomic import read_file, write_file
-from ..compile import CompiledPrompt, name_of
-from ..config import Config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, Span, has_errors
-from ..model import Artifact, ArtifactError, ManifestEntry
-from .output import CACHE_DIR
+import orjson
+
+from ..backend.meter import TokenizerError, meter
+from ..compile.pipeline import CompiledPrompt, name_of
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
+from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.version import VERSION
+from ..passes.context import SourceTree
+from ..runtime.atomic import read_file, write_file
+from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
+from ..runtime.model import Manifest, ManifestEntry
+from ..syntax.parse import grammar_text
 
 
 @dataclass(slots=True)
@@ -59,15 +64,14 @@ class Plan:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
         rebuild after an edit that leaves the texts alone (a comment, a directive) or changes one
         section never loads the tokenizer for the rest."""
-        import orjson
-
-        from ..meter import TokenizerError, meter
-
+        folder = BuildFolder(out)
         for rel in rels:
+            artifact = folder.artifact_file(name_of(rel))
+            if artifact is None:
+                continue
             try:
-                artifact = Artifact.from_json(orjson.loads((out / f"{name_of(rel)}.json").read_bytes()))
                 counter = meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
-            except (OSError, ValueError, ArtifactError, TokenizerError):
+            except TokenizerError:
                 continue
             counts: dict[str, int] = {}
             for message in artifact.messages:
@@ -81,12 +85,10 @@ class Plan:
 
 def load_plan(out: Path, config: Config) -> Plan:
     """The cache for `out`, or an empty plan (with the fingerprint) when it is stale or unreadable."""
-    import orjson
-
     fingerprint = compiler_fingerprint(config)
     try:
         # never through a link, never a pipe: a cache entry promptc did not write is no cache
-        state = orjson.loads(read_file(_state_path(out), follow=False))
+        state = orjson.loads(read_file(state_path(out), follow=False))
     except (OSError, ValueError):
         return Plan(fingerprint)
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
@@ -99,16 +101,14 @@ def load_plan(out: Path, config: Config) -> Plan:
 
 def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: SourceTree) -> None:
     """Record what this build wrote, for the next one to plan with."""
-    import orjson
-
     shas = tree.shas
     files = {rel: [*stat, shas[rel]] for rel, stat in tree.stats.items() if rel in shas}
     entries = {}
     base = str(out)
     for prompt in prompts:
-        if prompt.summary is None or prompt.artifact_sha256 is None or has_errors(prompt.diagnostics):
+        if prompt.entry is None or has_errors(prompt.diagnostics):
             continue
-        stat = _output_stat(os.path.join(base, f"{prompt.name}.json"))
+        stat = _output_stat(os.path.join(base, prompt.entry.path))
         if stat is None:
             continue
         if prompt.reused and prompt.source in plan.entries:
@@ -120,8 +120,7 @@ def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: Sourc
         entries[prompt.source] = {
             "sha": shas[prompt.source],
             "deps": {dep: shas.get(dep) for dep in prompt.deps},
-            "summary": prompt.summary,
-            "artifact_sha256": prompt.artifact_sha256,
+            "entry": prompt.entry.to_json(),
             "includes": list(prompt.includes),
             "stat": stat,
             **_warnings_to_state(prompt.diagnostics),
@@ -130,22 +129,17 @@ def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: Sourc
     try:
         # atomic (a killed build leaves the old cache or the new), not fsynced: it is an
         # optimisation a crash may lose, and never written through a link
-        write_file(_state_path(out), orjson.dumps(state), symlinks="refuse", durable=False)
+        write_file(state_path(out), orjson.dumps(state), symlinks="refuse", durable=False)
     except OSError:
         pass  # the cache is an optimisation; never fail a build over it
 
 
-def last_good(prompt: CompiledPrompt, previous: dict[str, Any], out: Path) -> CompiledPrompt | None:
+def last_good(prompt: CompiledPrompt, previous: Manifest | None, out: Path) -> CompiledPrompt | None:
     """For watch: a prompt that fails keeps the artifact the output folder already has."""
-    raw = previous.get(prompt.name)
-    if not isinstance(raw, dict) or not (out / f"{prompt.name}.json").is_file():
+    entry = None if previous is None else previous.artifacts.get(prompt.name)
+    if entry is None or not (out / entry.path).is_file():
         return None
-    try:
-        entry = ManifestEntry.from_json(raw)
-    except ArtifactError:
-        return None
-    summary = {key: value for key, value in entry.to_json().items() if key not in ("path", "sha256")}
-    return replace(prompt, summary=summary, artifact_sha256=entry.sha256, reused=True, data=None)
+    return replace(prompt, entry=entry, reused=True, data=None)
 
 
 def compiler_fingerprint(config: Config) -> str:
@@ -157,19 +151,14 @@ def compiler_fingerprint(config: Config) -> str:
 @cache
 def _package_digest() -> str:
     # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
-    from ..parse import grammar_text
 
-    digest = hashlib.sha256(__version__.encode())
+    digest = hashlib.sha256(VERSION.encode())
     digest.update(grammar_text().encode())
     package = Path(__file__).resolve().parent.parent
     for path in sorted(package.rglob("*")):
-        if path.suffix in (".py", ".prompt", ".json") and "__pycache__" not in path.parts:
+        if path.suffix in (".py", SOURCE_SUFFIX, RESOURCE_SUFFIX) and "__pycache__" not in path.parts:
             digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def _state_path(out: Path) -> Path:
-    return out.parent / CACHE_DIR / f"{out.name}.state.json"
 
 
 def _output_stat(path: Path | str) -> list[int] | None:
@@ -188,19 +177,24 @@ def _warnings_to_state(diagnostics: tuple[Diagnostic, ...]) -> dict[str, Any]:
     for d in diagnostics:
         span = [d.span.start, d.span.end, d.span.line, d.span.col] if d.span else None
         line = None if d.source_line is None else lines.setdefault(d.source_line, len(lines))
-        rows.append([d.code, d.severity, d.message, d.path, span, d.hint, line])
+        fixes = [
+            [f.title, f.preferred, [[e.start, e.end, e.line, e.col, e.end_line, e.end_col, e.text] for e in f.edits]]
+            for f in d.fixes
+        ]
+        rows.append([d.code, d.severity, d.message, d.path, span, d.hint, line, fixes])
     return {"warnings": rows, "lines": list(lines)}
 
 
 def _diag_from_state(row: list[Any], lines: list[str]) -> Diagnostic:
-    code, severity, message, path, span, hint, line = row
+    code, severity, message, path, span, hint, line, fixes = row
     text = None if line is None else lines[line]
-    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, text)
+    kept = tuple(Fix(title, tuple(Edit(*edit) for edit in edits), preferred) for title, preferred, edits in fixes)
+    return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, text, fixes=kept)
 
 
 def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
     name = name_of(rel)
-    if _output_stat(os.path.join(out, f"{name}.json")) != entry.get("stat"):
+    if _output_stat(os.path.join(out, artifact_path(name))) != entry.get("stat"):
         return None  # the file in the output folder is not the one this cache describes
     try:
         lines = entry["lines"]
@@ -210,10 +204,10 @@ def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
             rel,
             warnings,
             includes=tuple(entry["includes"]),
+            # written by this very promptc (the fingerprint says so): taken as it is
+            entry=ManifestEntry.from_json(entry["entry"], own=True),
             resources=tuple(dep for dep in entry["deps"] if dep not in entry["includes"]),
-            summary=entry["summary"],
-            artifact_sha256=entry["artifact_sha256"],
             reused=True,
         )
-    except (KeyError, TypeError, ValueError, IndexError):
+    except (KeyError, TypeError, ValueError, IndexError):  # ArtifactError is a ValueError
         return None

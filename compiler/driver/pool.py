@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool, _ExecutorManagerThread
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from ..compile import CompiledPrompt, compile_source, name_of
-from ..config import Config
-from ..context import SourceTree
-from ..frontend import PartialLoader, vanished
-from .output import _write_file
+from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
+from ..facts.config import Config
+from ..passes.context import SourceTree
+from ..runtime.buildfolder import artifact_path, write_new_file
+from ..syntax.parse import parser
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -26,11 +31,8 @@ def _compile_one(rel: str) -> CompiledPrompt:
 
 
 def _compile(rel: str, tree: SourceTree, config: Config, partials: PartialLoader) -> CompiledPrompt:
-    try:
-        data = tree.files[rel]
-    except OSError as exc:  # listed, then gone: E106 in whichever process found it, nothing cached
-        return CompiledPrompt(name_of(rel), rel, (vanished(tree.display(rel), exc),))
-    return compile_source(rel, data, config, tree, partials)
+    # a source listed, then gone: E106 in whichever process found it, nothing cached
+    return compile_prompt(rel, config, tree, partials=partials).compiled
 
 
 def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
@@ -38,9 +40,9 @@ def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
     build would otherwise hold every artifact until the end."""
     if spool is None or prompt.data is None:
         return prompt
-    path = os.path.join(spool, f"{prompt.name}.json")
+    path = os.path.join(spool, artifact_path(prompt.name))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _write_file(Path(path), prompt.data)
+    write_new_file(Path(path), prompt.data)
     return replace(prompt, data=None, spooled=path)
 
 
@@ -88,8 +90,6 @@ def _worker_init() -> None:
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
         if os.getppid() == 1:  # the parent died before the call
@@ -109,17 +109,17 @@ def stop_on_sigterm() -> Iterator[None]:
         return
     owner = os.getpid()
 
-    def on_term(signum: int, _frame) -> None:
+    def on_term(signum: int, _frame: FrameType | None) -> None:
         if os.getpid() != owner:
             os._exit(128 + signum)
         raise Interrupted(signum)
 
-    def on_int(signum: int, frame) -> None:
+    def on_int(signum: int, frame: FrameType | None) -> None:
         if os.getpid() != owner:
             os._exit(128 + signum)
         signal.default_int_handler(signum, frame)
 
-    installed = {}
+    installed: dict[int, Any] = {}
     for signum, handler, default in (
         (signal.SIGTERM, on_term, signal.SIG_DFL),
         (signal.SIGINT, on_int, signal.default_int_handler),
@@ -131,11 +131,11 @@ def stop_on_sigterm() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, previous in installed.items():
-            signal.signal(signum, previous)
+        for number, previous in installed.items():
+            signal.signal(number, previous)
 
 
-def _stop(executor, finished: bool) -> None:
+def _stop(executor: ProcessPoolExecutor, finished: bool) -> None:
     """Shut the executor down; after an interruption, without waiting for chunks in progress: the
     workers are killed (they hold nothing that needs cleaning up, their spool files go with the
     spool folder)."""
@@ -165,8 +165,6 @@ def _quiet_manager_thread() -> None:
     previous = threading.excepthook
     if getattr(previous, "_promptc_quiet", False):
         return
-    from concurrent.futures import InvalidStateError
-    from concurrent.futures.process import _ExecutorManagerThread
 
     def hook(args: threading.ExceptHookArgs) -> None:
         if isinstance(args.thread, _ExecutorManagerThread) and isinstance(args.exc_value, InvalidStateError):
@@ -185,8 +183,6 @@ def _workers() -> int:
 
 
 def _can_fork() -> bool:
-    import multiprocessing
-
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -205,10 +201,6 @@ def compile_many(
     partials = PartialLoader(config, tree)  # each partial is parsed once per process
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
-        import multiprocessing
-
-        from ..parse import parser
-
         # The parser is loaded once here and inherited by the forked workers. The tokenizer is not:
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE
         # tables out of the main process, the one that holds the whole build's results.
@@ -218,8 +210,6 @@ def compile_many(
             # concurrent.futures, not multiprocessing.Pool: a worker that a signal killed (Ctrl-C
             # and CI's SIGTERM reach the whole process group) breaks the executor cleanly, where
             # Pool.terminate() waits forever for a queue lock the dead worker held.
-            from concurrent.futures import ProcessPoolExecutor
-            from concurrent.futures.process import BrokenProcessPool
 
             ctx = multiprocessing.get_context("fork")
             executor = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init)

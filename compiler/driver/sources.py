@@ -9,11 +9,14 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from stat import S_ISREG
+from typing import Any
 
-from .. import codes
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, file_span, make
-from ..language import PARTIAL_PREFIX, RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, file_span, make
+from ..facts.language import PARTIAL_PREFIX, RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..passes.context import SourceTree
+from ..runtime.atomic import read_file
+from ..syntax.source import MAX_SOURCE_BYTES
 
 # ---------------------------------------------------------------------------------------------
 # Reading the source tree
@@ -83,8 +86,6 @@ class LooseFiles(Mapping[str, bytes]):
     `/` costs what that file and its includes cost, not a walk of every JSON file beneath."""
 
     def __init__(self, folder: Path, *, limit: int | None = None, listed: int = 1000) -> None:
-        from ..source import MAX_SOURCE_BYTES
-
         self.folder = Path(os.path.realpath(folder))
         self.limit = MAX_SOURCE_BYTES if limit is None else limit
         self.listed = listed
@@ -116,7 +117,6 @@ class LooseFiles(Mapping[str, bytes]):
         path = self._path(rel)
         if path is None:
             raise KeyError(rel)
-        from ..atomic import read_file
 
         try:
             data = read_file(path, limit=self.limit)
@@ -164,7 +164,7 @@ RACY_WINDOW_NS = 2_000_000_000
 
 
 def read_tree(
-    src: Path, out: Path | None = None, known: dict[str, list] | None = None, known_at_ns: int = 0
+    src: Path, out: Path | None = None, known: dict[str, list[Any]] | None = None, known_at_ns: int = 0
 ) -> tuple[SourceTree, list[Diagnostic]]:
     """Read every `*.prompt` under `src`, in sorted order.
 

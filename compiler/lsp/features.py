@@ -11,27 +11,29 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from .. import codes
-from ..compile import SourceAnalysis
-from ..context import Context, SourceTree
-from ..diagnostics import Diagnostic, SourceText, Span
-from ..frontend import STD_DISPLAY, read_source, std_partials
-from ..language import (
-    BOUNDARIES,
-    PARTIAL_PREFIX,
-    RESOURCE_SUFFIX,
-    ROLES,
-    SOURCE_SUFFIX,
-    STD_PREFIX,
-    TARGETS,
-)
-from ..nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
+from ..compile.pipeline import HEADER_PASSES, Compilation, PartialLoader, run
+from ..driver.sources import is_prompt
+from ..facts.diagnostics import Diagnostic, SourceText, Span
+from ..facts.language import BOUNDARIES, PARTIAL_PREFIX, RESOURCE_SUFFIX, ROLES, SOURCE_SUFFIX, STD_PREFIX, TARGETS
+from ..passes.context import Context, SourceTree
+from ..passes.directives import RESERVED_KEYS
+from ..passes.includes import resolve as resolve_include
+from ..passes.resources import resolve as resolve_resource
+from ..runtime.inputtypes import describe
+from ..runtime.model import Artifact
+from ..runtime.model import Section as ArtifactSection
+from ..runtime.requestmodel import of_artifact
+from ..std import STD_DISPLAY, std_partials
+from ..syntax.nodes import Directive, Document, Header, Include, ResourceRef, SectionMarker
+from ..syntax.nodes import Section as SyntaxSection
 from .workspace import Project
 
 SOURCE_NAME = "promptc"
@@ -47,8 +49,10 @@ class FileView:
     display: str
     src: SourceText
     codec: PositionCodec
+    #: the partials the view's compile read (and its code actions resolve through)
+    loader: PartialLoader
     #: the prompt's compile (None for a partial)
-    analysis: SourceAnalysis | None = None
+    analysis: Compilation | None = None
     header: Header = field(default_factory=Header)
     directives: tuple[Directive, ...] = ()
     includes: tuple[Include, ...] = ()
@@ -86,32 +90,35 @@ class FileView:
         return span is not None and span.src is not None and span.src.path == self.display
 
     def context(self) -> Context:
-        return Context(self.project.config, self.src, self.tree)
+        return Context(self.project.config, self.src, self.tree, self.loader)
 
 
 def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree | None = None) -> FileView | None:
-    """The compiler's view of the source-relative file `rel` (a prompt or a partial)."""
-    from ..driver.sources import is_prompt
-    from ..passes.comments import strip_comments
-    from ..passes.directives import collect
-
+    """The compiler's view of the source-relative file `rel` (a prompt or a partial): a prompt's
+    own compile, with its first two passes over what it wrote (its includes, sections and
+    resource references, before the includes are spliced); a partial's stages, as the build's
+    partial loader runs them."""
     tree = tree or project.tree()
     display = project.display(rel)
-    analysis = project.analyse(rel, tree) if is_prompt(rel) else None
-    if analysis is not None:
+    loader = PartialLoader(project.config, tree)
+    if is_prompt(rel):
+        analysis: Compilation | None = project.analyse(rel, tree)
+        assert analysis is not None
         src, items = analysis.source, analysis.items
-    else:
-        try:
-            src, items, _ = read_source(display, tree.files[rel])
-        except (KeyError, OSError):
+        if src is None:
             return None
-    if src is None:
-        return None
-    ctx = Context(project.config, src, tree)
-    doc = strip_comments(Document(src, rel, items), ctx)
-    kept, header = collect(doc.items, ctx, partial=analysis is None)
-    if analysis is not None and analysis.document is not None:
-        header = analysis.document.header
+        doc = run(Document(src, rel, items), Context(project.config, src, tree, loader), HEADER_PASSES)
+        kept = doc.items
+        header = analysis.document.header if analysis.document is not None else doc.header
+    else:
+        if rel not in tree.files:
+            return None
+        analysis = None
+        partial = loader.compilation(rel)
+        src, items = partial.source, partial.items
+        if src is None or partial.document is None:
+            return None
+        kept, header = partial.document.items, partial.document.header
     return FileView(
         project,
         tree,
@@ -119,6 +126,7 @@ def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree |
         display,
         src,
         codec,
+        loader,
         analysis,
         header,
         tuple(item for item in items if isinstance(item, Directive)),
@@ -135,8 +143,8 @@ def view_of(project: Project, rel: str, codec: PositionCodec, tree: SourceTree |
 def lsp_diagnostic(uri: str, d: Diagnostic, lines: list[str], codec: PositionCodec) -> types.Diagnostic:
     """A compiler diagnostic as the LSP's: the same code, message and range as `promptc check`
     prints (`path:line:col` to `end_line:end_col`). The hint, and the prompts that reported a
-    partial's diagnostic, are related information at the same place (and the hint is in `data`,
-    where the code actions read it)."""
+    partial's diagnostic, are related information at the same place; its fixes are in `data`,
+    where the code actions read them."""
     end_line, end_col = d.end
     start = codec.position_to_client_units(lines, types.Position(line=d.line - 1, character=d.col - 1))
     end = codec.position_to_client_units(lines, types.Position(line=end_line - 1, character=end_col - 1))
@@ -154,7 +162,7 @@ def lsp_diagnostic(uri: str, d: Diagnostic, lines: list[str], codec: PositionCod
         code=d.code,
         source=SOURCE_NAME,
         related_information=related or None,
-        data={"hint": d.hint, "included_by": list(d.included_by)},
+        data={"hint": d.hint, "included_by": list(d.included_by), "fixes": [fix.to_json() for fix in d.fixes]},
     )
 
 
@@ -209,16 +217,12 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
     ctx = view.context()
     for inc in view.includes:
         if inc.span.line == line:
-            from ..passes.includes import resolve
-
-            key, _code, problem = resolve(ctx, view.rel, inc.path)
+            key, _code, problem = resolve_include(ctx, view.rel, inc.path)
             return Target("include", inc.path, inc.span, key, problem)
     for ref in view.resources:
         if ref.span.line == line:
-            from ..passes.resources import resolve
-
             chosen = next(((p, s) for p, s in ref.paths if s.start <= offset <= s.end), ref.paths[0])
-            key, problem = resolve(ctx, view.rel, chosen[0])
+            key, problem = resolve_resource(ctx, view.rel, chosen[0])
             # an `@schemas/x.json` input type is a reference of kind "input": a path, not an input
             kind = "schema" if ref.kind == "input" else ref.kind
             return Target(kind, chosen[0], chosen[1], key, problem)
@@ -227,9 +231,7 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
             for match in re.finditer(r"@([^\s,|\]\[]+)", d.value):
                 start = d.value_span.start + match.start()
                 if start <= offset <= start + len(match.group(0)):
-                    from ..passes.resources import resolve
-
-                    key, problem = resolve(ctx, view.rel, match.group(1))
+                    key, problem = resolve_resource(ctx, view.rel, match.group(1))
                     return Target(
                         "schema", match.group(1), view.src.span(start, start + len(match.group(0))), key, problem
                     )
@@ -242,8 +244,6 @@ def target_at(view: FileView, position: types.Position) -> Target | None:
 def path_of(view: FileView, key: str) -> Path | None:
     """The file a resolved include, tool or schema key names on disk."""
     if key.startswith(STD_PREFIX):
-        from importlib import resources
-
         return Path(str(resources.files("promptc.std").joinpath(f"{key[len(STD_PREFIX) :]}{SOURCE_SUFFIX}")))
     return view.project.src / key
 
@@ -252,11 +252,11 @@ def path_of(view: FileView, key: str) -> Path | None:
 # Hover
 
 
-def _sections_of(doc: Document, artifact) -> list[tuple[int, object, object | None]]:
+def _sections_of(doc: Document, artifact: Artifact | None) -> list[tuple[int, SyntaxSection, ArtifactSection | None]]:
     """(message index, document section, artifact section or None) in document order."""
-    out = []
+    out: list[tuple[int, SyntaxSection, ArtifactSection | None]] = []
     for mi, message in enumerate(doc.messages):
-        flat = []
+        flat: list[ArtifactSection] = []
         if artifact is not None and mi < len(artifact.messages):
             flat = [s for block in artifact.messages[mi].blocks for s in block.sections]
         for si, section in enumerate(message.sections):
@@ -283,8 +283,6 @@ def hover(view: FileView, position: types.Position) -> types.Hover | None:
 
 
 def _hover_input(view: FileView, name: str) -> str:
-    from ..inputtypes import describe
-
     header = view.header
     doc = view.document
     artifact = view.analysis.compiled.artifact if view.analysis is not None else None
@@ -358,8 +356,8 @@ def _hover_path(view: FileView, target: Target) -> str:
         if names:
             lines.append(f"\nsections: {', '.join(f'`{n}`' for n in names)}")
     if target.kind == "tools" and doc is not None and doc.tools:
-        names = ", ".join(f"`{tool['name']}`" for tool in doc.tools)
-        lines.append(f"\ntools of the prompt: {names}")
+        listed = ", ".join(f"`{tool['name']}`" for tool in doc.tools)
+        lines.append(f"\ntools of the prompt: {listed}")
     return "\n".join(lines)
 
 
@@ -401,15 +399,18 @@ _PLACEHOLDER_OPEN = re.compile(r"(?<!\\)\$\{([A-Za-z0-9_]*)$")
 
 
 def completion(view: FileView, position: types.Position) -> list[types.CompletionItem]:
-    from ..passes.directives import RESERVED_KEYS
-
     offset = view.offset(position)
     at = view.src.span(offset)
     line_start = view.src.line_starts[at.line - 1]
     before = view.src.text[line_start:offset]
     kind = types.CompletionItemKind
 
-    def items(words, item_kind, detail: str, insert=None) -> list[types.CompletionItem]:
+    def items(
+        words: Iterable[str],
+        item_kind: types.CompletionItemKind,
+        detail: str,
+        insert: Callable[[str], str] | None = None,
+    ) -> list[types.CompletionItem]:
         return [
             types.CompletionItem(label=w, kind=item_kind, detail=detail, insert_text=insert(w) if insert else None)
             for w in words
@@ -467,57 +468,33 @@ def completion(view: FileView, position: types.Position) -> list[types.Completio
 # ---------------------------------------------------------------------------------------------
 # Code actions
 
-_SUGGESTED = re.compile(r"did you mean `([^`]+)`\?|declares `([^`]+)` \(line")
-_QUOTED = re.compile(r"`([^`]+)`")
-
 
 def code_actions(view: FileView, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
+    """The quick fixes of the diagnostics in range: each one's structured fixes (`Diagnostic.fixes`,
+    carried in the LSP diagnostic's `data`), their edits in the client's units. Nothing is read
+    from the text of a hint."""
     actions: list[types.CodeAction] = []
     for diagnostic in diagnostics:
-        if diagnostic.source != SOURCE_NAME:
+        if diagnostic.source != SOURCE_NAME or not isinstance(diagnostic.data, dict):
             continue
-        data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
-        hint = data.get("hint") or ""
-        message = diagnostic.message
-        start = view.offset(diagnostic.range.start)
-        end = view.offset(diagnostic.range.end)
-        written = view.src.text[start:end]
-        wrong = _QUOTED.search(message)
-        suggestion = _SUGGESTED.search(hint)
-        if suggestion and wrong:
-            better = suggestion.group(1) or suggestion.group(2)
-            edit = _replacement(view, start, written, wrong.group(1), better)
-            if edit is not None:
-                actions.append(_action(f"Replace `{wrong.group(1)}` with `{better}`", uri, [edit], diagnostic, True))
-        if diagnostic.code == str(codes.UNDECLARED_INPUT) and wrong:
-            edit = _declare(view, wrong.group(1))
-            if edit is not None:
-                actions.append(_action(f"Add `{wrong.group(1)}` to `/// input:`", uri, [edit], diagnostic, False))
+        for fix in diagnostic.data.get("fixes") or ():
+            edits = [
+                types.TextEdit(
+                    range=types.Range(
+                        start=view.position(edit["line"], edit["col"]),
+                        end=view.position(edit["end_line"], edit["end_col"]),
+                    ),
+                    new_text=edit["text"],
+                )
+                for edit in fix["edits"]
+            ]
+            actions.append(_action(fix["title"], uri, edits, diagnostic, bool(fix["preferred"])))
     return actions
 
 
-def _replacement(view: FileView, start: int, written: str, wrong: str, better: str) -> types.TextEdit | None:
-    """Replace the misspelt word inside the diagnostic's range (a whole suggested line such as
-    `/// param: model=x` replaces the whole range)."""
-    if better.startswith("///"):
-        return types.TextEdit(range=view.range_of(view.src.span(start, start + len(written))), new_text=better)
-    match = re.search(rf"(?<![\w]){re.escape(wrong)}(?![\w])", written)
-    if match is None:
-        return None
-    at = start + match.start()
-    return types.TextEdit(range=view.range_of(view.src.span(at, at + len(wrong))), new_text=better)
-
-
-def _declare(view: FileView, name: str) -> types.TextEdit | None:
-    directive = next((d for d in view.directives if d.key == "input"), None)
-    if directive is None:
-        return None
-    end = directive.value_span.end
-    text = f", {name}" if directive.value.strip() else f" {name}"
-    return types.TextEdit(range=view.range_of(view.src.span(end, end)), new_text=text)
-
-
-def _action(title: str, uri: str, edits, diagnostic, preferred: bool) -> types.CodeAction:
+def _action(
+    title: str, uri: str, edits: list[types.TextEdit], diagnostic: types.Diagnostic, preferred: bool
+) -> types.CodeAction:
     return types.CodeAction(
         title=title,
         kind=types.CodeActionKind.QuickFix,
@@ -574,10 +551,10 @@ def prefix_end(view: FileView) -> PrefixEndInfo | None:
 
 
 def _first_dynamic(view: FileView) -> tuple[str, Span | None]:
-    from ..requestmodel import of_artifact
-
     doc = view.document
-    artifact = view.analysis.compiled.artifact  # type: ignore[union-attr]
+    artifact = view.analysis.compiled.artifact if view.analysis is not None else None
+    if doc is None or artifact is None:
+        return "the prompt does not compile", None
     stop = of_artifact(artifact).prefix().stop  # where the request model's walk stops
     if stop is None or stop.message is None or stop.block is None:
         return "the whole request is stable", None
@@ -610,13 +587,10 @@ def _key_of(view: FileView, path: str) -> str:
 
 def _include_line(view: FileView, key: str) -> tuple[int, int] | None:
     """The line of this file's `/// include:` that brings in `key` (directly or through partials)."""
-    from ..frontend import PartialLoader
-    from ..passes.includes import resolve
-
-    loader = PartialLoader(view.project.config, view.tree)
+    loader = view.loader
     ctx = view.context()
     for inc in view.includes:
-        start, _, _ = resolve(ctx, view.rel, inc.path)
+        start, _, _ = resolve_include(ctx, view.rel, inc.path)
         if start is None:
             continue
         seen = {start}
@@ -628,7 +602,7 @@ def _include_line(view: FileView, key: str) -> tuple[int, int] | None:
             partial = loader.load(current)
             for item in partial.items:
                 if isinstance(item, Include):
-                    found, _, _ = resolve(ctx, current, item.path)
+                    found, _, _ = resolve_include(ctx, current, item.path)
                     if found is not None and found not in seen:
                         seen.add(found)
                         stack.append(found)

@@ -8,21 +8,24 @@ workspace and never writes anything, `build/` included.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
-from .. import __version__
-from ..diagnostics import Diagnostic
-from ..language import SOURCE_SUFFIX
+from ..facts.diagnostics import Diagnostic
+from ..facts.language import SOURCE_SUFFIX
+from ..facts.version import VERSION
+from ..passes.context import SourceTree
 from . import features
 from .workspace import Project, is_foreign
 
@@ -50,7 +53,13 @@ class _Document(TextDocument):
         return tuple(_LSP_LINE.findall(self.source))
 
 
-def _create_document(workspace: Workspace, doc_uri: str, source=None, version=None, language_id=None) -> TextDocument:
+def _create_document(
+    workspace: Workspace,
+    doc_uri: str,
+    source: str | None = None,
+    version: int | None = None,
+    language_id: str | None = None,
+) -> TextDocument:
     return _Document(
         doc_uri,
         source=source,
@@ -68,8 +77,6 @@ _ANSWERED = object()
 def _what_failed(error: JsonRpcException) -> str | None:
     """`Invalid Params: invalid value @ $.params.position (Position.line should be in range
     [0:2147483647], but was -1.)`: where the params failed, from cattrs, and why."""
-    import cattrs
-
     cause = error.__cause__
     if not isinstance(cause, cattrs.ClassValidationError):
         return None
@@ -97,10 +104,11 @@ class _Protocol(LanguageServerProtocol):
     @_workspace.setter
     def _workspace(self, workspace: Workspace | None) -> None:
         if workspace is not None:
-            workspace._create_text_document = _create_document.__get__(workspace)
+            # the workspace's documents are made by its own method: it is replaced on this instance
+            workspace._create_text_document = _create_document.__get__(workspace)  # type: ignore[method-assign]
         self.__dict__["_promptc_workspace"] = workspace
 
-    def structure_message(self, data: dict[str, Any]):
+    def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
@@ -111,7 +119,7 @@ class _Protocol(LanguageServerProtocol):
             self._send_response(data["id"], error=response)
             return _ANSWERED
 
-    def handle_message(self, message) -> None:
+    def handle_message(self, message: Any) -> None:
         if message is _ANSWERED:
             return
         super().handle_message(message)
@@ -121,7 +129,7 @@ class PromptServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             "promptc",
-            __version__,
+            VERSION,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=_Protocol,
         )
@@ -216,7 +224,7 @@ class PromptServer(LanguageServer):
         for uri in sorted(targets):
             self.publish_one(uri, tree)
 
-    def publish_one(self, uri: str, tree=None) -> None:
+    def publish_one(self, uri: str, tree: SourceTree | None = None) -> None:
         placed = self.place(uri)
         if placed is None:
             return
@@ -259,8 +267,6 @@ class _LooseProject(Project):
 
 
 def _relative(folder: Path, root: Path) -> str:
-    import os
-
     try:
         return Path(os.path.relpath(folder, root)).as_posix()
     except ValueError:

@@ -1,5 +1,5 @@
 """The language server's view of a workspace: the source folder on disk, overlaid with the
-documents open in the editor, compiled by the compiler's own entry (`compile.analyse_source`).
+documents open in the editor, compiled by the compiler's own entry (`pipeline.compile_prompt`).
 
 No LSP types here, and no writes: the project is read (the source folder, `[tool.promptc]`),
 never the output folder, and nothing is ever written. Every compile goes through the same code as
@@ -17,13 +17,15 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from ..compile import SourceAnalysis, analyse_source
-from ..config import Config, find_pyproject, load_config
-from ..context import SourceTree
-from ..diagnostics import Diagnostic, SourceText, deduplicated
-from ..frontend import PartialLoader
-from ..language import SOURCE_SUFFIX
+from ..compile.pipeline import Compilation, PartialLoader, compile_prompt
+from ..driver.sources import LooseFiles, is_prompt, read_tree
+from ..facts.config import Config, find_pyproject, load_config
+from ..facts.diagnostics import Diagnostic, SourceText, deduplicated
+from ..facts.language import SOURCE_SUFFIX
+from ..passes.context import SourceTree
+from ..syntax.source import decode
 
 #: the first line of a YAML front matter: a Dotprompt or Humanloop `.prompt` file, not promptc's (a
 #: promptc separator has five dashes and a role; `---` alone is text to promptc)
@@ -91,7 +93,7 @@ class Overlay(Mapping[str, bytes]):
 class Cached:
     """A compiled prompt and the content hashes of every file it read (itself first)."""
 
-    analysis: SourceAnalysis
+    analysis: Compilation
     fingerprint: tuple[tuple[str, str], ...]
 
 
@@ -116,7 +118,8 @@ class Project:
         self._cache: dict[str, Cached] = {}
         self._scanned_at = 0.0
         self._disk: SourceTree | None = None
-        self._known: dict[str, list] = {}
+        self._known: dict[str, list[Any]] = {}
+        self._known_at = 0
         self._owned: dict[Path, bool] = {}
         self.load_config()
 
@@ -180,12 +183,8 @@ class Project:
 
     def _disk_tree(self) -> SourceTree:
         if self._disk is None or time.monotonic() - self._scanned_at > RESCAN_AFTER_S:
-            from ..driver.sources import read_tree
-
             started = time.time_ns()
             if not self.scan:
-                from ..driver.sources import LooseFiles
-
                 tree = SourceTree(files=LooseFiles(self.src))
             elif self.src.is_dir():
                 with _cwd(self.root):
@@ -208,8 +207,6 @@ class Project:
         )
 
     def prompts(self, tree: SourceTree) -> list[str]:
-        from ..driver.sources import is_prompt
-
         return [rel for rel in tree.files if is_prompt(rel)]
 
     # -- compiling ----------------------------------------------------------------------------
@@ -225,7 +222,7 @@ class Project:
                 return "-"
         return sha
 
-    def analyse(self, rel: str, tree: SourceTree | None = None, loader: PartialLoader | None = None) -> SourceAnalysis:
+    def analyse(self, rel: str, tree: SourceTree | None = None, loader: PartialLoader | None = None) -> Compilation:
         """Compile one prompt of the tree (from the cache when none of the files it read changed)."""
         tree = tree or self.tree()
         cached = self._cache.get(rel)
@@ -236,13 +233,13 @@ class Project:
         except (KeyError, OSError):
             data = b""
         loader = loader or PartialLoader(self.config, tree)
-        analysis = analyse_source(rel, data, self.config, tree, loader)
+        analysis = compile_prompt(rel, self.config, tree, data=data, partials=loader)
         compiled = analysis.compiled
         fingerprint = tuple((path, self._sha(tree, path)) for path in (rel, *compiled.deps))
         self._cache[rel] = Cached(analysis, fingerprint)
         return analysis
 
-    def analyse_all(self, tree: SourceTree | None = None) -> dict[str, SourceAnalysis]:
+    def analyse_all(self, tree: SourceTree | None = None) -> dict[str, Compilation]:
         """Every prompt of the workspace (what `promptc check` compiles), one shared partial loader."""
         tree = tree or self.tree()
         loader = PartialLoader(self.config, tree)
@@ -258,8 +255,6 @@ class Project:
         diagnostics; for a partial, what the prompts that include it report in it (each naming
         those prompts), one per place and problem; for a partial nothing includes, what reading it
         finds."""
-        from ..driver.sources import is_prompt
-
         tree = tree or self.tree()
         own = self.display(rel)
         found: list[Diagnostic] = []
@@ -281,8 +276,6 @@ class Project:
 
     def source_text(self, rel: str, tree: SourceTree | None = None) -> SourceText | None:
         """The normalised text of a file of the tree, as the compiler reads it."""
-        from ..source import decode
-
         tree = tree or self.tree()
         try:
             data = tree.files[rel]

@@ -1,4 +1,4 @@
-"""Pass 1 — comment elimination (SPEC §1).
+"""The comments pass: comment elimination (docs/language.md, "Comments").
 
 The grammar already decided what is a comment (URL protection, `\\///`, full-line vs inline): a
 full-line comment token spans its whole line including the newline, an inline one includes the
@@ -16,16 +16,18 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..language import BOUNDARIES, TARGETS
-from ..nodes import Comment, Directive, Document, Text
+from ..facts import codes
+from ..facts.diagnostics import Edit, Fix
+from ..facts.language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
+from ..syntax.nodes import Comment, Directive, Document, Text
+from .context import Context
+from .directives import RESERVED_KEYS
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
 #: `/// key value` — a directive but for its colon
 _NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S.*?)[ \t]*\n?\Z", re.S)
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_IDENT = IDENTIFIER_PATTERN
 #: what the value of each directive looks like, for `/// key value` without the colon
 _VALUE_SHAPES = {
     "section": re.compile(rf"[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t]+(?:{'|'.join((*BOUNDARIES, *TARGETS))}))+", re.I),
@@ -38,16 +40,16 @@ _VALUE_SHAPES = {
 }
 
 
-def _near_miss(line: str) -> tuple[str, str] | None:
-    """(message, hint) when the comment line looks like a directive with a slip."""
-    from .directives import RESERVED_KEYS
-
+def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
+    """(message, hint, fix) when the comment line looks like a directive with a slip; the fix is
+    (start, end, text) within the line."""
     cased = _CASED.match(line)
     if cased and cased.group(1) != cased.group(1).lower() and cased.group(1).lower() in RESERVED_KEYS:
         key = cased.group(1)
         return (
             f"`/// {key}:` is a comment, not a directive: directive keys are lowercase",
             f"did you mean `/// {key.lower()}:`?",
+            (cased.start(1), cased.end(1), key.lower()),
         )
     bare = _NO_COLON.match(line)
     if bare and bare.group(1) in _VALUE_SHAPES and _VALUE_SHAPES[bare.group(1)].fullmatch(bare.group(2)):
@@ -55,6 +57,7 @@ def _near_miss(line: str) -> tuple[str, str] | None:
         return (
             f"`/// {key} {value}` is a comment, not a directive: it has no colon",
             f"did you mean `/// {key}: {value}`?",
+            (bare.end(1), bare.start(2), ": "),
         )
     return None
 
@@ -92,11 +95,16 @@ def strip_comments(doc: Document, ctx: Context) -> Document:
         if item.full_line and item.span.src in (None, ctx.source):
             slip = _near_miss(text[item.span.start : item.span.end])
             if slip is not None:
-                end = text.find("\n", item.span.start, item.span.end)
+                message, hint, (start, end, new) = slip
+                line_end = text.find("\n", item.span.start, item.span.end)
+                at = item.span.start
+                what = hint.removeprefix("did you mean ").removesuffix("?")
+                fix = Fix(f"Write {what}", (Edit.of(ctx.source, at + start, at + end, new),))
                 ctx.report(
                     codes.DIRECTIVE_TYPO,
-                    slip[0],
-                    ctx.source.span(item.span.start, end if end != -1 else item.span.end),
-                    slip[1],
+                    message,
+                    ctx.source.span(item.span.start, line_end if line_end != -1 else item.span.end),
+                    hint,
+                    [fix],
                 )
     return replace(doc, items=tuple(kept))

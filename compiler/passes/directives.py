@@ -1,4 +1,4 @@
-"""Pass 2 — directive collection (SPEC §2).
+"""The directives pass: directive collection (docs/language.md, "Directives").
 
 File-scoped directives (`param`, `flow`, `node`, `tag`, `input`, `role`, generic keys) become the
 document header wherever they stand. Positional ones (`section`, `include`) stay in the item stream
@@ -11,15 +11,17 @@ import json
 import math
 import re
 from dataclasses import replace
+from typing import Any
 
-from .. import codes
-from ..config import ROLES
-from ..context import Context
-from ..diagnostics import Span
-from ..language import BOUNDARIES, CACHE_TTLS, TARGETS
-from ..nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
-from ..suggest import did_you_mean
-from ..suppress import parse_allow
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Edit, Fix, Span, replace_word
+from ..facts.language import BOUNDARIES, BUDGET_LIMITS, CACHE_TTLS, IDENTIFIER_PATTERN, ROLES, TARGETS
+from ..facts.suggest import did_you_mean
+from ..runtime.inputtypes import TypeSyntaxError, parse_type
+from ..syntax.jsonfile import unrepresentable
+from ..syntax.nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
+from .context import Context
 
 #: Keys with a meaning of their own; anything else is generic metadata.
 RESERVED_KEYS = (
@@ -36,11 +38,11 @@ RESERVED_KEYS = (
     "cache_ttl",
     "budget",
 )
-#: Directives a partial may not hold (SPEC §7): they describe a whole prompt, not a piece of one.
+#: Directives a partial may not hold: they describe a whole prompt, not a piece of one.
 #: (`tools` is allowed: a shared identity often comes with its tools.)
 PROMPT_ONLY_KEYS = ("param", "flow", "node", "role", "output", "cache_ttl", "budget")
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_NAME = re.compile(rf"{IDENTIFIER_PATTERN}\Z")
 #: keys people write for a reserved one that a typo distance does not catch
 _ALIASES = {
     "params": "param",
@@ -58,7 +60,7 @@ _ALIASES = {
     "ttl": "cache_ttl",
     "budgets": "budget",
 }
-#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.budget)
+#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.backend.budget)
 _MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
 _PARAM_KEYS = ("model", "temperature", "max_tokens", "top_p", "top_k", "stop", "seed")
@@ -107,13 +109,11 @@ def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int) -> No
         parts.append((text, start + len(raw) - len(raw.lstrip())))
 
 
-def _unrepresentable(value: object):
+def _unrepresentable(value: object) -> tuple[list[str | int], str, str] | None:
     """What in a param's JSON value no artifact can carry (a lone surrogate escape, a number out
     of range inside a list or object), as `jsonfile.unrepresentable` says, or None."""
     if isinstance(value, (int, float, bool)) or value is None:
         return None  # a top-level number out of range is kept as its text by `typed_value`
-    from ..jsonfile import unrepresentable
-
     return unrepresentable(value)
 
 
@@ -194,7 +194,7 @@ class _HeaderBuilder:
         self.param_spans: dict[str, Span] = {}
         self.cache_ttl: tuple[str, Span] | None = None
         #: declared input types, as JSON Schema
-        self.types: dict[str, dict] = {}
+        self.types: dict[str, dict[str, Any]] = {}
         #: `name: @schema.json` types, resolved by the resources pass (kept where they stood)
         self.refs: list[ResourceRef] = []
         #: `name: TYPE(max_tokens=N)`: input name → (N, where it is written)
@@ -207,8 +207,6 @@ class _HeaderBuilder:
         """`name: TYPE` of an `/// input:` directive → the input's JSON Schema (E304 when it does
         not parse, located at the offending part of the type). `at`: the offset of `written` in
         the directive's value (else the type is looked for by its text)."""
-        from ..inputtypes import TypeSyntaxError, parse_type
-
         text = written.strip()
         # `TYPE(max_tokens=N)`: the value's bound, for `/// budget:` (matched at the last `(` only:
         # linear on any text)
@@ -232,8 +230,8 @@ class _HeaderBuilder:
                 )
                 return
             src = where.src
-            at = src.span(where.end - len(path), where.end) if src is not None else where
-            self.refs.append(ResourceRef("input", ((path, at),), d.span, input_name=name))
+            written_at = src.span(where.end - len(path), where.end) if src is not None else where
+            self.refs.append(ResourceRef("input", ((path, written_at),), d.span, input_name=name))
             return
         try:
             schema = parse_type(text)
@@ -249,11 +247,9 @@ class _HeaderBuilder:
             return
         self.types[name] = schema
 
-    def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match) -> str:
+    def _bound(self, d: Directive, name: str, written: str, at: int | None, text: str, bound: re.Match[str]) -> str:
         """Record `(max_tokens=N)` of an input's type (E304 for a count that is no whole number);
         the type without it."""
-        from ..budget import parse_count
-
         lead = len(written) - len(written.lstrip())
         where = (
             _value_span(d, at + lead + bound.start(), len(text) - bound.start())
@@ -320,9 +316,9 @@ class _HeaderBuilder:
                         f"first given at line {self.param_spans[name].line}",
                     )
                 value = typed_value(raw.strip())
-                problem = _unrepresentable(value)
-                if problem is not None:
-                    ctx.report(codes.MALFORMED_DIRECTIVE, f"param `{name}`: {problem[1]}", d.value_span, problem[2])
+                unfit = _unrepresentable(value)
+                if unfit is not None:
+                    ctx.report(codes.MALFORMED_DIRECTIVE, f"param `{name}`: {unfit[1]}", d.value_span, unfit[2])
                     continue
                 self.params[name] = value
                 self.param_spans[name] = d.value_span
@@ -368,8 +364,6 @@ class _HeaderBuilder:
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)
         elif key == "budget":
-            from ..budget import parse_budget
-
             if self.budget_span is not None:
                 self.once((d.value, self.budget_span), d)
                 return
@@ -384,7 +378,7 @@ class _HeaderBuilder:
                 return
             self.budget = [(limit, count, _name_span(d, piece)) for limit, count, piece in limits]
             self.budget_span = d.value_span
-        elif key == "promptc":  # `/// promptc: allow W706`: read by promptc.suppress, never metadata
+        elif key == "promptc":  # `/// promptc: allow W706`: applied by promptc.backend.suppress, never metadata
             _, problem = parse_allow(d.value)
             if problem:
                 ctx.report(codes.MALFORMED_DIRECTIVE, problem, d.value_span if d.value else d.span, None)
@@ -397,6 +391,7 @@ class _HeaderBuilder:
                     f"unknown role `{d.value}`",
                     d.value_span,
                     (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
+                    [replace_word(ctx.source_of(d.value_span), d.value_span, d.value, close)] if close else (),
                 )
             elif self.role is not None:
                 self.once(self.role, d)
@@ -410,6 +405,7 @@ class _HeaderBuilder:
                     f"unknown directive `{key}`, kept as metadata",
                     d.span,
                     f"model parameters are params: did you mean `/// param: {key}={d.value}`?",
+                    [_as_param(ctx, d)],
                 )
             elif close:
                 ctx.report(
@@ -417,6 +413,7 @@ class _HeaderBuilder:
                     f"unknown directive `{key}`, kept as metadata",
                     d.span,
                     f"did you mean `{close}`?",
+                    [replace_word(ctx.source_of(d.span), d.span, key, close)],
                 )
             if self.partial:
                 ctx.report(
@@ -450,6 +447,71 @@ class _HeaderBuilder:
             budget=tuple(self.budget),
             budget_span=self.budget_span,
         )
+
+
+def parse_allow(value: str) -> tuple[list[str], str | None]:
+    """The codes of a `promptc: allow …` directive value, or the problem with it."""
+    words = value.split(None, 1)
+    if not words or words[0] != "allow" or len(words) < 2:
+        return [], "write `/// promptc: allow CODE[, CODE]` (the only `promptc:` directive)"
+    names = [name.strip().upper() for name in words[1].split(",") if name.strip()]
+    for name in names:
+        if name not in CODES:
+            return names, f"`{name}` is not a diagnostic code (`promptc explain CODE` lists what one means)"
+        if CODES[name].severity == "error":
+            return names, f"`{name}` is an error: errors cannot be allowed, only warnings"
+    return names, None
+
+
+def _as_param(ctx: Context, d: Directive) -> Fix | None:
+    """`/// max_tokens: 100` written as the param it is: `/// param: max_tokens=100`."""
+    src = ctx.source_of(d.span)
+    written = src.text[d.span.start : d.span.end]
+    at = written.find(d.key)
+    if at == -1:
+        return None
+    start = d.span.start + at
+    return Fix(
+        f"Write `/// param: {d.key}={d.value}`",
+        (Edit.of(src, start, d.value_span.end, f"param: {d.key}={d.value}"),),
+    )
+
+
+#: one limit of a `/// budget:` line: `total<=8000`
+_LIMIT = re.compile(rf"\s*({IDENTIFIER_PATTERN})\s*(<=|≤|<|=|>=|>)?\s*(.*?)\s*\Z", re.S)
+
+
+def parse_count(text: str) -> int | None:
+    """A whole number of tokens: `8000`, `8_000`; None otherwise."""
+    cleaned = text.strip()
+    if not re.fullmatch(r"[0-9](?:_?[0-9])*", cleaned):
+        return None
+    return int(cleaned.replace("_", ""))
+
+
+def parse_budget(value: str) -> tuple[list[tuple[str, int, str]], str | None]:
+    """`total<=8000, uncached<=2000` → [(limit, tokens, the piece as written)], or a problem."""
+    pieces = split_list(value)
+    if not pieces:
+        return [], "`budget` needs a limit, e.g. `total<=8000`"
+    out: list[tuple[str, int, str]] = []
+    for piece in pieces:
+        match = _LIMIT.match(piece)
+        assert match is not None  # the pattern matches any text
+        name, op, number = match.groups()
+        if name not in BUDGET_LIMITS:
+            close = did_you_mean(name, BUDGET_LIMITS)
+            hint = f"; did you mean `{close}`?" if close else ""
+            return [], f"unknown budget `{name}`: a budget limits {' or '.join(BUDGET_LIMITS)}{hint}"
+        if op not in ("<=", "≤"):
+            return [], f"budget `{piece}`: write `{name}<=TOKENS` (an upper bound, inclusive)"
+        count = parse_count(number)
+        if count is None:
+            return [], f"budget `{piece}`: `{number}` is not a whole number of tokens"
+        if any(name == seen for seen, _, _ in out):
+            return [], f"budget `{name}` given twice"
+        out.append((name, count, piece))
+    return out, None
 
 
 def _not_in_partial(ctx: Context, d: Directive) -> None:

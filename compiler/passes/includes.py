@@ -1,4 +1,4 @@
-"""Pass 3 — includes (SPEC §7): resolve, check and splice partials in place.
+"""The includes pass (docs/language.md, "Partials and includes"): resolve, check and splice partials in place.
 
 The pass reads nothing itself: `ctx.partials` (the build's `PartialLoader`) hands it each partial
 already parsed, comments removed and directives collected, once per build. The pass resolves the
@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import replace
+from typing import Any
 
-from .. import codes
-from ..context import Context
-from ..frontend import STD_PREFIX, std_partials
-from ..language import PARTIAL_PREFIX, SOURCE_SUFFIX
-from ..nodes import (
+from ..facts import codes
+from ..facts.codes import Code
+from ..facts.diagnostics import Diagnostic, Fix, replace_word
+from ..facts.language import PARTIAL_PREFIX, SOURCE_SUFFIX, STD_PREFIX
+from ..facts.suggest import did_you_mean
+from ..std import std_partials
+from ..syntax.nodes import (
     IMPLICIT_SECTION,
     Block,
     Document,
@@ -30,10 +33,10 @@ from ..nodes import (
     Separator,
     Text,
 )
-from ..suggest import did_you_mean
+from .context import Context
 
 
-def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, str | None, str | None]:
+def resolve(ctx: Context, includer: str, target: str) -> tuple[str | None, Code | None, str | None]:
     """(key, error code, message). `key` is a source-relative path or `std/NAME`."""
     if target.startswith(STD_PREFIX) and not target.endswith(SOURCE_SUFFIX):
         return (
@@ -78,7 +81,15 @@ class _Expanded:
 
     __slots__ = ("items", "tags", "inputs", "types", "diagnostics", "includes", "chars")
 
-    def __init__(self, items, tags, inputs, diagnostics, includes, types=()) -> None:
+    def __init__(
+        self,
+        items: tuple[Item, ...],
+        tags: tuple[str, ...],
+        inputs: tuple[str, ...],
+        diagnostics: tuple[Diagnostic, ...],
+        includes: dict[str, None],
+        types: tuple[tuple[str, dict[str, Any]], ...] = (),
+    ) -> None:
         self.items = items
         self.tags = tags
         self.inputs = inputs
@@ -123,7 +134,7 @@ def _splice(ctx: Context, key: str, chain: tuple[str, ...]) -> _Expanded:
 
 def _expand(
     items: tuple[Item, ...], rel: str, ctx: Context, chain: tuple[str, ...]
-) -> tuple[tuple[Item, ...], set[str]]:
+) -> tuple[tuple[Item, ...], dict[str, None]]:
     out: list[Item] = []
     includes: dict[str, None] = {}  # first-seen order
     chars = 0
@@ -141,15 +152,18 @@ def _expand(
         key, code, message = resolve(ctx, rel, item.path)
         if key is None:
             hint = None
+            fixes: list[Fix | None] = []
             if code == codes.INCLUDE_NOT_FOUND:
                 partials = [p for p in ctx.tree.files if posixpath.basename(p).startswith(PARTIAL_PREFIX)]
                 close = did_you_mean(item.path, partials, limit=3)
                 hint = f"did you mean `{close}`?" if close else "partials are files named `_name.prompt`"
+                if close and resolve(ctx, rel, close)[0] == close:  # as written here, it names that partial
+                    fixes.append(replace_word(ctx.source_of(item.span), item.span, item.path, close))
             elif code == codes.INCLUDE_OUTSIDE:
                 hint = "partials must live inside the source folder"
             elif code == codes.INCLUDE_NOT_PARTIAL:
                 hint = "rename it to start with `_` to make it a partial"
-            ctx.report(code or codes.INCLUDE_NOT_FOUND, message or "", item.span, hint)
+            ctx.report(code or codes.INCLUDE_NOT_FOUND, message or "", item.span, hint, fixes)
             continue
         if key in chain or key == rel:
             cycle = " → ".join((*chain, key)) if key in chain else f"{rel} → {key}"

@@ -1,4 +1,4 @@
-"""Pass 6 — variable inference (SPEC §5) and the `/// input:` contract check.
+"""The inference pass: variable inference (docs/language.md, "Inputs") and the `/// input:` contract check.
 
 Each section is analysed on its own (sections render independently, so a name assigned in one
 section is not visible in another). The analysis itself lives in `promptc.analysis.inference`.
@@ -6,24 +6,28 @@ section is not visible in another). The analysis itself lives in `promptc.analys
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import replace
 from typing import Any
 
-from .. import codes, template
 from ..analysis.inference import ShapeUse, analyse
-from ..codes import CODES
-from ..context import Context
-from ..diagnostics import Span
-from ..nodes import Block, Document, Message, Placeholder, Section
-from ..suggest import did_you_mean
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Fix, SourceText, Span, insert, replace_word
+from ..facts.language import IDENTIFIER
+from ..facts.suggest import did_you_mean
+from ..runtime import template
+from ..runtime.inputtypes import describe, optional
+from ..syntax.nodes import Block, Document, Message, Placeholder, Section, section_text
 from . import jinja_habits
+from .context import Context
 
 #: what compiling a section can find that the analysis did not (structure is the parser's)
 _COMPILE_CODES = frozenset({codes.PYTHON_SYNTAX, codes.EXPR_BLOCK_NOT_EXPRESSION})
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = IDENTIFIER
 
 
 def _code_names(section: Section) -> set[str]:
@@ -56,8 +60,6 @@ def _check_compiles(section: Section, ctx: Context) -> None:
     own checks (`def f(a, a)`, a walrus in a comprehension's iterable, `await`, `nonlocal` with
     nothing to bind) and the template's (`return` with a value, `yield`). The error is located in
     the `.prompt` file through the block it came from. Nothing is executed."""
-    from ..emit import section_text
-
     text, _ = section_text(section)
     try:
         template.compile_section(text)
@@ -82,7 +84,7 @@ def _locate(section: Section, text: str, error: template.TemplateSyntaxError) ->
     end = start + 1
     if error.end_offset is not None:
         end = min(max(start + 1, item.span.start + error.end_offset - token.pos), item.span.end)
-    return item.span.src.span(start, end)
+    return (item.span.src or section.source).span(start, end)
 
 
 def infer_inputs(doc: Document, ctx: Context) -> Document:
@@ -105,7 +107,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
                 _check_compiles(section, ctx)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
-            habits += jinja_habits.check(section, set(inputs), ctx, analysis.helpers - set(inputs))
+            habits += jinja_habits.check(section, set(inputs), ctx, set(analysis.helpers) - set(inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
             all_inputs.update(inputs)
             all_helpers.update(helpers)
@@ -142,10 +144,10 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
 
 _NOT_ITERABLE = frozenset({"integer", "number", "boolean", "null"})
 #: what a `{% for %}` can walk, among JSON's values (a mapping walks its keys)
-_ITERABLE: dict = {"type": ["array", "object", "string"]}
+_ITERABLE: dict[str, Any] = {"type": ["array", "object", "string"]}
 
 
-def _kinds(schema: dict) -> set[str] | None:
+def _kinds(schema: dict[str, Any]) -> set[str] | None:
     """The JSON types a schema admits, or None when it does not say (any value)."""
     if not isinstance(schema, dict):
         return None
@@ -169,7 +171,7 @@ def _kinds(schema: dict) -> set[str] | None:
     return None
 
 
-def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
+def _member_schema(schema: dict[str, Any], attr: str) -> tuple[Any, str | None]:
     """(the schema of `value.attr`, None) or (None, why the declared type has no such member)."""
     options = [o for o in schema.get("anyOf", [schema]) if isinstance(o, dict) and _kinds(o) != {"null"}]
     for option in options:
@@ -190,18 +192,17 @@ def _member_schema(schema: dict, attr: str) -> tuple[dict | None, str | None]:
         close = did_you_mean(attr, names, limit=1)
         listed = ", ".join(f"`{n}`" for n in names) or "none"
         return None, f"has no property `{attr}` (its schema lists {listed})" + (f"\0{close}" if close else "")
-    from ..inputtypes import describe
 
     return None, f"is {describe(schema)}, which has no keys or attributes"
 
 
-def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple[tuple[str, dict], ...]:
+def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple[tuple[str, dict[str, Any]], ...]:
     """Check uses against declared types (E505 at the use), and infer a type for each input that
     has none: `${user.name}` → an object with a required `name`; a `{% for %}` over it → a list,
     a mapping or a string. Uses only inside `{% if %}`/loop bodies also admit None."""
     declared = dict(doc.header.input_types)
     spans = dict(doc.header.declared_input_spans)
-    inferred: dict[str, dict] = {}
+    inferred: dict[str, dict[str, Any]] = {}
     for use in uses:
         schema = declared.get(use.name)
         if schema is not None:
@@ -226,7 +227,7 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
             if child is None or (not last and child.get("type") != "object"):
                 child = properties[attr] = {} if last else {"type": "object", "properties": {}, "required": []}
             node = child
-    out: list[tuple[str, dict]] = []
+    out: list[tuple[str, dict[str, Any]]] = []
     for name in sorted(inferred):
         schema = _sorted_schema(inferred[name])
         if name in doc.optional_inputs:  # every use is guarded: None may be passed, or nothing
@@ -236,7 +237,7 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     return tuple(out)
 
 
-def _sorted_schema(schema: dict) -> dict:
+def _sorted_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Properties and required names in sorted order: the artifact does not depend on use order."""
     if "properties" not in schema:
         return schema
@@ -245,12 +246,10 @@ def _sorted_schema(schema: dict) -> dict:
 
 
 def _described(schema: Any) -> str:
-    from ..inputtypes import describe
-
     return describe(schema)
 
 
-def _present(schema: dict, attr: str, member: Any) -> bool:
+def _present(schema: dict[str, Any], attr: str, member: Any) -> bool:
     """Whether every value `schema` admits has `attr`, or `attr` renders its `default` when absent:
     a property the schema names (in some object option) is present when each object option
     requires it. A key only a map type (`additionalProperties`) admits is the caller's promise."""
@@ -263,13 +262,11 @@ def _present(schema: dict, attr: str, member: Any) -> bool:
     return all(attr in (o.get("required") or ()) for o in options if "object" in (_kinds(o) or {"object"}))
 
 
-def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Context) -> None:
+def _check_use(use: ShapeUse, schema: dict[str, Any], declared_at: Span | None, ctx: Context) -> None:
     where = f" (declared at line {declared_at.line})" if declared_at is not None else ""
     if use.kind == "iter":
         kinds = _kinds(schema)
         if kinds is not None and kinds <= _NOT_ITERABLE:
-            from ..inputtypes import describe
-
             ctx.report(
                 codes.TYPE_CONTRADICTED,
                 f"`{{% for %}}` over `{use.name}`, which is declared {describe(schema)}{where}: it cannot be iterated",
@@ -277,8 +274,6 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f"declare `{use.name}` as a list (`list[str]`), or loop over something else",
             )
         elif not use.guarded:
-            from ..inputtypes import optional
-
             if optional(schema):
                 ctx.report(
                     codes.TYPE_CONTRADICTED,
@@ -300,8 +295,6 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f'read the key: `{use.name}["{attr}"]` (placeholders `${{{use.name}.{attr}}}` read keys themselves)',
             )
         return
-    from ..inputtypes import optional
-
     path = f"`${{{use.name}.{'.'.join(use.attrs)}}}`"
     if use.attrs and optional(schema) and not use.guarded:
         ctx.report(
@@ -345,12 +338,23 @@ def _check_use(use: ShapeUse, schema: dict, declared_at: Span | None, ctx: Conte
                 f"did you mean `{close}`?"
                 if close
                 else f"change the declared type of `{use.name}`, or the placeholder",
+                [replace_word(ctx.source_of(use.span), use.span, attr, close)] if close and use.span else (),
             )
             return
         node = member
         walked += "." + attr
         if not node:
             return
+
+
+def _declare(doc: Document, src: SourceText, name: str) -> Fix | None:
+    """The fix adding `name` to the prompt's `/// input:` (in the file that uses it, when that
+    file declares the inputs)."""
+    where = doc.header.declared_inputs_span
+    if where is None or (where.src is not None and where.src is not src):
+        return None
+    written = src.text[where.start : where.end].strip()
+    return insert(src, where.end, f", {name}" if written else f" {name}", f"Add `{name}` to `/// input:`")
 
 
 #: a directive line whose key is close to `input` (`/// inputs: a`, `/// Input: a`)
@@ -379,10 +383,11 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
             jinja = [n for n in doc.inputs if n in habits]
             said.update(plain)  # the Jinja habits keep their W605, which says what to write
             meant = _meant_input_line(ctx)
+            span: Span | None
             if meant is not None:
                 span, key, value = meant
                 message = (
-                    f"no `/// input:` declaration: `/// {key}:` (line {span.line}) is not the `input` directive "
+                    f"no `/// input:` declaration: `/// {key}:` (line {meant[0].line}) is not the `input` directive "
                     f"(inputs used: {', '.join(doc.inputs)})"
                 )
                 hints = [f"write `/// input: {value or ', '.join(plain)}`"]
@@ -405,9 +410,10 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
     for name in doc.inputs:
         if name in declared_set:
             continue
-        section, span = next(
+        found: tuple[Section | None, Span | None] = next(
             ((s, first_use(s, name)) for m in doc.messages for s in m.sections if name in s.inputs), (None, None)
         )
+        section, span = found
         src = span.src if span is not None and span.src is not None else ctx.source
         placeholder = span is not None and src.text.startswith("${", span.start)
         candidates = set(declared) | (_code_names(section) if section is not None else set())
@@ -417,6 +423,7 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
             ctx.report(codes.UNDECLARED_INPUT, f"{habit.message}, and it is not declared", habit.span, habit.hint)
             said.add(name)
             continue
+        fixes: list[Fix | None] = []
         if close in unused:
             # either the use or the declaration holds the typo: the hint must not pick one
             line = spans[close].line if close in spans else "?"
@@ -425,12 +432,17 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
             hint = f"did you mean `{close}`?"
         else:
             hint = f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})"
+        if close and span is not None:
+            fix = replace_word(src, span, name, close)
+            # when the declaration may hold the typo instead, renaming the use is one way, not the way
+            fixes.append(dataclasses.replace(fix, preferred=False) if fix and close in unused else fix)
+        fixes.append(_declare(doc, src, name))
         message = (
             f"unbound placeholder ${{{name}}}: `{name}` is not a declared input"
             if placeholder
             else f"name `{name}` is neither a declared input nor defined by the template"
         )
-        ctx.report(codes.UNDECLARED_INPUT, message, span, hint)
+        ctx.report(codes.UNDECLARED_INPUT, message, span, hint, fixes)
         said.add(name)
     defines = ctx.config.defines_map
     for name in unused:

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Span
-from ..nodes import Block, Section
+from ..facts import codes
+from ..facts.diagnostics import Span
+from ..facts.language import IDENTIFIER_PATTERN
+from ..syntax.nodes import Block, Section
+from .context import Context
 
 JINJA_FILTERS = frozenset(
     "abs attr batch capitalize center count default dictsort e escape filesizeformat first float forceescape format "
@@ -35,10 +37,10 @@ JINJA_FILTERS = frozenset(
     "reverse round safe select selectattr slice sort string striptags sum title tojson trim truncate unique upper "
     "urlencode urlize wordcount wordwrap xmlattr".split()
 )
-_FILTER = re.compile(r"(?<!\|)\|(?![|=])\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
+_FILTER = re.compile(rf"(?<!\|)\|(?![|=])\s*({IDENTIFIER_PATTERN})(\s*\()?")
 _LOOP = re.compile(r"(?<![\w.])loop\.(index0?|revindex0?|first|last|length|cycle|previtem|nextitem|depth)\b")
 _ELSE_IF = re.compile(r"\s*else\s+if\b")
-_BARE_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
+_BARE_NAME = re.compile(rf"\s*({IDENTIFIER_PATTERN})\s*")
 #: block code that reads as words, not Python (`{{ and }}` in prose, `{# TODO: fix the tone #}`)
 _PROSE = re.compile(r"\s*[A-Za-z][\w\s,.;:!?'\"-]*")
 #: longest block code the hint rewrites (longer ones get the short hint)
@@ -147,7 +149,7 @@ def _filter_hint(name: str, before: str, code: str, names: set[str]) -> str:
     )
 
 
-def check(section: Section, inputs: set[str], ctx: Context, helpers: set[str] = frozenset()) -> list[Habit]:
+def check(section: Section, inputs: set[str], ctx: Context, helpers: AbstractSet[str] = frozenset()) -> list[Habit]:
     """The W605s of a section's Jinja filters, `loop` and `{# comments #}` where they would be read
     as inputs (returned: the caller reports them, once it knows which are undeclared inputs); and
     better hints for the errors Jinja syntax causes (reported already, by the parser or the

@@ -1,4 +1,4 @@
-"""Pass 5 — placeholder binding (SPEC §4): `${name}` is a build-time constant or a runtime input.
+"""The placeholders pass: `${name}` is a build-time constant or a runtime input.
 
 A placeholder whose root names a define (`-D name=value`, config `defines`) is replaced by the
 define's text here; every other root becomes an input of its section.
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
-from ..nodes import Block, Document, Escape, Message, Placeholder, Section, Text
+from ..facts import codes
+from ..facts.language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
+from ..syntax.nodes import Block, Document, Escape, Item, Message, Placeholder, Section, Text
+from .context import Context
 from .roles import trim
 
 
 def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Section:
-    items = []
+    items: list[Item] = []
     inputs: list[str] = []
     for item in section.items:
         if isinstance(item, Placeholder):
@@ -43,7 +43,7 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
 _ESCAPED_OPENERS = tuple(ESCAPE + opener for opener in TEMPLATE_ESCAPES)
 
 
-def _check_adjacency(items: list, ctx: Context) -> None:
+def _check_adjacency(items: list[Item], ctx: Context) -> None:
     """Artifact text escapes openers with a backslash, so literal text may not end, right before a
     placeholder or block, with a character that would join it into an escape or another opener.
     Source text cannot produce this (the lexer would have read the pair differently); a define's

@@ -1,4 +1,4 @@
-"""Pass 4 — tools and the output schema (`/// tools:`, `/// output:`; SPEC §10).
+"""The resources pass: tools and the output schema (`/// tools:`, `/// output:`; docs/language.md, "Tools and output schema").
 
 The directive pass left each `/// tools:` and `/// output:` where it stood, and the include pass
 spliced a partial's in with the partial's path as their base, so the references arrive in the order
@@ -19,17 +19,25 @@ schema's `$ref` to a remote URL is not followed (only the meta-schema check runs
 
 from __future__ import annotations
 
+import json
 import posixpath
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import codes
-from ..context import Context
-from ..diagnostics import Diagnostic, SourceText, Span, make
-from ..jsonfile import locate, token_length
-from ..language import RESOURCE_SUFFIX, TOOL_NAME
-from ..nodes import Document, Item, ResourceRef
-from ..suggest import did_you_mean
+from ..facts import codes
+from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make, replace_word
+from ..facts.language import RESOURCE_SUFFIX, TOOL_NAME
+from ..facts.lazy import lazy_import
+from ..facts.suggest import did_you_mean
+from ..runtime.inputtypes import normalize
+from ..syntax.jsonfile import locate, token_length
+from ..syntax.nodes import Document, Item, ResourceRef
+from .context import Context
+
+#: importing jsonschema takes a tenth of a second: only a prompt with tools or a schema needs it
+jsonschema = lazy_import("jsonschema")
 
 TOOL_KEYS = ("name", "description", "input_schema")
 
@@ -140,8 +148,7 @@ def _explain(error: Any) -> Problem:
     keyword = next((p for p in reversed(path) if isinstance(p, str)), None)
     instance = error.instance
     if path and path[-1] == "type" and not (len(path) > 1 and path[-2] in _SCHEMA_MAPS):
-        message, hint = _type_problem(instance)
-        return path, message, hint
+        return (path, *_type_problem(instance))
     validator = error.validator
     label = f"`{keyword}`" if keyword else "the schema"
     if validator == "type":
@@ -165,9 +172,7 @@ def _explain(error: Any) -> Problem:
     if validator in ("minimum", "exclusiveMinimum"):
         return path, f"{label} must be at least {error.validator_value}, not {instance!r}", None
     if validator in ("anyOf", "oneOf") and error.context:
-        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
-
-        inner = best_match(error.context)
+        inner = jsonschema.exceptions.best_match(error.context)
         if inner is not None and tuple(inner.absolute_path) != path:
             return _explain(inner)
         kinds = sorted({_expected(e.validator_value) for e in error.context if e.validator == "type"})
@@ -221,11 +226,9 @@ def schema_problems(schema: Any, object_root: bool = True) -> list[Problem]:
     type any value). At most MAX_SCHEMA_PROBLEMS, the last one counting the rest."""
     if not isinstance(schema, dict):
         return [((), "a JSON Schema here is an object", None)]
-    import warnings
-
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-    from jsonschema.exceptions import relevance  # type: ignore[import-untyped]
-    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+    Draft202012Validator = jsonschema.Draft202012Validator
+    relevance = jsonschema.exceptions.relevance
+    validator_for = jsonschema.validators.validator_for
 
     declared = schema.get("$schema")
     with warnings.catch_warnings():
@@ -273,8 +276,6 @@ class _FileChecker:
         text = self.src.text
         offset = locate(text, path)
         if on_key and path and isinstance(path[-1], str):
-            import json
-
             quoted = json.dumps(path[-1])
             key = text.rfind(quoted, 0, offset)
             if key != -1 and not text[key + len(quoted) : offset].strip(" \t\r\n:"):
@@ -388,7 +389,9 @@ class _FileChecker:
         return {"name": name, "description": description, "input_schema": value["input_schema"]}
 
 
-def _checked_file(ctx: Context, kind: str, key: str, check) -> _Checked:
+def _checked_file(
+    ctx: Context, kind: str, key: str, check: Callable[[_FileChecker, Any, tuple[Diagnostic, ...]], _Checked]
+) -> _Checked:
     """File `key` read and checked once per build (the result is kept on the loader, by kind):
     `check(checker, value, read_diagnostics)` runs only when the file reads as JSON."""
     cached = ctx.partials.resources.get((kind, key))
@@ -456,8 +459,6 @@ def _contract_problems(checker: _FileChecker, value: Any, what: str, code: codes
     """The schema as a contract (`inputtypes.normalize`: references resolved, one dialect), each
     problem reported at its place in the file (E825, E826; `code` instead when given); None when
     there are problems."""
-    from ..inputtypes import normalize
-
     normalized = normalize(value)
     for problem in normalized.problems:
         checker.report(
@@ -469,10 +470,10 @@ def _contract_problems(checker: _FileChecker, value: Any, what: str, code: codes
     return None if normalized.problems else normalized.schema
 
 
-_CONTRACT_HINTS = {
-    "E825": "a schema that types an input is checked by both runtimes, keyword by keyword; see `promptc explain E825` "
+_CONTRACT_HINTS: dict[str, str] = {
+    codes.UNCHECKED_SCHEMA_KEYWORD: "a schema that types an input is checked by both runtimes, keyword by keyword; see `promptc explain E825` "
     "for the keywords they check, and check the rest in your application before rendering",
-    "E826": "write the schema without the recursion (a fixed depth), or type the input `dict[str, T]`",
+    codes.UNRESOLVABLE_REF: "write the schema without the recursion (a fixed depth), or type the input `dict[str, T]`",
 }
 _OUTPUT_HINT = (
     "the schema is still sent to the provider; the bindings' `parse` helper validates only outputs whose every "
@@ -525,12 +526,15 @@ def load_resources(doc: Document, ctx: Context) -> Document:
             key, problem = resolve(ctx, item.base or rel, path)
             if key is None:
                 hint = "tool and schema paths are relative to the file that names them, inside the source folder"
+                fixes: list[Fix | None] = []
                 if problem and "not found" in problem:
                     known = [p for p in ctx.tree.files if p.endswith(RESOURCE_SUFFIX)]
                     close = did_you_mean(path, known, limit=3)
                     if close:
                         hint = f"did you mean `{close}`?"
-                ctx.report(codes.RESOURCE_NOT_FOUND, problem or "", span, hint)
+                        if resolve(ctx, item.base or rel, close)[0] == close:  # as written here, it is that file
+                            fixes.append(replace_word(ctx.source_of(span), span, path, close))
+                ctx.report(codes.RESOURCE_NOT_FOUND, problem or "", span, hint, fixes)
                 continue
             resources.add(key)
             if item.kind == "input":

@@ -1,4 +1,4 @@
-"""Pass 4 — role splitting (SPEC §3), and cutting each message into its sections (§6).
+"""The roles pass: role splitting, and cutting each message into its sections (docs/language.md, "Messages").
 
 `----- role -----` lines start messages; `/// section:` markers start sections within a message.
 Text before the first section directive of a message is the implicit section `body`.
@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..config import ROLES
-from ..context import Context
-from ..diagnostics import Span
-from ..language import SYSTEM_ROLES
-from ..nodes import (
+from ..facts import codes
+from ..facts.diagnostics import Span, replace_word
+from ..facts.language import ROLES, SYSTEM_ROLES
+from ..facts.suggest import did_you_mean
+from ..syntax.nodes import (
     IMPLICIT_SECTION,
     Block,
     Document,
@@ -30,7 +29,7 @@ from ..nodes import (
     Separator,
     Text,
 )
-from ..suggest import did_you_mean
+from .context import Context
 
 #: section names promptc generates (the frame of the user_context sections)
 GENERATED_SECTIONS = frozenset({"user_context.intro", "user_context.disclaimer"})
@@ -209,6 +208,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
                     f"unknown role `{item.role}` in separator",
                     item.role_span,
                     (f"did you mean `{close}`? " if close else "") + f"valid roles: {', '.join(ROLES)}",
+                    [replace_word(ctx.source_of(item.role_span), item.role_span, item.role, close)] if close else (),
                 )
             role = name
             message_span = item.span

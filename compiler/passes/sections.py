@@ -1,4 +1,4 @@
-"""Pass 7 — section partitioning (SPEC §6, the sysprompt model).
+"""The sections pass: section partitioning (docs/language.md, "Sections"; the sysprompt model).
 
 Every section gets its boundary (declared, or inferred: dynamic when it uses a runtime input or
 holds template code, whose output cannot be known without running it), and the messages are
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .. import codes
-from ..context import Context
-from ..nodes import Block, Document, Message, Section, Text
+from ..facts import codes
+from ..syntax.nodes import Block, Document, Message, Section, Text
+from .context import Context
 from .inference import first_use
 from .roles import has_content
 

@@ -12,7 +12,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from promptc.runtime import load
-from promptc.usage import append_jsonl, iso_timestamp
+from promptc.runtime.usage import append_jsonl, iso_timestamp
 
 LOG = "usage.jsonl"
 DAY = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)

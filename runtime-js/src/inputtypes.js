@@ -1,5 +1,5 @@
 // Checking values against a contract (a prompt's `input_schema`, an output contract): a port of
-// `promptc.inputtypes` (`check_value`, `describe`, `json_text`), with JSON Schema 2020-12's
+// `promptc.runtime.inputtypes` (`check_value`, `describe`, `json_text`), with JSON Schema 2020-12's
 // meaning for every keyword the build lets through, the same messages, in the same order.
 // The build has already resolved every `$ref` and rewritten older drafts' spellings, so this
 // reads one dialect. Iterative over values.

@@ -4,6 +4,7 @@
 
 import { checkValue } from "./inputtypes.js";
 import { lossless, parse, plain } from "./json.js";
+import { ARTIFACT_SCHEMA, JOINER, PLACEHOLDER_PATH, SHAPES } from "./language.js";
 
 export { dumps as dumpsJson, JsonNumber, parse as parseJson } from "./json.js";
 import { isPlainObject, str, typeName } from "./python.js";
@@ -23,10 +24,7 @@ export function setUsageWriter(writer) {
   usageWriter = writer;
 }
 
-export const JOINER = "\n\n";
-export const SHAPES = Object.freeze(["plain", "anthropic", "openai", "openai-responses", "gemini"]);
-export const ARTIFACT_SCHEMA = "promptc.artifact/2";
-const PLACEHOLDER_PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+export { ARTIFACT_SCHEMA, JOINER, SHAPES };
 
 /** An artifact cannot be rendered: unknown prompt, bad build folder, bad input value… */
 export class RenderError extends Error {

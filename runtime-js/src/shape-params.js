@@ -1,4 +1,4 @@
-// Generated from promptc/data/providers.json by tests/js_vectors.py: do not edit.
+// Generated from promptc/data/providers.json by runtime-js/gen_constants.py: do not edit.
 // promptc's parameter names → the names each shape's SDK call takes.
 export const SHAPE_PARAMS = Object.freeze({
   "anthropic": {

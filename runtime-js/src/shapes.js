@@ -1,4 +1,4 @@
-// Request shapes: a port of `promptc.shapes`. The same keys in the same order, the same refusals
+// Request shapes: a port of `promptc.runtime.shapes`. The same keys in the same order, the same refusals
 // with the same messages, and the same bytes: `body(rendered, shape)` writes what the pinned
 // Python SDK sends (`SHAPE_INFO[shape].body`, generated from providers.json).
 //
@@ -8,9 +8,8 @@
 // for the JavaScript SDKs (which write them with JSON.stringify: integer-like keys first).
 
 import { dumps, plain } from "./json.js";
+import { SYSTEM_ROLES } from "./language.js";
 import { MODEL_PREFIXES, SHAPE_INFO, SHAPE_PARAMS } from "./shape-params.js";
-
-const SYSTEM_ROLES = ["system", "developer"];
 
 export class ShapeError extends Error {}
 

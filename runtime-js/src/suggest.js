@@ -1,4 +1,4 @@
-// "Did you mean": a port of `promptc.suggest.suggestions` (Damerau–Levenshtein, optimal string
+// "Did you mean": a port of `promptc.facts.suggest.suggestions` (Damerau–Levenshtein, optimal string
 // alignment; within 1 edit for words of up to five characters, 2 for longer ones).
 
 function editDistance(a, b) {

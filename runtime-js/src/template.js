@@ -1,11 +1,15 @@
-// Reading artifact text: a port of `promptc.template.scan` for what a placeholder-renderer
+// Reading artifact text: a port of `promptc.runtime.template.scan` for what a placeholder-renderer
 // artifact holds. Left to right, at each position the first that applies: a backslash before an
 // opener (a literal opener), `${…}` up to the first `}` on the same line (a placeholder), `{{ … }}`
 // up to the first `}}` and `{# … #}` up to the first `#}` across lines, `{% … %}` up to the first
 // `%}` on the same line (blocks: only the Python runtime runs them). An opener with no closer is
 // literal text. Linear time, like the original.
 
-const CANDIDATE = /\\(?=\$\{|\{\{|\{#|\{%)|\$\{|\{[{#%]/g;
+import { TEMPLATE_ESCAPES } from "./language.js";
+
+// a backslash before an opener, or an opener: the openers as `promptc.facts.language` has them
+const OPENER = TEMPLATE_ESCAPES.map((opener) => opener.replace(/[$\\{}#%]/g, "\\$&")).join("|");
+const CANDIDATE = new RegExp(`\\\\(?=${OPENER})|${OPENER}`, "g");
 
 /** The first occurrence of `needle` at or after `start`, for non-decreasing starts. */
 function next(text, needle) {

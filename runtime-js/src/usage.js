@@ -1,4 +1,4 @@
-// Usage records: a port of `promptc.usage`. `rendered.usage(response)` turns a provider's response
+// Usage records: a port of `promptc.runtime.usage`. `rendered.usage(response)` turns a provider's response
 // (an SDK response object or its decoded JSON) into the record the Python runtime writes for the
 // same response, field for field. No I/O here: index.js appends records to JSONL files.
 
@@ -63,7 +63,7 @@ export function detectShape(response) {
   return null;
 }
 
-/** The token counts of a response of `shape`, normalised as `promptc.usage.counts_of` does. */
+/** The token counts of a response of `shape`, normalised as `promptc.runtime.usage.counts_of` does. */
 export function countsOf(response, shape) {
   if (shape === "plain") throw new UsageError("a `plain` render has no provider response: name the shape it was sent as");
   if (!Object.hasOwn(SHAPE_PROVIDERS, shape)) {
@@ -188,7 +188,7 @@ export function recordLine(record) {
 }
 
 /** The OpenTelemetry attributes of a record (GenAI conventions plus `promptc.*`), as
- * `promptc.usage.span_attributes` gives them. */
+ * `promptc.runtime.usage.span_attributes` gives them. */
 export function spanAttributes(record) {
   const attributes = {
     "gen_ai.provider.name": OTEL_PROVIDER_NAMES[record.provider] ?? record.provider,

