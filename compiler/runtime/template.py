@@ -22,7 +22,8 @@ What is here, and who uses it:
 * `generate(tokens)` → `Program`, `compile_program(program)` → code object, `compile_section(text)`
   (cached) and `run`/`execute` — a section's template → one Python module and its output (the
   runtime renders with them; the build compiles exactly the same module to catch what CPython's
-  compiler rejects, e.g. `def f(a, a)`, before an artifact ships).
+  compiler rejects, e.g. `def f(a, a)`, before an artifact ships: `check_section(text, parsed)`,
+  which takes over the block trees the inference already parsed and keeps nothing but the fact).
 
 Semantics of the generated code (`generate`). A section compiles into one module::
 
