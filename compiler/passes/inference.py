@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from ..analysis.inference import ShapeUse, analyse
@@ -20,7 +19,7 @@ from ..facts.language import IDENTIFIER
 from ..facts.suggest import did_you_mean
 from ..runtime import template
 from ..runtime.inputtypes import describe, optional
-from ..syntax.nodes import Block, Document, Message, Placeholder, Section, section_text
+from ..syntax.nodes import Block, Document, Message, Placeholder, Section, evolve, section_text
 from . import jinja_habits
 from .context import Context
 
@@ -117,7 +116,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             required.update(set(inputs) - analysis.optional)
             shape_uses += analysis.shape_uses
             sections.append(
-                replace(
+                evolve(
                     section,
                     inputs=inputs,
                     helpers=helpers,
@@ -128,7 +127,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             )
         messages.append(Message(message.role, message.span, tuple(sections)))
     inputs = tuple(sorted(all_inputs))
-    doc = replace(
+    doc = evolve(
         doc,
         messages=tuple(messages),
         inputs=inputs,
@@ -139,7 +138,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     for habit in habits:
         if habit.name not in said:
             ctx.report(codes.JINJA_HABIT, habit.message, habit.span, habit.hint)
-    return replace(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
+    return evolve(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
 
 
 # ---------------------------------------------------------------------------------------------

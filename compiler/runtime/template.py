@@ -75,7 +75,7 @@ import re
 import types
 import warnings
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from types import CodeType
@@ -967,9 +967,24 @@ def _unannotate(statements: list[ast.stmt]) -> None:
             statements[i] = ast.copy_location(new, node)
 
 
-def _template_scope(body: list[ast.stmt]) -> tuple[list[str], tuple[ast.AST, str] | None]:
+def _binds_nothing(statements: Sequence[ast.stmt], code: str) -> bool:
+    """True when a block's statements can neither bind a name in the template's scope nor hold
+    what `_template_scope` refuses, so its walk may skip them: expression statements only, whose
+    code has no walrus and no `yield` (an expression binds a name of the template's scope only by
+    `:=`; comprehension and lambda bindings are their own). ASCII code only: nothing to doubt."""
+    return (
+        ":=" not in code
+        and "yield" not in code
+        and code.isascii()
+        and all(type(statement) is ast.Expr for statement in statements)
+    )
+
+
+def _template_scope(body: list[ast.stmt], skip: Set[int] = frozenset()) -> tuple[list[str], tuple[ast.AST, str] | None]:
     """The names the template's own scope binds (sorted), and the first node the template may not
     hold at its top level with the message why. Rewrites top-level annotations (`_unannotate`).
+    `skip` holds the `id` of statements known to bind nothing and hold nothing refused (the
+    generated appends of literal text and placeholders, `_binds_nothing` blocks): not walked.
 
     Walks the template's scope iteratively: not the bodies of `def`, `lambda` and `class` (their
     decorators, defaults, annotations and bases run in the template's scope, so those are walked),
@@ -981,6 +996,8 @@ def _template_scope(body: list[ast.stmt]) -> tuple[list[str], tuple[ast.AST, str
     work: list[tuple[ast.AST, bool]] = [(node, False) for node in reversed(body)]  # (node, in a comprehension)
     while work:
         node, inner = work.pop()
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Name):
             if not inner and not isinstance(node.ctx, ast.Load):
                 names.add(node.id)
@@ -1087,6 +1104,8 @@ def generate(tokens: Sequence[Token], parsed: Sequence[Parsed] | None = None) ->
     structure: Structure[int] = Structure(position=lambda i: f"line {tokens[i].line}")
     origins: list[Origin] = []
     listing: list[str] = []
+    #: the statements `_template_scope` need not walk (their nodes live as long as the module)
+    skip: set[int] = set()
     first = 1
     for index, tok in enumerate(tokens):
         body = stack[-1].body
@@ -1104,6 +1123,7 @@ def generate(tokens: Sequence[Token], parsed: Sequence[Parsed] | None = None) ->
                 value = ast.Call(_at(ast.Name(LOOKUP, ast.Load()), first), [_at(ast.Constant(tok.text), first)], [])
                 body.append(_append(_at(value, first), first))
                 listing.append(f"{indent}{APPEND}({LOOKUP}({tok.text!r}))")
+            skip.add(id(body[-1]))
         else:
             text, unwrapped = unwrap(parts.code, tok.pos + parts.code_offset)
             positions = tuple(unwrapped)
@@ -1152,12 +1172,16 @@ def generate(tokens: Sequence[Token], parsed: Sequence[Parsed] | None = None) ->
                 except TemplateSyntaxError as error:
                     raise _located(error, tok, index, text, positions) from None
                 _shift(statements, first - 1)
+                plain = _binds_nothing(statements, text)
+                start = len(body)
                 if parts.kind == "expr":
                     last = statements.pop()
                     body.extend(statements)
                     body.append(_output(last.value, last, index))  # type: ignore[attr-defined]
                 else:
                     body.extend(statements)
+                if plain:
+                    skip.update(map(id, body[start:]))
                 listing.extend(indent + line for line in text.split("\n"))
         origins.append(Origin(index, tok.kind, tok.pos, tok.line, tok.raw, text, positions, first, count))
         first += count
@@ -1165,7 +1189,7 @@ def generate(tokens: Sequence[Token], parsed: Sequence[Parsed] | None = None) ->
     if problems:
         raise _structure_error(problems[0], tokens)
     _fill_empty(root.body)
-    names, refused = _template_scope(root.body)
+    names, refused = _template_scope(root.body, skip)
     if refused is not None:
         node, message = refused
         index, offset, lineno, col = _locate(origins, node.lineno, node.col_offset, True)  # type: ignore[attr-defined]
