@@ -1,14 +1,28 @@
-"""Stage 4 — the manifest: what `build/manifest.json` records about every artifact."""
+"""Stage 4 — the manifest: what `build/manifest.json` records about every artifact.
+
+`manifest_for` makes the `Manifest` of a build's prompts. `ManifestDoc` holds the bytes the build
+writes for it (exactly `backend.emit.dumps(manifest)`) as pieces — one per artifact entry and one
+per prefix group — so that a build that changed k prompts serialises k entries and the groups they
+left or joined, and joins the rest as they were: the previous build's pieces, kept in memory by a
+watch session or split out of the `manifest.json` that build wrote.
+"""
 
 from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
 
 from ..compile.pipeline import CompiledPrompt
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, file_span, make
-from ..facts.language import MANIFEST
+from ..facts.language import MANIFEST, MANIFEST_SCHEMA
+from ..facts.version import VERSION
 from ..passes.context import SourceTree
-from ..runtime.model import Manifest
+from ..runtime.model import Manifest, ManifestEntry, PrefixGroup
 
 
 def manifest_for(prompts: list[CompiledPrompt], config: Config) -> Manifest:
@@ -34,3 +48,210 @@ def collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnost
                 )
             )
     return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# The manifest's bytes, in pieces
+
+#: what separates two members of the `artifacts` or `prefixes` object (depth 2 of the document)
+_MEMBER = b",\n    "
+_NEST = b"\n    "
+_ARTIFACTS = b',\n  "artifacts": '
+_PREFIXES = b',\n  "prefixes": '
+_END = b"\n}\n"
+
+
+def _piece(key: str, value: Any) -> bytes:
+    """`"key": value` as it appears at depth 2 of the indented document."""
+    return orjson.dumps(key) + b": " + orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", _NEST)
+
+
+def _members(pieces: list[bytes]) -> bytes:
+    return b"{\n    " + _MEMBER.join(pieces) + b"\n  }" if pieces else b"{}"
+
+
+def _split_members(section: bytes) -> list[bytes] | None:
+    """The members of a depth-1 object's bytes, each `"key": value`. A member starts with a key at
+    exactly four spaces of indent; anything deeper is indented further, and a string never holds
+    a raw newline, so the split is exact."""
+    if section == b"{}":
+        return []
+    if not (section.startswith(b'{\n    "') and section.endswith(b"\n  }")):
+        return None
+    return section[6:-4].split(b',\n    "')
+
+
+class ManifestDoc:
+    """`manifest.json`'s bytes held as one piece per artifact entry (sorted by name) and per prefix
+    group (sorted by sha256), patched by `put` and `remove`; `bytes()` joins them. Equal, byte for
+    byte, to `dumps(Manifest.of(...))` of the same entries (tests/test_incremental.py proves it)."""
+
+    def __init__(self, tokenizer: str | None, provider: str | None) -> None:
+        document = {
+            "schema": MANIFEST_SCHEMA,
+            "compiler": {"name": "promptc", "version": VERSION},
+            "tokenizer": tokenizer or None,
+            "provider": provider or None,
+        }
+        self.head = orjson.dumps(document, option=orjson.OPT_INDENT_2)[: -len(b"\n}")]
+        self.tokenizer, self.provider = tokenizer or None, provider or None
+        self.names: list[str] = []
+        #: name → its `"name": {…}` piece
+        self.entries: dict[str, bytes] = {}
+        #: prefix sha256 → its `"sha": {…}` piece
+        self.groups: dict[str, bytes] = {}
+        self._shas: list[str] = []
+        self._bytes: bytes | None = None
+
+    # ---- making one
+
+    @classmethod
+    def of(cls, entries: Mapping[str, ManifestEntry], config: Config) -> ManifestDoc:
+        """The document of these entries, every piece serialised."""
+        doc = cls(config.tokenizer, config.provider)
+        groups: dict[str, tuple[int, list[str]]] = {}
+        for name in sorted(entries):
+            entry = entries[name]
+            doc.entries[name] = _piece(name, entry.to_json())
+            if entry.prefix_sha256:
+                groups.setdefault(entry.prefix_sha256, (entry.prefix_tokens, []))[1].append(name)
+        doc.names = sorted(entries)
+        for sha, (tokens, names) in groups.items():
+            doc.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
+        doc._shas = sorted(groups)
+        return doc
+
+    @classmethod
+    def parse(cls, data: bytes, names: Iterable[str], config: Config) -> ManifestDoc | None:
+        """The document `data` (a manifest promptc wrote for exactly these artifact names, as the
+        incremental state says), split into its pieces without decoding it; None when `data` is
+        not laid out as this promptc and this configuration write it (then the caller serialises
+        the entries afresh)."""
+        doc = cls(config.tokenizer, config.provider)
+        if not (data.startswith(doc.head) and data.endswith(_END)):
+            return None
+        rest = data[len(doc.head) :]
+        if not rest.startswith(_ARTIFACTS):
+            return None
+        cut = rest.find(_PREFIXES)
+        if cut < 0:
+            return None
+        artifacts = _split_members(rest[len(_ARTIFACTS) : cut])
+        prefixes = _split_members(rest[cut + len(_PREFIXES) : -len(_END)])
+        ordered = sorted(names)
+        if artifacts is None or prefixes is None or len(artifacts) != len(ordered):
+            return None
+        for index, name in enumerate(ordered):
+            piece = artifacts[index] if index == 0 else b'"' + artifacts[index]
+            if not piece.startswith(orjson.dumps(name) + b": {"):
+                return None
+            doc.entries[name] = piece
+        for index, piece in enumerate(prefixes):
+            piece = piece if index == 0 else b'"' + piece
+            sha = piece[1:65].decode("ascii", "replace")
+            if piece[65:69] != b'": {':
+                return None
+            doc.groups[sha] = piece
+        doc.names = ordered
+        doc._shas = list(doc.groups)
+        if doc._shas != sorted(doc._shas):
+            return None
+        doc._bytes = data
+        return doc
+
+    # ---- patching
+
+    def entry(self, name: str) -> ManifestEntry | None:
+        """The entry of `name` as the document holds it (decoded from its piece)."""
+        piece = self.entries.get(name)
+        if piece is None:
+            return None
+        return ManifestEntry.from_json(orjson.loads(piece[len(orjson.dumps(name)) + 2 :]), own=True)
+
+    def put(self, name: str, entry: ManifestEntry, old: ManifestEntry | None) -> None:
+        """Set the entry of `name` (`old` is the entry the document held for it, if any)."""
+        piece = _piece(name, entry.to_json())
+        if self.entries.get(name) == piece:
+            return
+        if name not in self.entries:
+            bisect.insort(self.names, name)
+        self.entries[name] = piece
+        if old is not None and old.prefix_sha256:
+            self._leave(old.prefix_sha256, name)
+        if entry.prefix_sha256:
+            self._join(entry.prefix_sha256, entry.prefix_tokens, name)
+        self._bytes = None
+
+    def remove(self, name: str, old: ManifestEntry | None) -> None:
+        if name not in self.entries:
+            return
+        del self.entries[name]
+        del self.names[bisect.bisect_left(self.names, name)]
+        if old is not None and old.prefix_sha256:
+            self._leave(old.prefix_sha256, name)
+        self._bytes = None
+
+    def _group(self, sha: str) -> tuple[int, list[str]] | None:
+        piece = self.groups.get(sha)
+        if piece is None:
+            return None
+        group = orjson.loads(piece[68:])
+        return int(group["tokens"]), list(group["artifacts"])
+
+    def _set_group(self, sha: str, tokens: int, names: list[str]) -> None:
+        self.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
+
+    # A group's length is the one of its first member by name, as `Manifest.of` takes it.
+
+    def _leave(self, sha: str, name: str) -> None:
+        group = self._group(sha)
+        if group is None or name not in group[1]:
+            return
+        tokens, names = group
+        first = names[0] == name
+        names.remove(name)
+        if not names:
+            del self.groups[sha]
+            del self._shas[bisect.bisect_left(self._shas, sha)]
+            return
+        if first:
+            head = self.entry(names[0])
+            tokens = head.prefix_tokens if head is not None else tokens
+        self._set_group(sha, tokens, names)
+
+    def _join(self, sha: str, tokens: int, name: str) -> None:
+        group = self._group(sha)
+        if group is None:
+            bisect.insort(self._shas, sha)
+            self._set_group(sha, tokens, [name])
+            return
+        kept, names = group
+        if name not in names:
+            bisect.insort(names, name)
+        self._set_group(sha, tokens if names[0] == name else kept, names)
+
+    # ---- reading
+
+    def bytes(self) -> bytes:
+        if self._bytes is None:
+            entries, groups = self.entries, self.groups
+            self._bytes = b"".join(
+                (
+                    self.head,
+                    _ARTIFACTS,
+                    _members([entries[name] for name in self.names]),
+                    _PREFIXES,
+                    _members([groups[sha] for sha in self._shas]),
+                    _END,
+                )
+            )
+        return self._bytes
+
+    def manifest(self, entries: Mapping[str, ManifestEntry]) -> Manifest:
+        """The typed manifest of the document, given the entries it holds (by name)."""
+        groups = {}
+        for sha in self._shas:
+            tokens, names = self._group(sha) or (0, [])
+            groups[sha] = PrefixGroup(tokens, tuple(names))
+        artifacts = {name: entries[name] for name in self.names}
+        return Manifest(MANIFEST_SCHEMA, "promptc", VERSION, self.tokenizer, self.provider, artifacts, groups)
