@@ -21,6 +21,7 @@ passes (the CLI draws a bar with it), and every problem is a `Diagnostic` in the
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import os
@@ -63,7 +64,7 @@ from ..runtime.buildfolder import (
 )
 from ..runtime.model import Artifact, Manifest, ManifestEntry
 from .manifest import ManifestDoc, collisions, manifest_for
-from .plan import Plan, changes_of, empty_plan, last_good, load_plan, output_stat, save_state
+from .plan import Plan, changes_of, empty_plan, fingerprint, last_good, load_plan, output_stat, save_state
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import LazyFiles, is_prompt, read_tree, update_tree
 
@@ -145,6 +146,8 @@ class _Compiled:
     doc_before: bytes | None = None
     #: files of the previous set this build drops
     removed_paths: list[str] = field(default_factory=list)
+    #: the prompts of the tree, sorted
+    rels: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -188,6 +191,8 @@ class Session:
         self.prompts: dict[str, CompiledPrompt] = {}
         #: a file → the prompts that read it (includes, tools, schemas)
         self.dependents: dict[str, set[str]] = {}
+        #: the prompts of `tree`, sorted
+        self.rels: list[str] | None = None
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -259,9 +264,8 @@ def build(
                     # in: a committed, copied or hand-made one (or cache) is rebuilt from the
                     # sources, then recorded.
                     recover(out)
-                    if incremental:
-                        plan, session = _plan(src, out, config, strict, session)
-                        known = _known(plan, out)
+                    plan, session = _plan(src, out, config, strict, session, incremental)
+                    known = _known(plan, out) if incremental else None
                     claimed_ns = time.time_ns()
                     claim_output(out, known.output if known is not None else None)
 
@@ -275,7 +279,7 @@ def build(
                     config,
                     reported=reported,
                     strict=strict,
-                    plan=plan,
+                    plan=plan if incremental else None,
                     known=known,
                     keep_last_good=keep_last_good,
                     spool=spool if write else None,
@@ -326,19 +330,33 @@ class _Known:
     manifest_stat: list[int] | None
 
 
-def _plan(src: Path, out: Path, config: Config, strict: bool, session: Session | None) -> tuple[Plan, Session | None]:
-    """The incremental state: the session's, when it was made for this very build, else the one
-    on disk (for an output folder this promptc's last build swapped in), else an empty one."""
-    if session is not None and session.plan is not None:
-        key = (os.path.abspath(src), os.path.abspath(out), session.plan.fingerprint, strict)
-        if session.key == key and owns_output(out):
-            return session.plan, session
-        session.reset()
-    plan = load_plan(out, config) if owns_output(out) else empty_plan(config)
+def _plan(
+    src: Path, out: Path, config: Config, strict: bool, session: Session | None, incremental: bool
+) -> tuple[Plan, Session | None]:
+    """The incremental state: the session's, when it was made for this very build and the state
+    file on disk is still the one it wrote (no other build ran in between), else the one on disk
+    (for an output folder this promptc's last build swapped in), else an empty one (which the
+    build then fills). A build that is not incremental starts from an empty one."""
     if session is not None:
-        session.key = (os.path.abspath(src), os.path.abspath(out), plan.fingerprint, strict)
+        plan = session.plan
+        if (
+            incremental
+            and plan is not None
+            and session.key == _session_key(src, out, fingerprint(config, plan.package), strict)
+            and plan.is_on_disk(out)
+            and owns_output(out)
+        ):
+            return plan, session
+        session.reset()
+    plan = load_plan(out, config) if incremental and owns_output(out) else empty_plan(config)
+    if session is not None:
+        session.key = _session_key(src, out, plan.fingerprint, strict)
         session.plan = plan
     return plan, session
+
+
+def _session_key(src: Path, out: Path, fingerprint: str, strict: bool) -> tuple[Any, ...]:
+    return (os.path.abspath(src), os.path.abspath(out), fingerprint, strict)
 
 
 def _known(plan: Plan, out: Path) -> _Known | None:
@@ -399,11 +417,8 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
     files = project.tree.files
     fresh = files.fresh if isinstance(files, LazyFiles) else frozenset(files)
     changes = changes_of(plan, project.prompts, project.tree, fresh, out, now_ns=project.walked_ns)
-
-    def has_entry(rel: str) -> bool:
-        return (changes.entries[rel] if rel in changes.entries else plan.entries.get(rel)) is not None
-
-    kept = sorted(p.name for p in project.prompts if p.entry is not None and not has_entry(p.source))
+    present = changes.present
+    kept = [p.name for p in project.prompts if p.entry is not None and p.source not in present]
     if written or known is None or not plan.output:
         if known is not None and project.doc_before is not None and isinstance(plan.output.get("dirs"), dict):
             folders = set(plan.output["dirs"]) | folders_of(project.files)
@@ -426,6 +441,7 @@ def _remember(session: Session, project: _Compiled) -> None:
     prompt written without errors, in the form a build reuses it (the state's entries say which)."""
     assert session.plan is not None
     session.tree, session.clean, session.doc = project.tree, project.clean_walk, project.doc
+    session.rels = project.rels
     entries = session.plan.entries
     for rel in [rel for rel in session.prompts if rel not in entries]:
         session._index(rel, session.prompts.pop(rel).deps, add=False)
@@ -617,7 +633,11 @@ def _compile(
     project.clean_walk = not diagnostics and not outside
     project.report(diagnostics)
     project.report(outside)
-    rels = [rel for rel in tree.files if is_prompt(rel)]
+    if updated is not None and session is not None and session.rels is not None:
+        rels = _patched_rels(session.rels, touched, tree)
+    else:
+        rels = [rel for rel in tree.files if is_prompt(rel)]
+    project.rels = rels
 
     # 2. plan: which artifacts the output folder already holds as they should be
     if changed is not None and session is not None:
@@ -630,33 +650,48 @@ def _compile(
 
     # 3. compile the rest
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
-    fresh = iter(compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress))
-    prompts = [reused[rel] if rel in reused else next(fresh) for rel in rels]
+    compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
     if strict:
-        prompts = [_failed_by_strict(p) for p in prompts]
+        compiled = [_failed_by_strict(p) for p in compiled]
+        for rel, p in list(reused.items()):
+            failed = _failed_by_strict(p) if p.diagnostics else p
+            if failed is not p:  # a reused prompt with a warning fails as a compiled one does
+                del reused[rel]
+                compiled.append(failed)
 
     # the manifest the output folder holds, in pieces: the session's, or the file itself when it
     # is the one the state recorded
     doc = _previous_doc(session, plan, known, out, config) if incremental else None
     project.doc_before = doc.bytes() if doc is not None else None
     if keep_last_good:
-        prompts = [
-            (last_good(p, doc.entry(p.name) if doc is not None else _entry_on_disk(out, p.name), out) or p)
-            if has_errors(p.diagnostics)
-            else p
-            for p in prompts
+        on_disk: list[Manifest | None] = []
+
+        def previous_entry(name: str) -> ManifestEntry | None:
+            if doc is not None:
+                return doc.entry(name)
+            if not on_disk:
+                on_disk.append(BuildFolder(out).manifest_or_none())
+            return None if on_disk[0] is None else on_disk[0].artifacts.get(name)
+
+        compiled = [
+            (last_good(p, previous_entry(p.name), out) or p) if has_errors(p.diagnostics) else p for p in compiled
         ]
+    by_rel = {p.source: p for p in compiled}
+    prompts = [reused[rel] if rel in reused else by_rel[rel] for rel in rels]
     project.prompts = prompts
     for prompt in prompts:
+        if not prompt.diagnostics:
+            continue
         own = tree.display(prompt.source)
         # a prompt's diagnostics are already allowed (and, by `_failed_by_strict`, strict)
         project.diagnostics.extend(
             d if d.path == own else replace(d, included_by=(prompt.name,)) for d in prompt.diagnostics
         )
-    project.report(collisions(prompts, tree))
+    # only a prompt compiled now can collide (a reused one had no error)
+    project.report(collisions(compiled, tree))
 
     # 4. the manifest, and the set of files to write
-    if project.ok or keep_last_good:
+    if keep_last_good or project.ok:
         writable = [p for p in prompts if p.entry is not None]
         entries = {p.name: p.entry for p in writable if p.entry is not None}
         if doc is None:
@@ -671,7 +706,7 @@ def _compile(
             for name in gone:
                 doc.remove(name, doc.entry(name))
         project.doc = doc
-        project.manifest = manifest_for(writable, config)
+        project.manifest = doc.manifest(entries)
         files: dict[str, bytes | Path] = {}
         for p in writable:
             if not p.reused and (p.data or p.spooled):
@@ -680,6 +715,21 @@ def _compile(
         project.files = dict(sorted(files.items()))
         project.keep = sorted(artifact_path(p.name) for p in writable if p.reused)
     return project
+
+
+def _patched_rels(rels: list[str], touched: Iterable[str], tree: SourceTree) -> list[str]:
+    """The sorted prompt paths of the tree, from the last build's and the paths a walk touched."""
+    rels = list(rels)
+    for rel in touched:
+        if not is_prompt(rel):
+            continue
+        at = bisect.bisect_left(rels, rel)
+        there = at < len(rels) and rels[at] == rel
+        if rel in tree.shas and not there:
+            rels.insert(at, rel)
+        elif rel not in tree.shas and there:
+            del rels[at]
+    return rels
 
 
 def _previous_doc(

@@ -59,6 +59,7 @@ _NEST = b"\n    "
 _ARTIFACTS = b',\n  "artifacts": '
 _PREFIXES = b',\n  "prefixes": '
 _END = b"\n}\n"
+_SEPARATOR = _MEMBER + b'"'
 
 
 def _piece(key: str, value: Any) -> bytes:
@@ -66,19 +67,27 @@ def _piece(key: str, value: Any) -> bytes:
     return orjson.dumps(key) + b": " + orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", _NEST)
 
 
-def _members(pieces: list[bytes]) -> bytes:
+def _members(pieces: list[bytes | memoryview]) -> bytes:
     return b"{\n    " + _MEMBER.join(pieces) + b"\n  }" if pieces else b"{}"
 
 
-def _split_members(section: bytes) -> list[bytes] | None:
-    """The members of a depth-1 object's bytes, each `"key": value`. A member starts with a key at
-    exactly four spaces of indent; anything deeper is indented further, and a string never holds
-    a raw newline, so the split is exact."""
-    if section == b"{}":
+def _members_at(data: bytes, view: memoryview, start: int, end: int) -> list[memoryview] | None:
+    """The members of the depth-1 object at `data[start:end]`, each `"key": value`, as views of
+    `data` (nothing copied). A member starts with a key at exactly four spaces of indent; anything
+    deeper is indented further, and a string never holds a raw newline, so the split is exact."""
+    if data[start:end] == b"{}":
         return []
-    if not (section.startswith(b'{\n    "') and section.endswith(b"\n  }")):
+    if data[start : start + 7] != b'{\n    "' or data[end - 4 : end] != b"\n  }":
         return None
-    return section[6:-4].split(b',\n    "')
+    found = []
+    at, stop = start + 6, end - 4
+    while True:
+        next_at = data.find(_SEPARATOR, at, stop)
+        if next_at < 0:
+            found.append(view[at:stop])
+            return found
+        found.append(view[at:next_at])
+        at = next_at + len(_MEMBER)
 
 
 class ManifestDoc:
@@ -96,12 +105,14 @@ class ManifestDoc:
         self.head = orjson.dumps(document, option=orjson.OPT_INDENT_2)[: -len(b"\n}")]
         self.tokenizer, self.provider = tokenizer or None, provider or None
         self.names: list[str] = []
-        #: name → its `"name": {…}` piece
-        self.entries: dict[str, bytes] = {}
+        #: name → its `"name": {…}` piece (a view of the file it was split from, or bytes)
+        self.entries: dict[str, bytes | memoryview] = {}
         #: prefix sha256 → its `"sha": {…}` piece
-        self.groups: dict[str, bytes] = {}
+        self.groups: dict[str, bytes | memoryview] = {}
         self._shas: list[str] = []
         self._bytes: bytes | None = None
+        #: sha256 → the group as `Manifest` holds it, decoded once
+        self._typed: dict[str, PrefixGroup] = {}
 
     # ---- making one
 
@@ -118,6 +129,7 @@ class ManifestDoc:
         doc.names = sorted(entries)
         for sha, (tokens, names) in groups.items():
             doc.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
+            doc._typed[sha] = PrefixGroup(tokens, tuple(names))
         doc._shas = sorted(groups)
         return doc
 
@@ -128,30 +140,31 @@ class ManifestDoc:
         not laid out as this promptc and this configuration write it (then the caller serialises
         the entries afresh)."""
         doc = cls(config.tokenizer, config.provider)
-        if not (data.startswith(doc.head) and data.endswith(_END)):
+        head = len(doc.head)
+        if not (
+            data.startswith(doc.head) and data.endswith(_END) and data[head : head + len(_ARTIFACTS)] == _ARTIFACTS
+        ):
             return None
-        rest = data[len(doc.head) :]
-        if not rest.startswith(_ARTIFACTS):
-            return None
-        cut = rest.find(_PREFIXES)
+        start = head + len(_ARTIFACTS)
+        cut = data.find(_PREFIXES, start)
         if cut < 0:
             return None
-        artifacts = _split_members(rest[len(_ARTIFACTS) : cut])
-        prefixes = _split_members(rest[cut + len(_PREFIXES) : -len(_END)])
+        view = memoryview(data)
+        artifacts = _members_at(data, view, start, cut)
+        prefixes = _members_at(data, view, cut + len(_PREFIXES), len(data) - len(_END))
         ordered = sorted(names)
         if artifacts is None or prefixes is None or len(artifacts) != len(ordered):
             return None
-        for index, name in enumerate(ordered):
-            piece = artifacts[index] if index == 0 else b'"' + artifacts[index]
-            if not piece.startswith(orjson.dumps(name) + b": {"):
+        entries = doc.entries
+        for name, piece in zip(ordered, artifacts, strict=True):
+            key = orjson.dumps(name) + b": {"
+            if piece[: len(key)].tobytes() != key:
                 return None
-            doc.entries[name] = piece
-        for index, piece in enumerate(prefixes):
-            piece = piece if index == 0 else b'"' + piece
-            sha = piece[1:65].decode("ascii", "replace")
-            if piece[65:69] != b'": {':
+            entries[name] = piece
+        for piece in prefixes:
+            if piece[:1].tobytes() != b'"' or piece[65:69].tobytes() != b'": {':
                 return None
-            doc.groups[sha] = piece
+            doc.groups[bytes(piece[1:65]).decode("ascii", "replace")] = piece
         doc.names = ordered
         doc._shas = list(doc.groups)
         if doc._shas != sorted(doc._shas):
@@ -200,6 +213,7 @@ class ManifestDoc:
 
     def _set_group(self, sha: str, tokens: int, names: list[str]) -> None:
         self.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
+        self._typed[sha] = PrefixGroup(tokens, tuple(names))
 
     # A group's length is the one of its first member by name, as `Manifest.of` takes it.
 
@@ -212,6 +226,7 @@ class ManifestDoc:
         names.remove(name)
         if not names:
             del self.groups[sha]
+            self._typed.pop(sha, None)
             del self._shas[bisect.bisect_left(self._shas, sha)]
             return
         if first:
@@ -248,10 +263,13 @@ class ManifestDoc:
         return self._bytes
 
     def manifest(self, entries: Mapping[str, ManifestEntry]) -> Manifest:
-        """The typed manifest of the document, given the entries it holds (by name)."""
-        groups = {}
+        """The typed manifest of the document, given the entries it holds (by name): equal to
+        `Manifest.of` of them. Each group is decoded once and kept until a patch changes it."""
+        typed = self._typed
         for sha in self._shas:
-            tokens, names = self._group(sha) or (0, [])
-            groups[sha] = PrefixGroup(tokens, tuple(names))
+            if sha not in typed:
+                tokens, names = self._group(sha) or (0, [])
+                typed[sha] = PrefixGroup(tokens, tuple(names))
         artifacts = {name: entries[name] for name in self.names}
+        groups = {sha: typed[sha] for sha in self._shas}
         return Manifest(MANIFEST_SCHEMA, "promptc", VERSION, self.tokenizer, self.provider, artifacts, groups)

@@ -22,11 +22,13 @@ it was; such a file is read and hashed again until it is older than that.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat as stat_module
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -56,6 +58,20 @@ COMPACT_LINES = 500
 STATE_LIMIT = 1 << 32
 
 
+@contextmanager
+def acyclic() -> Iterator[None]:
+    """Around code that makes many objects and no reference cycle (the state decoded, the reused
+    prompts built from it): the cyclic collector would walk every object the build holds again
+    and again while they are made, for nothing to collect."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @dataclass(slots=True)
 class Plan:
     """The incremental state as loaded for one build. An empty plan reuses nothing."""
@@ -82,25 +98,26 @@ class Plan:
         """The prompts whose source, partials and artifact file are exactly what the state recorded."""
         reused: dict[str, CompiledPrompt] = {}
         shas = tree.shas
-        base = str(out)
-        for rel in rels:
-            entry = self.entries.get(rel)
-            if not isinstance(entry, dict) or entry.get("sha") != shas.get(rel):
-                continue
-            deps = entry.get("deps")
-            if not isinstance(deps, dict) or any(shas.get(dep) != sha for dep, sha in deps.items()):
-                continue
-            if not self._artifact_is_there(rel, entry, base):
-                continue
-            prompt = reuse(rel, entry)
-            if prompt is not None:
-                reused[rel] = prompt
+        entries = self.entries
+        base = os.path.join(str(out), "")
+        with acyclic():
+            for rel in rels:
+                entry = entries.get(rel)
+                if not isinstance(entry, dict) or entry.get("sha") != shas.get(rel):
+                    continue
+                deps = entry.get("deps")
+                if not isinstance(deps, dict) or (deps and any(shas.get(dep) != sha for dep, sha in deps.items())):
+                    continue
+                if not self._artifact_is_there(rel, entry, f"{base}{artifact_path(name_of(rel))}"):
+                    continue
+                prompt = reuse(rel, entry)
+                if prompt is not None:
+                    reused[rel] = prompt
         return reused
 
-    def _artifact_is_there(self, rel: str, entry: dict[str, Any], base: str) -> bool:
+    def _artifact_is_there(self, rel: str, entry: dict[str, Any], path: str) -> bool:
         """The artifact file is the one the entry describes: the same stat, or (a copy of it, as a
         shadow set without hard links keeps) the same bytes, whose new stat is then recorded."""
-        path = os.path.join(base, artifact_path(name_of(rel)))
         stat = output_stat(path)
         if stat is None:
             return False
@@ -116,6 +133,14 @@ class Plan:
             entry = self.refreshed[rel] = {**entry, "stat": stat}
             self.entries[rel] = entry
         return same
+
+    def is_on_disk(self, out: Path) -> bool:
+        """Whether the state file is still the one this plan was read from or last wrote."""
+        try:
+            info = os.lstat(state_path(out))
+        except OSError:
+            return False
+        return self.where == (info.st_dev, info.st_ino, info.st_size)
 
     def preload_token_counts(self, out: Path, rels: list[str], config: Config) -> None:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
@@ -180,6 +205,11 @@ def load_plan(out: Path, config: Config) -> Plan:
     if found is None:
         return empty_plan(config)
     data, where = found
+    with acyclic():  # decoded JSON holds no cycle
+        return _load(data, where, config)
+
+
+def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
     lines = data.split(b"\n")
     try:
         header = orjson.loads(lines[0])
@@ -237,6 +267,8 @@ class Changes:
 
     files: dict[str, Any] = field(default_factory=dict)
     entries: dict[str, Any] = field(default_factory=dict)
+    #: the prompts that have an entry after the build
+    present: set[str] = field(default_factory=set)
 
 
 def changes_of(
@@ -249,8 +281,9 @@ def changes_of(
     now_ns: int,
 ) -> Changes:
     """The state's changes after a build: the source records of the files read and hashed this
-    time (`fresh`) and of the files gone, the entries of the prompts compiled now (with the stat of
-    the artifact file written), the entries refreshed, and those gone or failing now."""
+    time (`fresh`, recorded as of `now_ns`) and of the files gone, the entries of the prompts
+    compiled now (with the stat of the artifact file written), the entries refreshed, and those
+    gone or failing now. Prompts reused as they were cost a lookup each."""
     changes = Changes()
     stats, shas = tree.stats, tree.shas
     for rel in fresh:
@@ -259,20 +292,22 @@ def changes_of(
     for rel in plan.files.keys() - stats.keys():
         changes.files[rel] = None
     base = str(out)
-    keep: set[str] = set()
+    entries = plan.entries
+    present = changes.present
     for prompt in prompts:
+        rel = prompt.source
+        if prompt.reused and not prompt.diagnostics and rel in entries:
+            present.add(rel)  # the common case: reused as it was, without a warning
+            continue
         if prompt.entry is None or has_errors(prompt.diagnostics):
             continue
-        rel = prompt.source
-        if prompt.reused and rel in plan.entries:
-            keep.add(rel)
-            if rel in plan.refreshed:
-                changes.entries[rel] = plan.refreshed[rel]
+        if prompt.reused and rel in entries:
+            present.add(rel)
             continue
         stat = output_stat(os.path.join(base, prompt.entry.path))
         if stat is None:
             continue
-        keep.add(rel)
+        present.add(rel)
         changes.entries[rel] = {
             "sha": shas[rel],
             "deps": {dep: shas.get(dep) for dep in prompt.deps},
@@ -281,7 +316,10 @@ def changes_of(
             "stat": stat,
             **_warnings_to_state(prompt.diagnostics),
         }
-    for rel in plan.entries.keys() - keep:
+    for rel, entry in plan.refreshed.items():
+        if rel in present and rel not in changes.entries:
+            changes.entries[rel] = entry
+    for rel in entries.keys() - present:
         changes.entries[rel] = None
     return changes
 
@@ -352,16 +390,17 @@ def last_good(prompt: CompiledPrompt, entry: ManifestEntry | None, out: Path) ->
 def reuse(rel: str, entry: dict[str, Any]) -> CompiledPrompt | None:
     """The prompt of a state entry, as an incremental build reuses it."""
     try:
-        lines = entry["lines"]
-        warnings = tuple(_diag_from_state(row, lines) for row in entry["warnings"])
+        rows = entry["warnings"]
+        warnings = tuple([_diag_from_state(row, entry["lines"]) for row in rows]) if rows else ()
+        deps, includes = entry["deps"], entry["includes"]
         return CompiledPrompt(
             name_of(rel),
             rel,
             warnings,
-            includes=tuple(entry["includes"]),
+            includes=tuple(includes),
             # written by this very promptc (the fingerprint says so): taken as it is
             entry=ManifestEntry.from_json(entry["entry"], own=True),
-            resources=tuple(dep for dep in entry["deps"] if dep not in entry["includes"]),
+            resources=tuple([dep for dep in deps if dep not in includes]) if deps else (),
             reused=True,
         )
     except (KeyError, TypeError, ValueError, IndexError):  # ArtifactError is a ValueError
@@ -401,6 +440,11 @@ def _diag_from_state(row: list[Any], lines: list[str]) -> Diagnostic:
 
 # ---------------------------------------------------------------------------------------------
 # The fingerprint
+
+
+def fingerprint(config: Config, package: Any = None) -> str:
+    """The fingerprint of a build with `config` (see `_fingerprint`)."""
+    return _fingerprint(config, package)[0]
 
 
 def _fingerprint(config: Config, cached: Any) -> tuple[str, list[Any]]:

@@ -426,9 +426,9 @@ def _under(order: list[str], rel: str) -> list[str]:
 
 
 def is_partial(rel: str) -> bool:
-    return os.path.basename(rel).startswith(PARTIAL_PREFIX)
+    return rel.rpartition("/")[2].startswith(PARTIAL_PREFIX)
 
 
 def is_prompt(rel: str) -> bool:
     """A source that compiles to an artifact: a `.prompt` file that is not a partial."""
-    return rel.endswith(SOURCE_SUFFIX) and not is_partial(rel)
+    return rel.endswith(SOURCE_SUFFIX) and not rel.rpartition("/")[2].startswith(PARTIAL_PREFIX)
