@@ -141,9 +141,11 @@ class _Compiled:
     walked_ns: int = 0
     #: the walk reported no problem
     clean_walk: bool = False
-    #: the manifest's pieces after this build, and the bytes the output folder held before it
+    #: the manifest's pieces after this build
     doc: ManifestDoc | None = None
-    doc_before: bytes | None = None
+    #: they were the last build's (patched now), and its `manifest.json` is still on disk as written
+    doc_known: bool = False
+    manifest_intact: bool = False
     #: files of the previous set this build drops
     removed_paths: list[str] = field(default_factory=list)
     #: the prompts of the tree, sorted
@@ -324,8 +326,8 @@ class _Known:
     file is still the one it wrote) and the check and patch of the folder it allows."""
 
     output: KnownOutput
-    #: artifact names the manifest lists that the state has no entry for (kept last-good ones)
-    kept: tuple[str, ...]
+    #: artifacts the manifest lists that the state has no entry for (kept last-good ones): name → piece
+    kept: dict[str, str]
     #: the stat of `manifest.json` as written
     manifest_stat: list[int] | None
 
@@ -369,8 +371,9 @@ def _known(plan: Plan, out: Path) -> _Known | None:
             return None
     except (KeyError, TypeError):
         return None
+    if not isinstance(kept, dict):
+        return None
     entries = plan.entries
-    kept_names = frozenset(kept)
 
     def holds(rel: str) -> bool:
         if rel == MANIFEST:
@@ -378,19 +381,19 @@ def _known(plan: Plan, out: Path) -> _Known | None:
         if not rel.endswith(".json"):
             return False
         name = rel[: -len(".json")]
-        return f"{name}{SOURCE_SUFFIX}" in entries or name in kept_names
+        return f"{name}{SOURCE_SUFFIX}" in entries or name in kept
 
-    return _Known(KnownOutput(holds, dirs, live, shadow, frozenset(diff)), tuple(kept), manifest)
+    return _Known(KnownOutput(holds, dirs, live, shadow, frozenset(diff)), kept, manifest)
 
 
 def _write(out: Path, project: _Compiled, known: _Known | None) -> bool:
     """Swap the new set in, unless the output folder already holds it."""
-    assert project.manifest is not None
-    before = project.doc_before
-    if known is not None and before is not None:
+    assert project.manifest is not None and project.doc is not None
+    if known is not None and project.doc_known:
         removed = project.removed_paths
         known.output.removed = frozenset(removed)
-        if not removed and project.files.get(MANIFEST) == before and _on_disk(out, project.files):
+        artifacts = {rel: data for rel, data in project.files.items() if rel != MANIFEST}
+        if project.manifest_intact and not removed and not project.doc.changed and _on_disk(out, artifacts):
             return False  # nothing this build made differs from what is there
         shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
         return write_output(out, project.files, project.keep, shas, known=known.output)
@@ -416,16 +419,24 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
     assert project.tree is not None and project.manifest is not None
     files = project.tree.files
     fresh = files.fresh if isinstance(files, LazyFiles) else frozenset(files)
-    changes = changes_of(plan, project.prompts, project.tree, fresh, out, now_ns=project.walked_ns)
+    doc = project.doc
+    assert doc is not None
+    changes = changes_of(plan, project.prompts, project.tree, fresh, out, doc.entries, now_ns=project.walked_ns)
+    if project.doc_known:
+        changes.groups = dict(doc.changed_groups())
+    else:  # a document made afresh: every group, and none of the state's others
+        changes.groups = {sha: None for sha in plan.groups if sha not in doc.groups}
+        changes.groups.update(doc.groups)
+        doc.changed_groups()
     present = changes.present
-    kept = [p.name for p in project.prompts if p.entry is not None and p.source not in present]
+    kept = {p.name: doc.entries[p.name] for p in project.prompts if p.entry is not None and p.source not in present}
     if written or known is None or not plan.output:
-        if known is not None and project.doc_before is not None and isinstance(plan.output.get("dirs"), dict):
+        if known is not None and project.doc_known and isinstance(plan.output.get("dirs"), dict):
             folders = set(plan.output["dirs"]) | folders_of(project.files)
         else:
             folders = folders_of([*project.files, *project.keep])
         output = output_record(out, folders, claimed_ns)
-        if project.doc_before is None:
+        if not project.doc_known:
             output["shadow"] = None  # how it differs from the live set is not known
         output["diff"] = sorted({*project.files, *project.removed_paths})
     else:
@@ -433,6 +444,7 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
         output["dirs"] = output_record(out, plan.output.get("dirs") or (), claimed_ns)["dirs"]
     output["kept"] = kept
     output["manifest"] = output_stat(out / MANIFEST)
+    doc.changed = False
     save_state(out, plan, changes, output)
 
 
@@ -661,8 +673,11 @@ def _compile(
 
     # the manifest the output folder holds, in pieces: the session's, or the file itself when it
     # is the one the state recorded
-    doc = _previous_doc(session, plan, known, out, config) if incremental else None
-    project.doc_before = doc.bytes() if doc is not None else None
+    doc = _previous_doc(session, plan, known, config) if incremental else None
+    project.doc_known = doc is not None
+    project.manifest_intact = (
+        doc is not None and known is not None and output_stat(out / MANIFEST) == known.manifest_stat
+    )
     if keep_last_good:
         on_disk: list[Manifest | None] = []
 
@@ -732,22 +747,16 @@ def _patched_rels(rels: list[str], touched: Iterable[str], tree: SourceTree) -> 
     return rels
 
 
-def _previous_doc(
-    session: Session | None, plan: Plan, known: _Known | None, out: Path, config: Config
-) -> ManifestDoc | None:
-    """The manifest the output folder holds, as pieces to patch: the session's, or the file
-    itself split, when its stat is the one the state recorded (it is then the file the last
-    build wrote, listing the state's entries and the kept last-good ones)."""
+def _previous_doc(session: Session | None, plan: Plan, known: _Known | None, config: Config) -> ManifestDoc | None:
+    """The manifest the last build wrote, as pieces to patch: the session's, or the one the state
+    kept (the pieces of its entries, of the last-good artifacts it kept, and of the groups)."""
     if session is not None and session.doc is not None:
         return session.doc
-    if known is None or known.manifest_stat is None or output_stat(out / MANIFEST) != known.manifest_stat:
+    if known is None:
         return None
-    try:
-        data = read_file(out / MANIFEST, follow=False)
-    except OSError:
-        return None
-    names = [*(rel[: -len(SOURCE_SUFFIX)] for rel in plan.entries), *known.kept]
-    return ManifestDoc.parse(data, names, config)
+    pieces = {rel[: -len(SOURCE_SUFFIX)]: entry.get("piece") for rel, entry in plan.entries.items()}
+    pieces.update(known.kept)
+    return ManifestDoc.restore(pieces, plan.groups, config)
 
 
 def _entry_on_disk(out: Path, name: str) -> ManifestEntry | None:

@@ -10,7 +10,7 @@ watch session or split out of the `manifest.json` that build wrote.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -54,46 +54,30 @@ def collisions(prompts: list[CompiledPrompt], tree: SourceTree) -> list[Diagnost
 # The manifest's bytes, in pieces
 
 #: what separates two members of the `artifacts` or `prefixes` object (depth 2 of the document)
-_MEMBER = b",\n    "
+_MEMBER = ",\n    "
 _NEST = b"\n    "
-_ARTIFACTS = b',\n  "artifacts": '
-_PREFIXES = b',\n  "prefixes": '
-_END = b"\n}\n"
-_SEPARATOR = _MEMBER + b'"'
+_ARTIFACTS = ',\n  "artifacts": '
+_PREFIXES = ',\n  "prefixes": '
+_END = "\n}\n"
 
 
-def _piece(key: str, value: Any) -> bytes:
+def _piece(key: str, value: Any) -> str:
     """`"key": value` as it appears at depth 2 of the indented document."""
-    return orjson.dumps(key) + b": " + orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", _NEST)
+    text = orjson.dumps(key) + b": " + orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", _NEST)
+    return text.decode("utf-8")
 
 
-def _members(pieces: list[bytes | memoryview]) -> bytes:
-    return b"{\n    " + _MEMBER.join(pieces) + b"\n  }" if pieces else b"{}"
-
-
-def _members_at(data: bytes, view: memoryview, start: int, end: int) -> list[memoryview] | None:
-    """The members of the depth-1 object at `data[start:end]`, each `"key": value`, as views of
-    `data` (nothing copied). A member starts with a key at exactly four spaces of indent; anything
-    deeper is indented further, and a string never holds a raw newline, so the split is exact."""
-    if data[start:end] == b"{}":
-        return []
-    if data[start : start + 7] != b'{\n    "' or data[end - 4 : end] != b"\n  }":
-        return None
-    found = []
-    at, stop = start + 6, end - 4
-    while True:
-        next_at = data.find(_SEPARATOR, at, stop)
-        if next_at < 0:
-            found.append(view[at:stop])
-            return found
-        found.append(view[at:next_at])
-        at = next_at + len(_MEMBER)
+def _members(pieces: list[str]) -> str:
+    return "{\n    " + _MEMBER.join(pieces) + "\n  }" if pieces else "{}"
 
 
 class ManifestDoc:
-    """`manifest.json`'s bytes held as one piece per artifact entry (sorted by name) and per prefix
-    group (sorted by sha256), patched by `put` and `remove`; `bytes()` joins them. Equal, byte for
-    byte, to `dumps(Manifest.of(...))` of the same entries (tests/test_incremental.py proves it)."""
+    """`manifest.json`'s bytes held as one piece of text per artifact entry (sorted by name) and
+    per prefix group (sorted by sha256), patched by `put` and `remove`; `bytes()` joins them.
+    Equal, byte for byte, to `dumps(Manifest.of(...))` of the same entries
+    (tests/test_incremental.py proves it). The incremental state keeps the pieces (each entry's
+    with its record, each group's), so a build starts from the last one's without reading or
+    decoding the manifest."""
 
     def __init__(self, tokenizer: str | None, provider: str | None) -> None:
         document = {
@@ -102,17 +86,21 @@ class ManifestDoc:
             "tokenizer": tokenizer or None,
             "provider": provider or None,
         }
-        self.head = orjson.dumps(document, option=orjson.OPT_INDENT_2)[: -len(b"\n}")]
+        self.head = orjson.dumps(document, option=orjson.OPT_INDENT_2)[: -len(b"\n}")].decode("utf-8")
         self.tokenizer, self.provider = tokenizer or None, provider or None
         self.names: list[str] = []
-        #: name → its `"name": {…}` piece (a view of the file it was split from, or bytes)
-        self.entries: dict[str, bytes | memoryview] = {}
+        #: name → its `"name": {…}` piece
+        self.entries: dict[str, str] = {}
         #: prefix sha256 → its `"sha": {…}` piece
-        self.groups: dict[str, bytes | memoryview] = {}
+        self.groups: dict[str, str] = {}
         self._shas: list[str] = []
         self._bytes: bytes | None = None
         #: sha256 → the group as `Manifest` holds it, decoded once
         self._typed: dict[str, PrefixGroup] = {}
+        #: the groups `put` and `remove` changed since `changed_groups()` was last asked
+        self._touched: set[str] = set()
+        #: `put` or `remove` changed the document since this was last set False
+        self.changed = False
 
     # ---- making one
 
@@ -131,55 +119,31 @@ class ManifestDoc:
             doc.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
             doc._typed[sha] = PrefixGroup(tokens, tuple(names))
         doc._shas = sorted(groups)
+        doc._touched = set(groups)
         return doc
 
     @classmethod
-    def parse(cls, data: bytes, names: Iterable[str], config: Config) -> ManifestDoc | None:
-        """The document `data` (a manifest promptc wrote for exactly these artifact names, as the
-        incremental state says), split into its pieces without decoding it; None when `data` is
-        not laid out as this promptc and this configuration write it (then the caller serialises
-        the entries afresh)."""
+    def restore(cls, entries: Mapping[str, str], groups: Mapping[str, str], config: Config) -> ManifestDoc | None:
+        """The document of the pieces the incremental state kept (by artifact name, by prefix
+        sha256); None when they are not pieces this promptc writes."""
         doc = cls(config.tokenizer, config.provider)
-        head = len(doc.head)
-        if not (
-            data.startswith(doc.head) and data.endswith(_END) and data[head : head + len(_ARTIFACTS)] == _ARTIFACTS
-        ):
+        if not all(isinstance(piece, str) and piece[:1] == '"' for piece in (*entries.values(), *groups.values())):
             return None
-        start = head + len(_ARTIFACTS)
-        cut = data.find(_PREFIXES, start)
-        if cut < 0:
-            return None
-        view = memoryview(data)
-        artifacts = _members_at(data, view, start, cut)
-        prefixes = _members_at(data, view, cut + len(_PREFIXES), len(data) - len(_END))
-        ordered = sorted(names)
-        if artifacts is None or prefixes is None or len(artifacts) != len(ordered):
-            return None
-        entries = doc.entries
-        for name, piece in zip(ordered, artifacts, strict=True):
-            key = orjson.dumps(name) + b": {"
-            if piece[: len(key)].tobytes() != key:
-                return None
-            entries[name] = piece
-        for piece in prefixes:
-            if piece[:1].tobytes() != b'"' or piece[65:69].tobytes() != b'": {':
-                return None
-            doc.groups[bytes(piece[1:65]).decode("ascii", "replace")] = piece
-        doc.names = ordered
-        doc._shas = list(doc.groups)
-        if doc._shas != sorted(doc._shas):
-            return None
-        doc._bytes = data
+        doc.entries, doc.groups = dict(entries), dict(groups)
+        doc.names, doc._shas = sorted(entries), sorted(groups)
         return doc
+
+    def changed_groups(self) -> dict[str, str | None]:
+        """The groups changed since the last call, with their pieces (None: gone)."""
+        touched, self._touched = self._touched, set()
+        return {sha: self.groups.get(sha) for sha in touched}
 
     # ---- patching
 
     def entry(self, name: str) -> ManifestEntry | None:
         """The entry of `name` as the document holds it (decoded from its piece)."""
         piece = self.entries.get(name)
-        if piece is None:
-            return None
-        return ManifestEntry.from_json(orjson.loads(piece[len(orjson.dumps(name)) + 2 :]), own=True)
+        return None if piece is None else entry_of(name, piece)
 
     def put(self, name: str, entry: ManifestEntry, old: ManifestEntry | None) -> None:
         """Set the entry of `name` (`old` is the entry the document held for it, if any)."""
@@ -194,6 +158,7 @@ class ManifestDoc:
         if entry.prefix_sha256:
             self._join(entry.prefix_sha256, entry.prefix_tokens, name)
         self._bytes = None
+        self.changed = True
 
     def remove(self, name: str, old: ManifestEntry | None) -> None:
         if name not in self.entries:
@@ -203,6 +168,7 @@ class ManifestDoc:
         if old is not None and old.prefix_sha256:
             self._leave(old.prefix_sha256, name)
         self._bytes = None
+        self.changed = True
 
     def _group(self, sha: str) -> tuple[int, list[str]] | None:
         piece = self.groups.get(sha)
@@ -214,6 +180,7 @@ class ManifestDoc:
     def _set_group(self, sha: str, tokens: int, names: list[str]) -> None:
         self.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
         self._typed[sha] = PrefixGroup(tokens, tuple(names))
+        self._touched.add(sha)
 
     # A group's length is the one of its first member by name, as `Manifest.of` takes it.
 
@@ -227,6 +194,7 @@ class ManifestDoc:
         if not names:
             del self.groups[sha]
             self._typed.pop(sha, None)
+            self._touched.add(sha)
             del self._shas[bisect.bisect_left(self._shas, sha)]
             return
         if first:
@@ -250,7 +218,7 @@ class ManifestDoc:
     def bytes(self) -> bytes:
         if self._bytes is None:
             entries, groups = self.entries, self.groups
-            self._bytes = b"".join(
+            self._bytes = "".join(
                 (
                     self.head,
                     _ARTIFACTS,
@@ -259,17 +227,43 @@ class ManifestDoc:
                     _members([groups[sha] for sha in self._shas]),
                     _END,
                 )
-            )
+            ).encode("utf-8")
         return self._bytes
 
     def manifest(self, entries: Mapping[str, ManifestEntry]) -> Manifest:
         """The typed manifest of the document, given the entries it holds (by name): equal to
         `Manifest.of` of them. Each group is decoded once and kept until a patch changes it."""
         typed = self._typed
-        for sha in self._shas:
+        missing = [sha for sha in self._shas if sha not in typed]
+        if len(missing) > 64:  # a document restored from the state: group the entries once
+            grouped: dict[str, tuple[int, list[str]]] = {}
+            for name in self.names:
+                entry = entries[name]
+                if entry.prefix_sha256:
+                    grouped.setdefault(entry.prefix_sha256, (entry.prefix_tokens, []))[1].append(name)
+            for sha in missing:
+                tokens, names = grouped.get(sha) or self._group(sha) or (0, [])
+                typed[sha] = PrefixGroup(tokens, tuple(names))
+        for sha in missing:
             if sha not in typed:
                 tokens, names = self._group(sha) or (0, [])
                 typed[sha] = PrefixGroup(tokens, tuple(names))
         artifacts = {name: entries[name] for name in self.names}
         groups = {sha: typed[sha] for sha in self._shas}
         return Manifest(MANIFEST_SCHEMA, "promptc", VERSION, self.tokenizer, self.provider, artifacts, groups)
+
+
+def _key(name: str) -> str:
+    return orjson.dumps(name).decode("utf-8") + ": {"
+
+
+def piece_of(name: str, entry: ManifestEntry) -> str:
+    """The manifest piece of one entry, as `ManifestDoc` holds it."""
+    return _piece(name, entry.to_json())
+
+
+def entry_of(name: str, piece: str) -> ManifestEntry:
+    """The entry a manifest piece holds (promptc's own: taken as it is)."""
+    # the key ends at the first `": {` unless the name holds a quote or a backslash (escaped in it)
+    start = piece.find('": {') + 3 if '"' not in name and "\\" not in name else len(_key(name)) - 1
+    return ManifestEntry.from_json(orjson.loads(piece[start:]), own=True)

@@ -27,7 +27,7 @@ import hashlib
 import os
 import stat as stat_module
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -47,6 +47,7 @@ from ..runtime.atomic import write_file
 from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
 from ..runtime.model import ManifestEntry
 from ..syntax.parse import grammar_text
+from .manifest import entry_of
 from .sources import RACY_WINDOW_NS
 
 #: the first line's `format`; a state of another format is no state
@@ -82,7 +83,9 @@ class Plan:
     entries: dict[str, Any] = field(default_factory=dict)
     #: source → [size, mtime_ns, inode, ctime_ns, sha256, recorded_ns]
     files: dict[str, list[Any]] = field(default_factory=dict)
-    #: what the output folder held after the build that saved the state (see `buildfolder.OutputRecord`)
+    #: the manifest's prefix groups, each as its piece (`manifest.ManifestDoc`), by sha256
+    groups: dict[str, str] = field(default_factory=dict)
+    #: what the output folder held after the build that saved the state (`buildfolder.output_record`)
     output: dict[str, Any] = field(default_factory=dict)
     #: [stat key of the compiler's files, their content digest, when it was computed]
     package: list[Any] = field(default_factory=list)
@@ -108,14 +111,15 @@ class Plan:
                 deps = entry.get("deps")
                 if not isinstance(deps, dict) or (deps and any(shas.get(dep) != sha for dep, sha in deps.items())):
                     continue
-                if not self._artifact_is_there(rel, entry, f"{base}{artifact_path(name_of(rel))}"):
+                name = rel[: -len(SOURCE_SUFFIX)]
+                if not self._artifact_is_there(rel, name, entry, f"{base}{artifact_path(name)}"):
                     continue
-                prompt = reuse(rel, entry)
+                prompt = reuse(rel, entry, name)
                 if prompt is not None:
                     reused[rel] = prompt
         return reused
 
-    def _artifact_is_there(self, rel: str, entry: dict[str, Any], path: str) -> bool:
+    def _artifact_is_there(self, rel: str, name: str, entry: dict[str, Any], path: str) -> bool:
         """The artifact file is the one the entry describes: the same stat, or (a copy of it, as a
         shadow set without hard links keeps) the same bytes, whose new stat is then recorded."""
         stat = output_stat(path)
@@ -124,10 +128,10 @@ class Plan:
         if stat == entry.get("stat"):
             return True
         try:
-            recorded = entry["entry"]["sha256"]
+            recorded = entry_of(name, entry["piece"]).sha256
             with open(path, "rb") as handle:
                 same = bool(hashlib.sha256(handle.read()).hexdigest() == recorded)
-        except (OSError, KeyError, TypeError):
+        except (OSError, KeyError, TypeError, ValueError):
             return False
         if same:
             entry = self.refreshed[rel] = {**entry, "stat": stat}
@@ -210,10 +214,12 @@ def load_plan(out: Path, config: Config) -> Plan:
 
 
 def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
-    lines = data.split(b"\n")
+    view = memoryview(data)  # lines are decoded in place, not copied out first
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
     try:
-        header = orjson.loads(lines[0])
-        base = orjson.loads(lines[1]) if len(lines) > 1 else None
+        header = orjson.loads(view[:first] if first >= 0 else view)
+        base = orjson.loads(view[first + 1 : second if second >= 0 else len(data)]) if first >= 0 else None
     except orjson.JSONDecodeError:
         return empty_plan(config)
     if not isinstance(header, dict) or header.get("format") != STATE_FORMAT or not isinstance(base, dict):
@@ -222,30 +228,35 @@ def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
     plan = Plan(fingerprint, package=package)
     if header.get("fingerprint") != fingerprint:
         return plan  # the compiler or the configuration changed: nothing is reused
-    files, entries, output = base.get("files"), base.get("entries"), base.get("output")
-    if not (isinstance(files, dict) and isinstance(entries, dict) and isinstance(output, dict)):
+    files, entries, groups, output = base.get("files"), base.get("entries"), base.get("groups"), base.get("output")
+    if not (
+        isinstance(files, dict) and isinstance(entries, dict) and isinstance(groups, dict) and isinstance(output, dict)
+    ):
         return plan
-    plan.files, plan.entries, plan.output = files, entries, output
-    plan.base_size = len(lines[0]) + len(lines[1]) + 2
-    clean = data.endswith(b"\n")
-    for number, line in enumerate(lines[2:], 2):
-        if not line:
-            continue
+    plan.files, plan.entries, plan.groups, plan.output = files, entries, groups, output
+    plan.base_size = (second if second >= 0 else len(data)) + 1
+    clean = data.endswith(b"\n") and second >= 0
+    at = second + 1 if second >= 0 else len(data)
+    while at < len(data):
+        end = data.find(b"\n", at)
+        if end < 0:
+            clean = False  # the last line of a build killed while appending: dropped
+            break
         try:
-            layer = orjson.loads(line)
-            _apply(plan, layer)
-        except (orjson.JSONDecodeError, TypeError, AttributeError, ValueError):
+            _apply(plan, orjson.loads(view[at:end]))
+        except (orjson.JSONDecodeError, TypeError, AttributeError, ValueError, KeyError):
             clean = False  # a torn or foreign line: it and everything after it are dropped
             break
-        plan.journal_size += len(line) + 1
-        plan.journal_lines = number - 1
+        plan.journal_size += end + 1 - at
+        plan.journal_lines += 1
+        at = end + 1
     # appended to only when it ends where its last line did and its header is current
     plan.where = where if clean and package == header.get("package") else None
     return plan
 
 
 def _apply(plan: Plan, layer: dict[str, Any]) -> None:
-    for name in ("files", "entries"):
+    for name in ("files", "entries", "groups"):
         target: dict[str, Any] = getattr(plan, name)
         for key, value in layer[name].items():
             if value is None:
@@ -267,6 +278,7 @@ class Changes:
 
     files: dict[str, Any] = field(default_factory=dict)
     entries: dict[str, Any] = field(default_factory=dict)
+    groups: dict[str, Any] = field(default_factory=dict)
     #: the prompts that have an entry after the build
     present: set[str] = field(default_factory=set)
 
@@ -277,6 +289,7 @@ def changes_of(
     tree: SourceTree,
     fresh: Iterable[str],
     out: Path,
+    pieces: Mapping[str, str],
     *,
     now_ns: int,
 ) -> Changes:
@@ -311,7 +324,7 @@ def changes_of(
         changes.entries[rel] = {
             "sha": shas[rel],
             "deps": {dep: shas.get(dep) for dep in prompt.deps},
-            "entry": prompt.entry.to_json(),
+            "piece": pieces[prompt.name],
             "includes": list(prompt.includes),
             "stat": stat,
             **_warnings_to_state(prompt.diagnostics),
@@ -328,7 +341,7 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
     """Record what this build wrote, for the next one to plan with: one line appended to the
     journal, or the whole state rewritten when the journal has grown (or cannot be appended to).
     `plan` is brought up to date either way (a watch session keeps it for its next build)."""
-    layer = {"files": changes.files, "entries": changes.entries, "output": output}
+    layer = {"files": changes.files, "entries": changes.entries, "groups": changes.groups, "output": output}
     _apply(plan, layer)
     plan.refreshed = {}
     path = state_path(out)
@@ -345,7 +358,7 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
             plan.where = (plan.where[0], plan.where[1], plan.where[2] + len(line))
             return
         header = {"format": STATE_FORMAT, "fingerprint": plan.fingerprint, "package": plan.package}
-        base = orjson.dumps({"files": plan.files, "entries": plan.entries, "output": plan.output})
+        base = orjson.dumps({"files": plan.files, "entries": plan.entries, "groups": plan.groups, "output": plan.output})
         data = orjson.dumps(header) + b"\n" + base + b"\n"
         # atomic (a killed build leaves the old state or the new), not fsynced: it is an
         # optimisation a crash may lose, and never written through a link
@@ -387,19 +400,20 @@ def last_good(prompt: CompiledPrompt, entry: ManifestEntry | None, out: Path) ->
     return replace(prompt, entry=entry, reused=True, data=None)
 
 
-def reuse(rel: str, entry: dict[str, Any]) -> CompiledPrompt | None:
+def reuse(rel: str, entry: dict[str, Any], name: str | None = None) -> CompiledPrompt | None:
     """The prompt of a state entry, as an incremental build reuses it."""
+    name = name_of(rel) if name is None else name
     try:
         rows = entry["warnings"]
         warnings = tuple([_diag_from_state(row, entry["lines"]) for row in rows]) if rows else ()
         deps, includes = entry["deps"], entry["includes"]
         return CompiledPrompt(
-            name_of(rel),
+            name,
             rel,
             warnings,
             includes=tuple(includes),
             # written by this very promptc (the fingerprint says so): taken as it is
-            entry=ManifestEntry.from_json(entry["entry"], own=True),
+            entry=entry_of(name, entry["piece"]),
             resources=tuple([dep for dep in deps if dep not in includes]) if deps else (),
             reused=True,
         )

@@ -26,6 +26,8 @@ from ..syntax.source import MAX_SOURCE_BYTES
 
 def _utf8(name: str) -> bool:
     """A name the file system gave in bytes that are not UTF-8 arrives with surrogate escapes."""
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

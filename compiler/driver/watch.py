@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 DEBOUNCE = 0.05
 #: A stream of changes that never goes quiet (a generator rewriting files) still gets built this often.
 MAX_WAIT = 1.0
+#: A batch of more changed paths than this (a `git checkout`, a generator) is built with a stat of
+#: every source rather than from the paths alone: the kernel drops events when its queue
+#: overflows, which only such a burst can cause.
+MAX_CHANGES = 1000
 
 CONFIG_NAME = "pyproject.toml"
 # Files editors and tools write next to the file being saved. Only `.prompt` and `.json` files start a build
@@ -422,7 +426,7 @@ class Watcher:
             extra: dict[str, Any] = {}
             if self._incremental_builder:
                 extra["session"] = self._session
-                if not initial and not config_changed:
+                if not initial and not config_changed and len(changes) <= MAX_CHANGES:
                     extra["changes"] = changes
             result = builder(
                 self.src,
