@@ -64,7 +64,18 @@ from ..runtime.buildfolder import (
 )
 from ..runtime.model import Artifact, Manifest, ManifestEntry
 from .manifest import ManifestDoc, collisions, manifest_for
-from .plan import Plan, changes_of, empty_plan, fingerprint, last_good, load_plan, output_stat, save_state
+from .plan import (
+    Plan,
+    acyclic,
+    changes_of,
+    collecting,
+    empty_plan,
+    fingerprint,
+    last_good,
+    load_plan,
+    output_stat,
+    save_state,
+)
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import LazyFiles, is_prompt, read_tree, update_tree
 
@@ -239,6 +250,39 @@ def build(
     too — the absolute paths created, modified, moved or deleted since the session's last build,
     as a watcher saw them — only those paths are read. Without `changes` every source is stat'ed.
     """
+    # The build's own bookkeeping (the state decoded, reused prompts, the manifest's pieces) makes
+    # hundreds of thousands of objects and no cycle: the collector is paused around it, and runs
+    # for the compiles (`collecting`).
+    with acyclic():
+        return _build(
+            src,
+            out,
+            config,
+            write=write,
+            incremental=incremental,
+            keep_last_good=keep_last_good,
+            strict=strict,
+            config_diagnostics=config_diagnostics,
+            on_progress=on_progress,
+            session=session,
+            changes=changes,
+        )
+
+
+def _build(
+    src: Path | str | None = None,
+    out: Path | str | None = None,
+    config: Config | None = None,
+    *,
+    write: bool = True,
+    incremental: bool = True,
+    keep_last_good: bool = False,
+    strict: bool = False,
+    config_diagnostics: Sequence[Diagnostic] = (),
+    on_progress: Progress | None = None,
+    session: Session | None = None,
+    changes: Collection[str] | None = None,
+) -> BuildResult:
     config, loaded = _config(config)
     reported = [*loaded, *config_diagnostics]
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
@@ -303,7 +347,8 @@ def build(
                 raise
             # the bindings of what the output folder now holds (still under the lock)
             if bindings.configured(config):
-                project.report(bindings.write(bindings.generate(config, _artifacts(project, out))))
+                with collecting():
+                    project.report(bindings.write(bindings.generate(config, _artifacts(project, out))))
         failed = False
         return project.result(written=written, unchanged=not written)
     except TimeoutError as exc:
@@ -662,7 +707,8 @@ def _compile(
 
     # 3. compile the rest
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
-    compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
+    with collecting():
+        compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
     if strict:
         compiled = [_failed_by_strict(p) for p in compiled]
         for rel, p in list(reused.items()):

@@ -59,18 +59,35 @@ COMPACT_LINES = 500
 STATE_LIMIT = 1 << 32
 
 
+#: the collector's state at each `acyclic()` entry, outermost first
+_PAUSED: list[bool] = []
+
+
 @contextmanager
 def acyclic() -> Iterator[None]:
-    """Around code that makes many objects and no reference cycle (the state decoded, the reused
-    prompts built from it): the cyclic collector would walk every object the build holds again
-    and again while they are made, for nothing to collect."""
-    enabled = gc.isenabled()
+    """Around code that makes many objects and no reference cycle (the build's bookkeeping: the
+    state decoded, the reused prompts, the manifest's pieces): the cyclic collector would walk
+    every object the build holds again and again while they are made, for nothing to collect."""
+    _PAUSED.append(gc.isenabled())
     gc.disable()
     try:
         yield
     finally:
-        if enabled:
+        if _PAUSED.pop():
             gc.enable()
+
+
+@contextmanager
+def collecting() -> Iterator[None]:
+    """Inside `acyclic()`: the collector as it was before, for code that makes cycles (compiles)."""
+    enable = bool(_PAUSED) and _PAUSED[0]
+    if enable:
+        gc.enable()
+    try:
+        yield
+    finally:
+        if enable:
+            gc.disable()
 
 
 @dataclass(slots=True)
@@ -358,7 +375,9 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
             plan.where = (plan.where[0], plan.where[1], plan.where[2] + len(line))
             return
         header = {"format": STATE_FORMAT, "fingerprint": plan.fingerprint, "package": plan.package}
-        base = orjson.dumps({"files": plan.files, "entries": plan.entries, "groups": plan.groups, "output": plan.output})
+        base = orjson.dumps(
+            {"files": plan.files, "entries": plan.entries, "groups": plan.groups, "output": plan.output}
+        )
         data = orjson.dumps(header) + b"\n" + base + b"\n"
         # atomic (a killed build leaves the old state or the new), not fsynced: it is an
         # optimisation a crash may lose, and never written through a link
