@@ -63,6 +63,14 @@ STATE_LIMIT = 1 << 32
 _PAUSED: list[bool] = []
 
 
+def _promote() -> None:
+    """Move every object the collector tracks into its oldest generation without walking them
+    (`freeze` then `unfreeze`): the young-generation passes that follow, frequent and meant to be
+    cheap, then do not walk the hundreds of thousands of objects made while it was paused."""
+    gc.freeze()
+    gc.unfreeze()
+
+
 @contextmanager
 def acyclic() -> Iterator[None]:
     """Around code that makes many objects and no reference cycle (the build's bookkeeping: the
@@ -74,6 +82,7 @@ def acyclic() -> Iterator[None]:
         yield
     finally:
         if _PAUSED.pop():
+            _promote()
             gc.enable()
 
 
@@ -82,6 +91,7 @@ def collecting() -> Iterator[None]:
     """Inside `acyclic()`: the collector as it was before, for code that makes cycles (compiles)."""
     enable = bool(_PAUSED) and _PAUSED[0]
     if enable:
+        _promote()
         gc.enable()
     try:
         yield
@@ -120,6 +130,7 @@ class Plan:
         shas = tree.shas
         entries = self.entries
         base = os.path.join(str(out), "")
+        stat = os.stat
         with acyclic():
             for rel in rels:
                 entry = entries.get(rel)
@@ -129,7 +140,13 @@ class Plan:
                 if not isinstance(deps, dict) or (deps and any(shas.get(dep) != sha for dep, sha in deps.items())):
                     continue
                 name = rel[: -len(SOURCE_SUFFIX)]
-                if not self._artifact_is_there(rel, name, entry, f"{base}{artifact_path(name)}"):
+                path = f"{base}{artifact_path(name)}"
+                try:
+                    st = stat(path)
+                    there = [st.st_size, st.st_mtime_ns, st.st_ino] == entry.get("stat")
+                except OSError:
+                    continue
+                if not there and not self._artifact_is_there(rel, name, entry, path):
                     continue
                 prompt = reuse(rel, entry, name)
                 if prompt is not None:

@@ -181,6 +181,8 @@ def _display_root(src: Path) -> str:
     return Path(rel).as_posix()
 
 
+_SUFFIXES = (SOURCE_SUFFIX, RESOURCE_SUFFIX)
+
 #: A file whose mtime is this close to the moment its record was made is read again next time:
 #: it may have changed within the same timestamp tick ("racily clean", as git calls it). Two
 #: seconds covers the coarsest file systems (FAT's two-second mtimes); ext4, XFS, APFS and tmpfs
@@ -236,10 +238,34 @@ class _Walk:
                 self._problem(codes.UNREADABLE, f"cannot read folder: {exc.strerror}", rel_folder)
                 continue
             subfolders = []
+            known, deferred, shas, stats = self.known, self.deferred, self.shas, self.stats
             for entry in entries:
-                if entry.name.startswith("."):
+                name = entry.name
+                if name.startswith("."):
                     continue
-                rel = f"{rel_folder}{entry.name}"
+                rel = f"{rel_folder}{name}"
+                # The common case first, without a call: a regular file (the folder entry says so,
+                # no system call) whose stat is the recorded one, made outside the racy window.
+                if name.endswith(_SUFFIXES) and name.isascii() and entry.is_file(follow_symlinks=False):
+                    path = entry.path
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        st = None
+                    record = known.get(rel)
+                    if st is not None and record is not None and S_ISREG(st.st_mode):
+                        stat = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+                        if (
+                            record[:4] == stat
+                            and stat[1] < (record[5] if len(record) > 5 else self.known_at_ns) - RACY_WINDOW_NS
+                            and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
+                        ):
+                            deferred[rel] = path
+                            shas[rel] = record[4]
+                            stats[rel] = stat
+                            continue
+                    self.file(path, rel, False)
+                    continue
                 if not _utf8(entry.name):
                     if entry.name.endswith(SOURCE_SUFFIX) or entry.is_dir():
                         self._unreadable_name(rel)
