@@ -56,6 +56,7 @@ from ..runtime.buildfolder import (
     make_spool,
     output_lock,
     output_record,
+    shadow_identity,
     owns_output,
     recover,
     stale_paths,
@@ -440,7 +441,9 @@ def _write(out: Path, project: _Compiled, known: _Known | None) -> bool:
         artifacts = {rel: data for rel, data in project.files.items() if rel != MANIFEST}
         if project.manifest_intact and not removed and not project.doc.changed and _on_disk(out, artifacts):
             return False  # nothing this build made differs from what is there
-        shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
+        # the hashes of the kept files serve only a shadow set brought up to date by listing it
+        patchable = known.output.matches(out) and known.output.shadow == shadow_identity(out)
+        shas = {} if patchable else {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
         return write_output(out, project.files, project.keep, shas, known=known.output)
     shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
     return write_output(out, project.files, project.keep, shas)
@@ -693,7 +696,7 @@ def _compile(
     if updated is not None and session is not None and session.rels is not None:
         rels = _patched_rels(session.rels, touched, tree)
     else:
-        rels = [rel for rel in tree.files if is_prompt(rel)]
+        rels = [rel for rel in tree.files if rel.endswith(SOURCE_SUFFIX) and is_prompt(rel)]
     project.rels = rels
 
     # 2. plan: which artifacts the output folder already holds as they should be

@@ -1026,6 +1026,11 @@ def _identity_of(path: Path) -> str | None:
     return None if info is None else _identity(info)
 
 
+def shadow_identity(out: Path) -> str | None:
+    """The identity ("<device>:<inode>") of `out`'s shadow set, if there is one."""
+    return _identity_of(_shadow_path(out))
+
+
 def _patch_shadow(
     shadow: Path, out: Path, files: dict[str, bytes | Path], keep: set[str], differ: frozenset[str]
 ) -> None:
