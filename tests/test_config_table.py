@@ -1,4 +1,4 @@
-"""One declaration per configuration option (`Config` in promptc/config.py): the file's coercion,
+"""One declaration per configuration option (`Config` in compiler/facts/config.py): the file's coercion,
 the incremental cache's fingerprint, the command-line flags with click's `default_map`, and the
 table in docs/configuration.md all follow from it."""
 

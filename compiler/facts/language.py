@@ -1,8 +1,8 @@
 """The facts of the promptc source language and of artifact template text, in one place (docs/language.md).
 
-Everything that reads or writes prompt text — the parser (`parse.py`), the passes, the inference
-(`analysis/inference.py`), emit (`emit.py`), the template reader and code generator (`template.py`)
-and the runtime (`runtime.py`) — takes its delimiters, names and limits from here, so that the
+Everything that reads or writes prompt text — the parser (`syntax/parse.py`), the passes, the inference
+(`analysis/inference.py`), emit (`backend/emit.py`), the template reader and code generator (`runtime/template.py`)
+and the runtime (`runtime/render.py`) — takes its delimiters, names and limits from here, so that the
 language is defined once. This module holds data and a few one-line helpers, nothing else; it
 imports only the standard library because the runtime that applications ship imports it.
 
