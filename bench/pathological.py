@@ -25,6 +25,11 @@ INPUTS = {
     "{{ {{ … (no closer)": lambda n: "{{" * n,
     "escaped openers": lambda n: "\\{{ " * n,
     "closed blocks": lambda n: "{{ a }} " * n,
+    # N blocks in one section, each with a few AST nodes, all kept until the section is analysed:
+    # the cyclic GC walked them at every collection, and full collections grew with N (issue 26)
+    "N rich blocks in one section": lambda n: "".join(
+        f"{{{{ user.name.upper() if flag else items[{i}] }}}} " for i in range(n)
+    ),
     "one long line (N/20 KB)": lambda n: "----- user -----\n" + "word ${a} " * (n * 5) + "\n",
     # N declared names, all but one unused: N warnings on one long line (was quadratic: 5 s at 5,000)
     "/// input: with N names": lambda n: "/// input: " + ", ".join(f"name{i}" for i in range(n)) + "\nHi ${name0}\n",

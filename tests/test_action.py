@@ -198,6 +198,7 @@ def test_action_yml_declares_what_its_steps_read() -> None:
         assert spec.get("description"), name
 
 
+@pytest.mark.slow  # the whole action, step by step, in a two-commit repository; CI runs it
 def test_the_action_reports_a_bust_and_fails_on_the_contract_change(repository: Path, tmp_path: Path) -> None:
     """On the pull request, with the default `fail-on: contract`: the check step passes, the diff
     step fetches `origin/main`, annotates the bust on the line that changed, fails on the added

@@ -62,6 +62,7 @@ def test_no_top_level_compiler_module_and_python_dash_m(tmp_path: Path) -> None:
     assert version.returncode == 0 and version.stdout.splitlines()[0] == f"promptc {promptc.__version__}"
 
 
+@pytest.mark.slow  # one interpreter per CLI module; CI runs it
 def test_every_cli_module_imports_on_its_own() -> None:
     """No import cycle: each command module can be the first one imported."""
     modules = [name for name in _every_module() if name.startswith("promptc.cli")]
@@ -71,6 +72,7 @@ def test_every_cli_module_imports_on_its_own() -> None:
         assert done.returncode == 0, f"{name}: {done.stderr}"
 
 
+@pytest.mark.slow  # a mypy run; CI runs it
 def test_mypy_sees_real_types(tmp_path: Path) -> None:
     mypy = shutil.which("mypy", path=str(Path(sys.executable).parent))
     if mypy is None:

@@ -74,3 +74,32 @@ def test_a_project_owns_its_source_folder_and_what_a_promptc_pyproject_covers(tm
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n\n[tool.promptc]\n')
     project.load_config()
     assert project.owns(tmp_path / "genkit" / "hello.prompt")
+
+
+def test_a_workspace_wide_answer_keeps_only_summaries_of_the_prompts_not_open(tmp_path: Path) -> None:
+    """The cache lens compiles every prompt once to say which share the prefix; what the server
+    keeps of a prompt that is not open is its diagnostics, dependencies and manifest entry, not
+    the whole compile (on 2,000 files that was 110 MB), and the answers are the same."""
+    src = tmp_path / "prompts_src"
+    src.mkdir()
+    shared = "/// section: rules stable\n" + "Follow the rules of the house, all of them, always.\n" * 40
+    for i in range(6):
+        (src / f"p{i}.prompt").write_text(f"/// input: q\n{shared}/// section: ask dynamic\n${{q}} {i}\n")
+    (src / "_part.prompt").write_text("A partial.\n")
+    (src / "inc.prompt").write_text("/// include: _part\nHi\n")
+    project = Project(tmp_path)
+    project.open("p0.prompt", (src / "p0.prompt").read_text())
+    view = features.view_of(project, "p0.prompt", PositionCodec())
+    assert view is not None
+    (lens,) = features.code_lens(view)
+    assert lens.data == {"shared_by": [f"p{i}" for i in range(6)]}
+    kept = {rel: (cached.full, cached.analysis.compiled.artifact is not None) for rel, cached in project._cache.items()}
+    assert kept["p0.prompt"] == (True, True)
+    assert {rel: value for rel, value in kept.items() if rel != "p0.prompt"} == {
+        **{f"p{i}.prompt": (False, False) for i in range(1, 6)},
+        "inc.prompt": (False, False),
+    }
+    assert project.includers("_part.prompt") == ["inc.prompt"]
+    # a summary is never handed out where the whole compile is asked for
+    assert project.analyse("p3.prompt").compiled.artifact is not None
+    assert project._cache["p3.prompt"].full

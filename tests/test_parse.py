@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lark import Token
 
 from promptc.facts.diagnostics import DiagnosticSink, SourceText
-from promptc.syntax.parse import parse, parser, tokens
+from promptc.syntax.parse import lexemes, parse, parser, tokens
 
 from .conftest import ROOT, examples
 
@@ -30,6 +30,7 @@ def test_lexer_path_equals_full_parse(path: Path) -> None:
     fast = [(t.type, t.value, t.start_pos, t.line, t.column) for t in tokens(text)]
     full = [(t.type, t.value, t.start_pos, t.line, t.column) for t in tokens(text, full_parse=True)]
     assert fast == full
+    assert lexemes(text) == [(kind, value, start) for kind, value, start, _, _ in full]
     src = SourceText.of(path.name, text)
     assert parse(src, DiagnosticSink(src)) == parse(src, DiagnosticSink(src), full_parse=True)
 
@@ -75,3 +76,62 @@ def test_unterminated_openers_by_the_ten_thousand_compile() -> None:
     text = "{{ a\n" * 40_000
     items = list(tokens(text))
     assert sum(1 for t in items if t.type == "UNTERMINATED") == 40_000
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(
+    st.lists(st.sampled_from([*_PIECES, "\ue000", "\ue000\ue001", "-----", "/// a: b\n", "\t"]), max_size=30).map(
+        "".join
+    )
+)
+def test_one_regular_expression_over_the_text_gives_the_lexers_tokens(text: str) -> None:
+    """`lexemes` (the lexer's union of terminals run once with `finditer`, no Token objects) gives
+    exactly the terminals, values and offsets of the lexer, and so the same items."""
+    assert lexemes(text) == [(t.type, t.value, t.start_pos) for t in tokens(text)]
+    src = SourceText.of("x.prompt", text)
+    assert parse(src, DiagnosticSink(src)) == parse(src, DiagnosticSink(src), full_parse=True)
+
+
+def test_the_marks_own_characters_in_a_source_are_text() -> None:
+    """U+E000 U+E001 is how the parser marks an unterminated `{{` for the lexer; written in a
+    source, it is text like any other (it stopped the compile with an AssertionError)."""
+    from promptc.compile import compile_text
+    from promptc.facts.config import Config
+
+    result = compile_text("a \ue000\ue001 b {{ x", config=Config(tokenizer="approx-bytes/4"))
+    assert [d.code for d in result.diagnostics if d.severity == "error"] == ["E201"]
+    result = compile_text("/// input: x\na \ue000\ue001 ${x}\n", config=Config(tokenizer="approx-bytes/4"))
+    assert result.ok
+    assert result.artifact is not None
+    assert "a \ue000\ue001 ${x}" in result.artifact.messages[0].content
+
+
+def test_the_lexer_loads_from_the_cache_folder_without_importing_lark(tmp_path: Path) -> None:
+    """The lexer's regular expression (text and flags, JSON) is kept in promptc's cache folder: a
+    process that parses needs lark only the first time, and a damaged cache is derived again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, json\n"
+        "from promptc.syntax.parse import lexemes\n"
+        "found = lexemes('----- user -----\\nHi ${a} {{ b }} /// c\\n{% if y %}z{% endif %} {{ open')\n"
+        "print(json.dumps(['lark' in sys.modules, found]))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+
+    def run() -> tuple[bool, list]:
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        imported, found = json.loads(out.stdout)
+        return imported, found
+
+    first = run()
+    (cached,) = (tmp_path / "promptc").glob("lexer-*.json")
+    again = run()
+    cached.write_text("{not json")
+    damaged = run()
+    assert first[0] and not again[0] and damaged[0]
+    assert first[1] == again[1] == damaged[1]
+    assert [kind for kind, _, _ in first[1]][:3] == ["SEPARATOR", "TEXT", "PLACEHOLDER"]

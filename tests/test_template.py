@@ -1066,6 +1066,29 @@ def test_compile_section_is_cached_and_registers_the_listing():
     assert linecache.getline(compiled.filename, 1).strip() == "cached_marker"
 
 
+def test_the_build_parses_each_block_once(monkeypatch):
+    """The inference parses every block of a section, and the section's compile check (the program
+    the runtime will run) takes those trees over instead of parsing the blocks again."""
+    from promptc.compile import compile_text
+    from promptc.facts.config import Config
+    from promptc.runtime import template
+
+    parsed: list[str] = []
+    real = template._parse
+    monkeypatch.setattr(
+        template, "_parse", lambda source, text, lines: parsed.append(text) or real(source, text, lines)
+    )
+    body = "".join(f"{{% if flag{i} %}}{{{{ item{i}.name }}}}{{# n{i} = {i} #}}{{% endif %}}\n" for i in range(5))
+    result = compile_text(body, config=Config(tokenizer="approx-bytes/4"))
+    assert result.ok, result.diagnostics
+    assert sorted(parsed) == sorted(
+        [*(f"if flag{i}" for i in range(5)), *(f"item{i}.name" for i in range(5)), *(f"n{i} = {i}" for i in range(5))]
+    )
+    # what the check remembers is that the text compiles, not its program (nothing is kept for a render)
+    (section,) = [s for m in result.artifact.messages for b in m.blocks for s in b.sections]
+    assert section.text in template._CHECKED
+
+
 @pytest.mark.slow
 def test_generate_is_linear_and_iterative():
     text = "".join(f"{{% for i{k % 7} in [1] %}}{{{{ i{k % 7} }}}}${{v}}{{% endfor %}}\n" for k in range(5000))

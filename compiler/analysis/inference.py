@@ -84,6 +84,9 @@ class Analysis:
     #: inputs every use of which is guarded (`{% if x %}…x…`) or None-safe (`{% if x %}`, `x is
     #: None`): left out, they render as None and nothing fails. The others are required.
     optional: frozenset[str] = frozenset()
+    #: each block of the section, in order, as parsed here (`template.Parsed`): the inference pass
+    #: hands them to the section's compile, which takes the nodes over, so no block is parsed twice
+    blocks: tuple[template.Parsed, ...] = ()
 
 
 class ShapeUse(NamedTuple):
@@ -398,7 +401,7 @@ class _Parsed(NamedTuple):
     block: Block
     mapper: _Mapper
     body: list[ast.stmt]  # expr/exec blocks: the statements; stmt blocks: []
-    header: ast.AST | None  # stmt blocks: the ast.If / ast.For / ast.While holding the header
+    header: ast.If | ast.For | ast.While | None  # stmt blocks: the statement the header opens
     keyword: str
     problem: Diagnostic | None = None  # E602: reported, but the statements are still analysed
 
@@ -1336,8 +1339,8 @@ def _structure_kills(
                 close()
             continue
         entry = parsed.get(index)
-        if entry is None:
-            continue
+        if entry is None or ("del" not in item.code and "except" not in item.code):
+            continue  # only `del x` and `except E as x` delete a name
         kills = _kills(entry.body)
         everything.update(kills)
         if stack:
@@ -1632,4 +1635,5 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
         tuple(template.an.every),
         tuple(uses),
         frozenset(inputs - template.an.unguarded),
+        tuple(None if e is None else e.header if e.block.kind == "stmt" else e.body for e in parsed.values()),
     )

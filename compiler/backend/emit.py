@@ -124,10 +124,18 @@ def build_artifact(
         blocks_out: list[Block] = []
         for boundary, sections in groups:
             text = JOINER.join(s.text for s in sections)
-            tokens = sections[0].tokens if len(sections) == 1 else meter.tokens(text)
+            tokens = (
+                sections[0].tokens
+                if len(sections) == 1
+                else meter.joined([s.text for s in sections], [s.tokens for s in sections])
+            )
             blocks_out.append(Block(boundary, text, _sha256(text), len(text), tokens, tuple(sections)))  # type: ignore[arg-type]
         content = JOINER.join(b.text for b in blocks_out)
-        tokens = blocks_out[0].tokens if len(blocks_out) == 1 else meter.tokens(content)
+        tokens = (
+            blocks_out[0].tokens
+            if len(blocks_out) == 1
+            else meter.joined([b.text for b in blocks_out], [b.tokens for b in blocks_out])
+        )
         messages_out.append(Message(message.role, content, len(content), tokens, tuple(blocks_out)))  # type: ignore[arg-type]
 
     header = doc.header

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -20,7 +21,7 @@ from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
 from ..facts.config import Config
 from ..passes.context import SourceTree
 from ..runtime.buildfolder import artifact_path, write_new_file
-from ..syntax.parse import parser
+from ..syntax.parse import warm as warm_parser
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -201,11 +202,15 @@ def compile_many(
     partials = PartialLoader(config, tree)  # each partial is parsed once per process
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
-        # The parser is loaded once here and inherited by the forked workers. The tokenizer is not:
+        # The parser's lexer is loaded once here and inherited by the forked workers. The tokenizer is not:
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE
         # tables out of the main process, the one that holds the whole build's results.
-        parser()
+        warm_parser()
         _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
+        # Everything the workers inherit is frozen out of the collector's reach: a collection in a
+        # worker would otherwise write to the header of every inherited object (the source tree,
+        # the parser, every module) and so copy each page of them, in each worker.
+        gc.freeze()
         try:
             # concurrent.futures, not multiprocessing.Pool: a worker that a signal killed (Ctrl-C
             # and CI's SIGTERM reach the whole process group) breaks the executor cleanly, where
@@ -216,7 +221,9 @@ def compile_many(
             finished = False
             try:
                 with stop_on_sigterm():
-                    chunk = max(8, len(rels) // (jobs * 8))
+                    # small chunks: the last ones finish close together, so no worker idles
+                    # long at the end while another compiles a big chunk alone
+                    chunk = max(4, len(rels) // (jobs * 32))
                     compiled = []
                     # The workers are forked while the map submits its chunks: with Ctrl-C and
                     # SIGTERM held back meanwhile, a signal is never handled inside fork's own
@@ -238,6 +245,7 @@ def compile_many(
                 _stop(executor, finished)
         finally:
             _WORKER_STATE.clear()
+            gc.unfreeze()
     compiled = []
     for rel in rels:
         compiled.append(_spool(_compile(rel, tree, config, partials), spool))

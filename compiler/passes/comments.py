@@ -14,12 +14,11 @@ directive's value are flagged, so prose such as `/// include the customer's name
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from ..facts import codes
 from ..facts.diagnostics import Edit, Fix
 from ..facts.language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
-from ..syntax.nodes import Comment, Directive, Document, Text
+from ..syntax.nodes import Comment, Directive, Document, Text, evolve
 from .context import Context
 from .directives import RESERVED_KEYS
 
@@ -87,7 +86,7 @@ def _leading_comment(doc: Document, ctx: Context) -> str | None:
 def strip_comments(doc: Document, ctx: Context) -> Document:
     kept = []
     text = ctx.source.text
-    doc = replace(doc, doc_comment=_leading_comment(doc, ctx))
+    doc = evolve(doc, doc_comment=_leading_comment(doc, ctx))
     for item in doc.items:
         if not isinstance(item, Comment):
             kept.append(item)
@@ -107,4 +106,4 @@ def strip_comments(doc: Document, ctx: Context) -> Document:
                     hint,
                     [fix],
                 )
-    return replace(doc, items=tuple(kept))
+    return evolve(doc, items=tuple(kept))

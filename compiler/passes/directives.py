@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import replace
 from typing import Any
 
 from ..facts import codes
@@ -20,7 +19,7 @@ from ..facts.language import BOUNDARIES, BUDGET_LIMITS, CACHE_TTLS, IDENTIFIER_P
 from ..facts.suggest import did_you_mean
 from ..runtime.inputtypes import TypeSyntaxError, parse_type
 from ..syntax.jsonfile import unrepresentable
-from ..syntax.nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker
+from ..syntax.nodes import Directive, Document, Header, Include, Item, ResourceRef, SectionMarker, evolve
 from .context import Context
 
 #: Keys with a meaning of their own; anything else is generic metadata.
@@ -587,4 +586,4 @@ def collect(items: tuple[Item, ...], ctx: Context, *, partial: bool = False) -> 
 
 def collect_directives(doc: Document, ctx: Context) -> Document:
     items, header = collect(doc.items, ctx)
-    return replace(doc, items=items, header=header)
+    return evolve(doc, items=items, header=header)

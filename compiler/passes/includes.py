@@ -11,7 +11,6 @@ the including file and may not leave the source folder; `std/...` names the buil
 from __future__ import annotations
 
 import posixpath
-from dataclasses import replace
 from typing import Any
 
 from ..facts import codes
@@ -32,6 +31,7 @@ from ..syntax.nodes import (
     SectionMarker,
     Separator,
     Text,
+    evolve,
 )
 from .context import Context
 
@@ -146,7 +146,7 @@ def _expand(
             section = None
         if not isinstance(item, Include):
             if isinstance(item, ResourceRef) and not item.base:
-                item = replace(item, base=rel)  # its paths resolve against the file that holds it
+                item = evolve(item, base=rel)  # its paths resolve against the file that holds it
             out.append(item)
             continue
         key, code, message = resolve(ctx, rel, item.path)
@@ -229,8 +229,8 @@ def expand_includes(doc: Document, ctx: Context) -> Document:
     # A partial's `/// input:` adds to the includer's declaration; it does not create one, or a
     # prompt that declares nothing would suddenly have its own inputs checked against the partial's.
     if header.declared_inputs is not None:
-        header = replace(header, declared_inputs=tuple(merged_inputs))
-    header = replace(header, tags=tuple(merged_tags), input_types=tuple(merged_types.items()))
-    return replace(
+        header = evolve(header, declared_inputs=tuple(merged_inputs))
+    header = evolve(header, tags=tuple(merged_tags), input_types=tuple(merged_types.items()))
+    return evolve(
         doc, items=items, header=header, includes=tuple(sorted(k for k in includes if not k.startswith(STD_PREFIX)))
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.inference import ShapeUse, analyse
@@ -19,7 +19,7 @@ from ..facts.language import IDENTIFIER
 from ..facts.suggest import did_you_mean
 from ..runtime import template
 from ..runtime.inputtypes import describe, optional
-from ..syntax.nodes import Block, Document, Message, Placeholder, Section, section_text
+from ..syntax.nodes import Block, Document, Message, Placeholder, Section, evolve, section_text
 from . import jinja_habits
 from .context import Context
 
@@ -54,15 +54,17 @@ def first_use(section: Section, name: str) -> Span | None:
     return section.span
 
 
-def _check_compiles(section: Section, ctx: Context) -> None:
+def _check_compiles(section: Section, ctx: Context, blocks: Sequence[template.Parsed] = ()) -> None:
     """Hand CPython's compiler exactly the program the runtime will run for this section (the same
     code generator on the same artifact text), so what cannot render is a build error: CPython's
     own checks (`def f(a, a)`, a walrus in a comprehension's iterable, `await`, `nonlocal` with
     nothing to bind) and the template's (`return` with a value, `yield`). The error is located in
-    the `.prompt` file through the block it came from. Nothing is executed."""
+    the `.prompt` file through the block it came from. Nothing is executed. `blocks` are the
+    section's blocks as the analysis parsed them (the k-th block item is the k-th block token of
+    the section's text), so the compile parses none of them again."""
     text, _ = section_text(section)
     try:
-        template.compile_section(text)
+        template.check_section(text, blocks or None)
     except template.TemplateSyntaxError as error:
         if error.code not in _COMPILE_CODES:
             return  # a structure problem: the parser has reported it at the tag
@@ -105,7 +107,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
                 d.code == codes.AMBIGUOUS_ADJACENCY for d in ctx.diagnostics
             )  # its text is not the source's
             if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
-                _check_compiles(section, ctx)
+                _check_compiles(section, ctx, analysis.blocks)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             habits += jinja_habits.check(section, set(inputs), ctx, set(analysis.helpers) - set(inputs))
             helpers = tuple(sorted(analysis.helpers - set(inputs)))
@@ -114,7 +116,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             required.update(set(inputs) - analysis.optional)
             shape_uses += analysis.shape_uses
             sections.append(
-                replace(
+                evolve(
                     section,
                     inputs=inputs,
                     helpers=helpers,
@@ -125,7 +127,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             )
         messages.append(Message(message.role, message.span, tuple(sections)))
     inputs = tuple(sorted(all_inputs))
-    doc = replace(
+    doc = evolve(
         doc,
         messages=tuple(messages),
         inputs=inputs,
@@ -136,7 +138,7 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     for habit in habits:
         if habit.name not in said:
             ctx.report(codes.JINJA_HABIT, habit.message, habit.span, habit.hint)
-    return replace(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
+    return evolve(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,11 +6,9 @@ define's text here; every other root becomes an input of its section.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..facts import codes
 from ..facts.language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
-from ..syntax.nodes import Block, Document, Escape, Item, Message, Placeholder, Section, Text
+from ..syntax.nodes import Block, Document, Escape, Item, Message, Placeholder, Section, Text, evolve
 from .context import Context
 from .roles import trim
 
@@ -37,7 +35,7 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
     _check_adjacency(items, ctx)
     if len(items) != len(section.items) or any(a is not b for a, b in zip(items, section.items, strict=True)):
         items = trim(items)  # a define's value may start or end with blank lines, or be empty
-    return replace(section, items=tuple(items), inputs=tuple(inputs))
+    return evolve(section, items=tuple(items), inputs=tuple(inputs))
 
 
 _ESCAPED_OPENERS = tuple(ESCAPE + opener for opener in TEMPLATE_ESCAPES)
@@ -72,4 +70,4 @@ def bind_placeholders(doc: Document, ctx: Context) -> Document:
     messages = tuple(
         Message(m.role, m.span, tuple(_bind_section(s, defines, ctx) for s in m.sections)) for m in doc.messages
     )
-    return replace(doc, messages=messages)
+    return evolve(doc, messages=messages)

@@ -23,7 +23,7 @@ import json
 import posixpath
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..facts import codes
@@ -33,7 +33,7 @@ from ..facts.lazy import lazy_import
 from ..facts.suggest import did_you_mean
 from ..runtime.inputtypes import normalize
 from ..syntax.jsonfile import locate, token_length
-from ..syntax.nodes import Document, Item, ResourceRef
+from ..syntax.nodes import Document, Item, ResourceRef, evolve
 from .context import Context
 
 #: importing jsonschema takes a tenth of a second: only a prompt with tools or a schema needs it
@@ -571,8 +571,8 @@ def load_resources(doc: Document, ctx: Context) -> Document:
                 tools.append(tool)
     header = doc.header
     if schema_types:
-        header = replace(header, input_types=tuple({**declared_types, **schema_types}.items()))
-    return replace(
+        header = evolve(header, input_types=tuple({**declared_types, **schema_types}.items()))
+    return evolve(
         doc,
         items=tuple(items),
         header=header,

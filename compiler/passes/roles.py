@@ -9,7 +9,6 @@ joined with exactly one blank line when emitted.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from ..facts import codes
 from ..facts.diagnostics import Span, replace_word
@@ -28,6 +27,7 @@ from ..syntax.nodes import (
     SectionMarker,
     Separator,
     Text,
+    evolve,
 )
 from .context import Context
 
@@ -294,7 +294,7 @@ def split_roles(doc: Document, ctx: Context) -> Document:
         current_items.append(item)
     close_message()
     _warn_late_system(messages, ctx)
-    return replace(doc, messages=tuple(messages), items=())
+    return evolve(doc, messages=tuple(messages), items=())
 
 
 def _warn_late_system(messages: list[Message], ctx: Context) -> None:

@@ -10,10 +10,9 @@ and disclaimer.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from ..facts import codes
-from ..syntax.nodes import Block, Document, Message, Section, Text
+from ..syntax.nodes import Block, Document, Message, Section, Text, evolve
 from .context import Context
 from .inference import first_use
 from .roles import has_content
@@ -88,9 +87,9 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
                 block.span if block else section.span,
                 "move the template block into a dynamic section",
             )
-        return replace(section, boundary="stable")
+        return evolve(section, boundary="stable")
     boundary = section.declared_boundary or ("dynamic" if dynamic else "stable")
-    return replace(section, boundary=boundary)
+    return evolve(section, boundary=boundary)
 
 
 def _lint_stable_text(section: Section, ctx: Context) -> None:
@@ -166,4 +165,4 @@ def partition_sections(doc: Document, ctx: Context) -> Document:
             first.span,
             "add a `----- user -----` message, or target the section at `system`",
         )
-    return replace(doc, messages=tuple(messages))
+    return evolve(doc, messages=tuple(messages))

@@ -22,7 +22,8 @@ What is here, and who uses it:
 * `generate(tokens)` → `Program`, `compile_program(program)` → code object, `compile_section(text)`
   (cached) and `run`/`execute` — a section's template → one Python module and its output (the
   runtime renders with them; the build compiles exactly the same module to catch what CPython's
-  compiler rejects, e.g. `def f(a, a)`, before an artifact ships).
+  compiler rejects, e.g. `def f(a, a)`, before an artifact ships: `check_section(text, parsed)`,
+  which takes over the block trees the inference already parsed and keeps nothing but the fact).
 
 Semantics of the generated code (`generate`). A section compiles into one module::
 
@@ -74,7 +75,7 @@ import re
 import types
 import warnings
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from types import CodeType
@@ -113,6 +114,7 @@ __all__ = [
     "compile_program",
     "CompiledSection",
     "compile_section",
+    "check_section",
     "execute",
     "run",
 ]
@@ -586,19 +588,18 @@ def unwrap(code: str, base: int) -> tuple[str, list[int]]:
                 i += 1
             margin = margin[:i]
     cut = len(margin or "")
-    chars: list[str] = []
+    pieces: list[str] = []  # whole lines (less the margin), joined below: no loop per character
     positions: list[int] = []
     for number, (line, start) in enumerate(zip(lines, starts, strict=True)):
         if number:
-            chars.append("\n")
+            pieces.append("\n")
             positions.append(base + start - 1)
         if line and not line.strip(" \t"):
             continue  # whitespace-only line: dedent empties it
         skip = cut if line.startswith(margin or "") else 0
-        for i in range(skip, len(line)):
-            chars.append(line[i])
-            positions.append(base + start + i)
-    joined = "".join(chars)
+        pieces.append(line[skip:])
+        positions.extend(range(base + start + skip, base + start + len(line)))
+    joined = "".join(pieces)
     lead = len(joined) - len(joined.lstrip())
     text = joined.strip()
     kept = positions[lead : lead + len(text)]
@@ -725,6 +726,7 @@ def _node_position(node: ast.AST, text: str) -> tuple[int | None, int | None, in
     return lineno, col, end_lineno, char(end_lineno, end_byte)
 
 
+_HEADERS = (ast.If, ast.For, ast.While)
 _HEADER_TYPES: dict[str, type[ast.stmt]] = {
     "if": ast.If,
     "elif": ast.If,
@@ -965,9 +967,24 @@ def _unannotate(statements: list[ast.stmt]) -> None:
             statements[i] = ast.copy_location(new, node)
 
 
-def _template_scope(body: list[ast.stmt]) -> tuple[list[str], tuple[ast.AST, str] | None]:
+def _binds_nothing(statements: Sequence[ast.stmt], code: str) -> bool:
+    """True when a block's statements can neither bind a name in the template's scope nor hold
+    what `_template_scope` refuses, so its walk may skip them: expression statements only, whose
+    code has no walrus and no `yield` (an expression binds a name of the template's scope only by
+    `:=`; comprehension and lambda bindings are their own). ASCII code only: nothing to doubt."""
+    return (
+        ":=" not in code
+        and "yield" not in code
+        and code.isascii()
+        and all(type(statement) is ast.Expr for statement in statements)
+    )
+
+
+def _template_scope(body: list[ast.stmt], skip: Set[int] = frozenset()) -> tuple[list[str], tuple[ast.AST, str] | None]:
     """The names the template's own scope binds (sorted), and the first node the template may not
     hold at its top level with the message why. Rewrites top-level annotations (`_unannotate`).
+    `skip` holds the `id` of statements known to bind nothing and hold nothing refused (the
+    generated appends of literal text and placeholders, `_binds_nothing` blocks): not walked.
 
     Walks the template's scope iteratively: not the bodies of `def`, `lambda` and `class` (their
     decorators, defaults, annotations and bases run in the template's scope, so those are walked),
@@ -979,6 +996,8 @@ def _template_scope(body: list[ast.stmt]) -> tuple[list[str], tuple[ast.AST, str
     work: list[tuple[ast.AST, bool]] = [(node, False) for node in reversed(body)]  # (node, in a comprehension)
     while work:
         node, inner = work.pop()
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Name):
             if not inner and not isinstance(node.ctx, ast.Load):
                 names.add(node.id)
@@ -1062,19 +1081,31 @@ def _structure_error(problem: Problem[int], tokens: Sequence[Token]) -> Template
     return error
 
 
-def generate(tokens: Sequence[Token]) -> Program:
+#: a block already parsed from exactly its unwrapped code: a `{% %}` tag's header (`parse_header`)
+#: or a `{{ }}` / `{# #}` block's statements (`parse_code(...).body`); None: parse it here
+Parsed = ast.If | ast.For | ast.While | list[ast.stmt] | None
+
+
+def generate(tokens: Sequence[Token], parsed: Sequence[Parsed] | None = None) -> Program:
     """One section's tokens (`scan`) → its Python module (see the module docstring for the code and
     its semantics). Checks the `{% %}` structure (`Structure`, E204 "… before the end of the
     section"), parses every block (`parse_header`, `parse_code`) and refuses a top-level `return`
     with a value, `yield` and `nonlocal`; the first problem raises a located TemplateSyntaxError.
     What only CPython's compiler knows (`compile_program`) is not checked here. A one-line `{{ }}`
     holding several statements (E602 for the build) still generates: its statements run and its
-    last expression is output, as the runtime always did. Iterative: any nesting depth."""
+    last expression is output, as the runtime always did. Iterative: any nesting depth.
+
+    `parsed`, when given, holds one entry per block token, in order: what the build's inference
+    already parsed from the same code (`Parsed`), so no block is parsed twice. The module takes
+    those nodes over (it moves and rewrites them)."""
     root = _Frame("", None, [])
+    blocks = 0
     stack = [root]
     structure: Structure[int] = Structure(position=lambda i: f"line {tokens[i].line}")
     origins: list[Origin] = []
     listing: list[str] = []
+    #: the statements `_template_scope` need not walk (their nodes live as long as the module)
+    skip: set[int] = set()
     first = 1
     for index, tok in enumerate(tokens):
         body = stack[-1].body
@@ -1092,16 +1123,19 @@ def generate(tokens: Sequence[Token]) -> Program:
                 value = ast.Call(_at(ast.Name(LOOKUP, ast.Load()), first), [_at(ast.Constant(tok.text), first)], [])
                 body.append(_append(_at(value, first), first))
                 listing.append(f"{indent}{APPEND}({LOOKUP}({tok.text!r}))")
+            skip.add(id(body[-1]))
         else:
             text, unwrapped = unwrap(parts.code, tok.pos + parts.code_offset)
             positions = tuple(unwrapped)
+            given = parsed[blocks] if parsed is not None and blocks < len(parsed) else None
+            blocks += 1
             if parts.kind == "stmt":
                 keyword = parts.keyword
                 problems = structure.tag(keyword, index, text)
                 if problems:
                     raise _structure_error(problems[0], tokens)
                 try:
-                    header = parse_header(keyword, text)
+                    header = given if isinstance(given, _HEADERS) else parse_header(keyword, text)
                 except TemplateSyntaxError as error:
                     raise _located(error, tok, index, text, positions) from None
                 top = stack[-1]
@@ -1127,19 +1161,27 @@ def generate(tokens: Sequence[Token]) -> Program:
             else:
                 count = text.count("\n") + 1
                 try:
-                    parsed = parse_code(parts.kind, text)
-                    statements = parsed.body
-                    if parts.kind == "expr" and (not statements or not isinstance(statements[-1], ast.Expr)):
-                        raise parsed.problem  # type: ignore[misc]
+                    statements = given if isinstance(given, list) else []
+                    if not isinstance(given, list) or (
+                        parts.kind == "expr" and (not statements or not isinstance(statements[-1], ast.Expr))
+                    ):
+                        code = parse_code(parts.kind, text)
+                        statements = code.body
+                        if parts.kind == "expr" and (not statements or not isinstance(statements[-1], ast.Expr)):
+                            raise code.problem  # type: ignore[misc]
                 except TemplateSyntaxError as error:
                     raise _located(error, tok, index, text, positions) from None
                 _shift(statements, first - 1)
+                plain = _binds_nothing(statements, text)
+                start = len(body)
                 if parts.kind == "expr":
                     last = statements.pop()
                     body.extend(statements)
                     body.append(_output(last.value, last, index))  # type: ignore[attr-defined]
                 else:
                     body.extend(statements)
+                if plain:
+                    skip.update(map(id, body[start:]))
                 listing.extend(indent + line for line in text.split("\n"))
         origins.append(Origin(index, tok.kind, tok.pos, tok.line, tok.raw, text, positions, first, count))
         first += count
@@ -1147,7 +1189,7 @@ def generate(tokens: Sequence[Token]) -> Program:
     if problems:
         raise _structure_error(problems[0], tokens)
     _fill_empty(root.body)
-    names, refused = _template_scope(root.body)
+    names, refused = _template_scope(root.body, skip)
     if refused is not None:
         node, message = refused
         index, offset, lineno, col = _locate(origins, node.lineno, node.col_offset, True)  # type: ignore[attr-defined]
@@ -1242,17 +1284,77 @@ class CompiledSection:
         return line
 
 
-@lru_cache(maxsize=1024)
-def compile_section(text: str) -> CompiledSection:
-    """One section's artifact template text → its compiled code (cached per distinct text): `scan`,
-    `generate`, `compile_program`. Tracebacks through the code show the listing (linecache).
-    Raises a located TemplateSyntaxError (`.line` is the section line) for the runtime to wrap."""
-    program = generate(scan(text))
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    filename = f"<promptc-section-{digest}>"
-    listing = program.listing
-    linecache.cache[filename] = (len(listing), None, listing.splitlines(True), filename)
-    return CompiledSection(compile_program(program, filename), program, filename)
+class CacheInfo(NamedTuple):
+    """As `functools.lru_cache` reports it."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class _SectionCache:
+    """`compile_section`: a least-recently-used cache of compiled sections by text, as
+    `functools.lru_cache(maxsize=1024)` was, which also takes the blocks the build already parsed."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._compiled: dict[str, CompiledSection] = {}
+        self._hits = self._misses = 0
+
+    def __call__(self, text: str, parsed: Sequence[Parsed] | None = None) -> CompiledSection:
+        """One section's artifact template text → its compiled code (cached per distinct text, the
+        1,024 used last): `scan`, `generate`, `compile_program`. Tracebacks through the code show
+        the listing (linecache). Raises a located TemplateSyntaxError (`.line` is the section
+        line) for the runtime to wrap. `parsed`: the blocks the build's inference already parsed
+        (see `generate`), used only when the text is not compiled yet."""
+        cache = self._compiled
+        found = cache.pop(text, None)
+        if found is not None:
+            cache[text] = found
+            self._hits += 1
+            return found
+        self._misses += 1
+        program = generate(scan(text), parsed)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        filename = f"<promptc-section-{digest}>"
+        listing = program.listing
+        linecache.cache[filename] = (len(listing), None, listing.splitlines(True), filename)
+        compiled = CompiledSection(compile_program(program, filename), program, filename)
+        cache[text] = compiled
+        if len(cache) > self.maxsize:
+            del cache[next(iter(cache))]
+        return compiled
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, self.maxsize, len(self._compiled))
+
+    def cache_clear(self) -> None:
+        self._compiled.clear()
+        self._hits = self._misses = 0
+
+
+compile_section = _SectionCache(1024)
+
+
+#: section texts `check_section` found to compile, least recently used first out
+_CHECKED: dict[str, None] = {}
+_CHECKED_MAX = 4096
+
+
+def check_section(text: str, parsed: Sequence[Parsed] | None = None) -> None:
+    """What `compile_section` refuses, without keeping what it makes: the build's check that a
+    section compiles (raises its located TemplateSyntaxError). Only the texts that compiled are
+    remembered (the 4,096 checked last), not their programs, ASTs and listings, which a build or
+    an editor compiling thousands of prompts would otherwise hold until the end. `parsed` as for
+    `generate`."""
+    if text in _CHECKED:
+        _CHECKED[text] = _CHECKED.pop(text)
+        return
+    compile_program(generate(scan.__wrapped__(text), parsed))
+    _CHECKED[text] = None
+    if len(_CHECKED) > _CHECKED_MAX:
+        del _CHECKED[next(iter(_CHECKED))]
 
 
 def execute(code: CodeType, inputs: Mapping[str, Any], lookup: Callable[[str], Any]) -> list[Any]:

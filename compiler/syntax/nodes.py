@@ -7,11 +7,39 @@ sections. Nothing here does I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import Any, Literal, TypeVar
 
 from ..facts import language as _language
 from ..facts.diagnostics import SourceText, Span
+
+_Node = TypeVar("_Node")
+#: each node class's fields: a getter of all their values (in order) and each one's position
+_FIELDS: dict[type, tuple[Callable[[Any], tuple[Any, ...]], dict[str, int]]] = {}
+
+
+def evolve(node: _Node, **changes: Any) -> _Node:
+    """`dataclasses.replace` for the nodes of this module, twice as fast: the values are read in
+    one `attrgetter` call and handed to the class positionally (a compile copies its document and
+    sections about twenty-five times; `replace`, which checks each field, was 6% of it). Every
+    field of a node is an `__init__` field, so this is what `replace` does; an unknown field name
+    is a TypeError, as there."""
+    cls = type(node)
+    known = _FIELDS.get(cls)
+    if known is None:
+        names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+        known = _FIELDS[cls] = (attrgetter(*names), {name: i for i, name in enumerate(names)})
+    get, index = known
+    values = list(get(node))
+    for name, value in changes.items():
+        where = index.get(name)
+        if where is None:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+        values[where] = value
+    return cls(*values)
+
 
 # --------------------------------------------------------------------------------------------
 # Items: what the grammar recognises

@@ -9,9 +9,13 @@ however deep the nesting goes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.util
+import json
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
@@ -111,31 +115,33 @@ def _block(
     return Block(kind, parts.code, span, code_span, parts.trim_left, parts.trim_right, parts.keyword, value)  # type: ignore[arg-type]
 
 
-_TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY"))
+#: UNTERMINATED_MARK reaches the items only from a text that holds the mark's private-use
+#: characters itself (then nothing was marked, see `_mark_unterminated`): they are its text
+_TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY", "UNTERMINATED_MARK"))
 
 
-def _tokens_to_items(tokens: Iterable[Any], src: SourceText, sink: DiagnosticSink) -> list[Item]:
+#: one token: (terminal, value, offset)
+Lexeme = tuple[str, str, int]
+
+
+def _tokens_to_items(tokens: Iterable[Lexeme], src: SourceText, sink: DiagnosticSink) -> list[Item]:
     items: list[Item] = []
     text_start = -1  # pending run of plain text, merged into one Text node
     text_end = -1
     text = src.text
-
-    text_line = text_col = 0
+    line_starts = src.line_starts
 
     def flush() -> None:
         nonlocal text_start
         if text_start != -1:
-            items.append(Text(text[text_start:text_end], Span(text_start, text_end, text_line, text_col, src)))
+            items.append(Text(text[text_start:text_end], src.span(text_start, text_end)))
             text_start = -1
 
-    for tok in tokens:
-        kind = tok.type
-        start = tok.start_pos
-        value = tok.value
+    for kind, value, start in tokens:
         end = start + len(value)
         if kind in _TEXT_KINDS:
             if text_start == -1:
-                text_start, text_line, text_col = start, tok.line, tok.column
+                text_start = start
             text_end = end
             continue
         flush()
@@ -186,7 +192,8 @@ def _tokens_to_items(tokens: Iterable[Any], src: SourceText, sink: DiagnosticSin
             else:
                 items.append(Placeholder(name, span))
         elif kind in ("EXPR_BLOCK", "EXEC_BLOCK", "STMT_BLOCK"):
-            block = _block(kind[:4].lower(), value, start, tok.line, tok.column, src, sink)
+            line = bisect_right(line_starts, start)
+            block = _block(kind[:4].lower(), value, start, line, start - line_starts[line - 1] + 1, src, sink)
             items.append(block if block is not None else Text(value, src.span(start, end)))
         elif kind == "UNTERMINATED":
             closer = DELIMITERS[value]
@@ -325,10 +332,92 @@ def tokens(
     return found if marked is None else _unmark(found, text)
 
 
+def _union_cache_path() -> str | None:
+    """Where the lexer's regular expression is kept, named by the grammar and the lark release
+    that derived it (read from lark's `__init__.py` without importing lark), or None."""
+    base = cache_folder()
+    spec = importlib.util.find_spec("lark")
+    if base is None or spec is None or spec.origin is None:
+        return None
+    try:
+        with open(spec.origin, "rb") as handle:
+            lark_init = handle.read()
+    except OSError:
+        return None
+    digest = hashlib.sha256(grammar_text().encode() + b"\0" + lark_init).hexdigest()[:16]
+    return os.path.join(base, f"lexer-{digest}.json")
+
+
+@cache
+def _union() -> re.Pattern[str] | None:
+    """The lexer's own regular expression: the union of the grammar's terminals, in the order its
+    `Scanner` tries them (priority first), as lark compiled it; None if lark split it in two.
+
+    The expression (its text and flags, as JSON: nothing in it is executed) is kept in promptc's
+    cache folder, so a process that parses does not import lark and load its analysed grammar
+    (a tenth of a second: the language server's start, every build that compiles)."""
+    path = _union_cache_path()
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                kept = json.load(handle)
+            return re.compile(kept["pattern"], kept["flags"])
+        except (OSError, ValueError, KeyError, TypeError, re.error):
+            pass
+    expressions = _lexer().scanner._mres
+    if len(expressions) != 1 or _lexer().callback:
+        return None
+    union: re.Pattern[str] = expressions[0]
+    if path is not None:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump({"pattern": union.pattern, "flags": union.flags}, handle)
+            os.replace(tmp, path)
+        except OSError:  # a cache is an optimisation; never fail a parse over it
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return union
+
+
+def warm() -> None:
+    """Load what parsing needs (before a pool forks its workers, which inherit it)."""
+    _union()
+
+
+def lexemes(text: str) -> list[Lexeme]:
+    """The grammar's tokens for `text` as (terminal, value, offset), exactly those of `tokens`
+    (tests/test_parse.py compares them), without a Token object per token: the lexer's regular
+    expression, run once over the text. Every character of a text is matched by some terminal
+    (TEXT, NEWLINE and STRAY cover them all), so its matches follow each other; if they ever did
+    not, this falls back to the lexer, which reports the character."""
+    union = _union()
+    marked = _mark_unterminated(text)
+    lexed = text if marked is None else marked
+    found = [] if union is None else [(m.lastgroup or "", m.group(), m.start()) for m in union.finditer(lexed)]
+    if union is None or sum(len(value) for _, value, _ in found) != len(text):
+        return [(t.type, t.value, t.start_pos) for t in tokens(text)]
+    if marked is None:
+        return found
+    return [
+        (
+            "UNTERMINATED" if kind == "UNTERMINATED_MARK" else kind,
+            text[start : start + len(value)] if _MARK in value else value,
+            start,
+        )
+        for kind, value, start in found
+    ]
+
+
 def parse(src: SourceText, sink: DiagnosticSink, *, full_parse: bool = False) -> tuple[Item, ...]:
     """Parse a normalised source into items. Errors go to `sink`; the result is always usable."""
     try:
-        items = _tokens_to_items(tokens(src.text, full_parse=full_parse), src, sink)
+        found: Iterable[Lexeme] = (
+            [(t.type, t.value, t.start_pos) for t in tokens(src.text, full_parse=True)]
+            if full_parse
+            else lexemes(src.text)
+        )
+        items = _tokens_to_items(found, src, sink)
     except (lark.exceptions.LarkError, RecursionError) as exc:  # the grammar accepts any text; keep a net anyway
         line = getattr(exc, "line", 1) or 1
         col = getattr(exc, "column", 1) or 1
