@@ -502,6 +502,8 @@ def _remember(session: Session, project: _Compiled) -> None:
     assert session.plan is not None
     session.tree, session.clean, session.doc = project.tree, project.clean_walk, project.doc
     session.rels = project.rels
+    if project.tree is not None and isinstance(project.tree.files, LazyFiles):
+        project.tree.files.forget()  # an initial build read every source: keep none of their bytes
     entries = session.plan.entries
     for rel in [rel for rel in session.prompts if rel not in entries]:
         session._index(rel, session.prompts.pop(rel).deps, add=False)

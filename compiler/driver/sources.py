@@ -98,6 +98,12 @@ class LazyFiles(Mapping[str, bytes]):
     def path_of(self, rel: str) -> str | None:
         return self._paths.get(rel)
 
+    def forget(self) -> None:
+        """Drop the bytes read so far (a session keeps the tree for its paths and records, not
+        for its contents: the next build reads what it needs again)."""
+        self._order = self.order  # listed before the bytes go: the listing is made of both
+        self._data = {}
+
 
 class LooseFiles(Mapping[str, bytes]):
     """The files of a folder that is not a source folder (a `.prompt` file opened or formatted on
