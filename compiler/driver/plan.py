@@ -136,8 +136,8 @@ class Plan:
                 entry = entries.get(rel)
                 if not isinstance(entry, dict) or entry.get("sha") != shas.get(rel):
                     continue
-                deps = entry.get("deps")
-                if not isinstance(deps, dict) or (deps and any(shas.get(dep) != sha for dep, sha in deps.items())):
+                deps = entry.get("deps")  # absent: none (the state leaves empty fields out)
+                if deps is not None and (not isinstance(deps, dict) or any(shas.get(d) != h for d, h in deps.items())):
                     continue
                 name = rel[: -len(SOURCE_SUFFIX)]
                 path = f"{base}{artifact_path(name)}"
@@ -355,14 +355,15 @@ def changes_of(
         if stat is None:
             continue
         present.add(rel)
-        changes.entries[rel] = {
-            "sha": shas[rel],
-            "deps": {dep: shas.get(dep) for dep in prompt.deps},
-            "piece": pieces[prompt.name],
-            "includes": list(prompt.includes),
-            "stat": stat,
-            **_warnings_to_state(prompt.diagnostics),
-        }
+        record: dict[str, Any] = {"sha": shas[rel], "piece": pieces[prompt.name], "stat": stat}
+        # empty fields are left out: at 100,000 prompts each costs a container to decode
+        if prompt.deps:
+            record["deps"] = {dep: shas.get(dep) for dep in prompt.deps}
+        if prompt.includes:
+            record["includes"] = list(prompt.includes)
+        if prompt.diagnostics:
+            record.update(_warnings_to_state(prompt.diagnostics))
+        changes.entries[rel] = record
     for rel, entry in plan.refreshed.items():
         if rel in present and rel not in changes.entries:
             changes.entries[rel] = entry
@@ -440,9 +441,9 @@ def reuse(rel: str, entry: dict[str, Any], name: str | None = None) -> CompiledP
     """The prompt of a state entry, as an incremental build reuses it."""
     name = name_of(rel) if name is None else name
     try:
-        rows = entry["warnings"]
+        rows = entry.get("warnings")
         warnings = tuple([_diag_from_state(row, entry["lines"]) for row in rows]) if rows else ()
-        deps, includes = entry["deps"], entry["includes"]
+        deps, includes = entry.get("deps") or {}, entry.get("includes") or []
         return CompiledPrompt(
             name,
             rel,
