@@ -276,8 +276,8 @@ def test_a_reused_artifact_stays_reusable_when_the_output_holds_a_copy_of_it(pro
     assert build("prompts_src", "build", APPROX).ok
     real_write = driver.write_output
 
-    def write_then_copy(out, files, keep, shas):
-        written = real_write(out, files, keep, shas)
+    def write_then_copy(out, files, keep, shas, **known):
+        written = real_write(out, files, keep, shas, **known)
         for rel in keep:  # what the shadow set can leave: same bytes, a file of its own
             target = out / rel
             shutil.copyfile(target, target.with_suffix(".copy"))

@@ -573,7 +573,9 @@ def test_config_change_reloads_and_rebuilds_fully(tmp_path: Path) -> None:
         (tmp_path / "unrelated.toml").write_text("")  # only pyproject.toml is configuration
         record = next_build(watcher, n)
         assert record.config_reloaded and loads
-        assert calls[-1] == {"keep_last_good": True, "incremental": False, "strict": False, "config_diagnostics": ()}
+        called = dict(calls[-1])
+        assert called.pop("session") is not None  # kept, but not handed the changed paths: a full build
+        assert called == {"keep_last_good": True, "incremental": False, "strict": False, "config_diagnostics": ()}
         assert content(out, "p") == "Welcome to Acme."
     finally:
         watcher.stop()
@@ -669,3 +671,52 @@ def test_watch_regenerates_the_configured_bindings(tmp_path: Path) -> None:
         assert "export function farewell(" in ts.read_text()
     finally:
         watcher.stop()
+
+
+def test_a_watch_rebuild_reads_what_changed_and_its_manifest_is_a_clean_builds(tmp_path: Path, monkeypatch) -> None:
+    """Each rebuild is handed the paths the watcher saw change and reads only those (no walk of
+    the tree); the manifest it patches is, byte for byte, the one a clean build writes."""
+    import promptc.driver as driver
+
+    from .conftest import snapshot
+
+    src, out = tmp_path / "src", tmp_path / "out"
+    write(src, "d0/_part.prompt", "Shared.\n")
+    for i in range(6):
+        write(src, f"d{i % 2}/p{i}.prompt", f"/// include: _part\nPrompt {i} ${{x}}\n" if i % 2 == 0 else f"P {i}\n")
+    handed: list[Any] = []
+    walks: list[int] = []
+    real_read_tree = driver.read_tree
+
+    def spying(*args: Any, **kwargs: Any):
+        handed.append(kwargs.get("changes"))
+        return build(*args, **kwargs)
+
+    def walk(*args: Any, **kwargs: Any):
+        walks.append(1)
+        return real_read_tree(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "read_tree", walk)
+    watcher = started(src, out, builder=spying)
+    try:
+        for step, (path, text) in enumerate(
+            [
+                ("d0/p0.prompt", "/// include: _part\nPrompt 0 v2 ${x}\n"),
+                ("d0/_part.prompt", "Shared v2.\n"),
+                ("d1/p5.prompt", "P5 ${y}\n"),
+            ]
+        ):
+            n = watcher.builds
+            save(src / path, text)
+            record = next_build(watcher, n)
+            assert record.ok and str(src / path) in handed[-1], (step, handed[-1], record.diagnostics)
+            assert record.compiled == (3 if path == "d0/_part.prompt" else 1)  # a partial: its includers
+        n = watcher.builds
+        (src / "d1/p3.prompt").unlink()
+        assert next_build(watcher, n).removed == ("d1/p3",)
+        assert watcher.wait_idle(TIMEOUT)
+    finally:
+        watcher.stop()
+    assert len(walks) == 1, "a rebuild walked the whole tree"  # the initial build's walk only
+    clean = build(src, tmp_path / "clean", Config(), incremental=False)
+    assert clean.ok and snapshot(out) == snapshot(tmp_path / "clean")

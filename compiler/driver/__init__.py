@@ -21,16 +21,17 @@ passes (the CLI draws a bar with it), and every problem is a `Diagnostic` in the
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import bindings
-from ..backend.emit import dumps
 from ..backend.suppress import allowed
 from ..compile.pipeline import CompiledPrompt
 from ..facts import codes
@@ -38,30 +39,46 @@ from ..facts.config import Config, load_config
 from ..facts.diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
 from ..facts.language import SOURCE_SUFFIX
 from ..passes.context import SourceTree
+from ..runtime.atomic import read_file
 from ..runtime.buildfolder import (
     CACHE_DIR,
     MANIFEST,
     STAGING_MARK,
     BuildFolder,
+    KnownOutput,
     Refused,
     artifact_path,
     claim_output,
     discard,
+    folders_of,
     give_back,
     linked_part,
     make_spool,
     output_lock,
+    output_record,
     owns_output,
     recover,
+    shadow_identity,
     stale_paths,
     write_error,
     write_output,
 )
-from ..runtime.model import Artifact, Manifest
-from .manifest import collisions, manifest_for
-from .plan import Plan, compiler_fingerprint, last_good, load_plan, save_state
+from ..runtime.model import Artifact, Manifest, ManifestEntry
+from .manifest import ManifestDoc, collisions, manifest_for
+from .plan import (
+    Plan,
+    acyclic,
+    changes_of,
+    collecting,
+    empty_plan,
+    fingerprint,
+    last_good,
+    load_plan,
+    output_stat,
+    save_state,
+)
 from .pool import PARALLEL_THRESHOLD, compile_many
-from .sources import is_prompt, read_tree
+from .sources import LazyFiles, is_prompt, read_tree, update_tree
 
 __all__ = [
     "build",
@@ -69,6 +86,7 @@ __all__ = [
     "compile_tree",
     "BuildResult",
     "Progress",
+    "Session",
     "CACHE_DIR",
     "STAGING_MARK",
     "MANIFEST",
@@ -131,6 +149,19 @@ class _Compiled:
     keep: list[str] = field(default_factory=list)
     tree: SourceTree | None = None
     plan: Plan | None = None
+    #: when the sources were walked (their records are as of then)
+    walked_ns: int = 0
+    #: the walk reported no problem
+    clean_walk: bool = False
+    #: the manifest's pieces after this build
+    doc: ManifestDoc | None = None
+    #: they were the last build's (patched now), and its `manifest.json` is still on disk as written
+    doc_known: bool = False
+    manifest_intact: bool = False
+    #: files of the previous set this build drops
+    removed_paths: list[str] = field(default_factory=list)
+    #: the prompts of the tree, sorted
+    rels: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -153,6 +184,42 @@ class _Compiled:
         )
 
 
+class Session:
+    """What a build keeps in memory for the next build of the same tree: a watch loop's state.
+
+    The source tree as last read, the incremental state, the manifest's pieces, the prompts it
+    reused or compiled (as the next build reuses them) and which prompts read which files. Pass
+    one session to every `build()` of one source folder, output folder and configuration, with
+    the paths that changed since the last one (`changes=`): the build then reads those paths, the
+    prompts they feed and the manifest entries they change, never the rest of the tree. A session
+    made for another build (another folder or configuration, `strict` or not) starts afresh."""
+
+    def __init__(self) -> None:
+        self.key: tuple[Any, ...] | None = None
+        self.tree: SourceTree | None = None
+        #: the walk that made `tree` reported no problem (a changed path can then be read alone)
+        self.clean = False
+        self.plan: Plan | None = None
+        self.doc: ManifestDoc | None = None
+        #: source → the prompt as the next build reuses it (only prompts written and without errors)
+        self.prompts: dict[str, CompiledPrompt] = {}
+        #: a file → the prompts that read it (includes, tools, schemas)
+        self.dependents: dict[str, set[str]] = {}
+        #: the prompts of `tree`, sorted
+        self.rels: list[str] | None = None
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def _index(self, rel: str, deps: Iterable[str], add: bool = True) -> None:
+        for dep in deps:
+            users = self.dependents.setdefault(dep, set())
+            if add:
+                users.add(rel)
+            else:
+                users.discard(rel)
+
+
 def build(
     src: Path | str | None = None,
     out: Path | str | None = None,
@@ -164,6 +231,8 @@ def build(
     strict: bool = False,
     config_diagnostics: Sequence[Diagnostic] = (),
     on_progress: Progress | None = None,
+    session: Session | None = None,
+    changes: Collection[str] | None = None,
 ) -> BuildResult:
     """Compile `src` into `out`, then write the configured bindings.
 
@@ -177,7 +246,44 @@ def build(
     diagnostics are the result's; `src` and `out` default to the config's. A caller that read the
     configuration itself hands its diagnostics in as `config_diagnostics`, to be reported (and
     allowed, and made errors by `strict`) with the build's.
+
+    With `session` (see `Session`), what this build learnt is kept for the next; with `changes`
+    too — the absolute paths created, modified, moved or deleted since the session's last build,
+    as a watcher saw them — only those paths are read. Without `changes` every source is stat'ed.
     """
+    # The build's own bookkeeping (the state decoded, reused prompts, the manifest's pieces) makes
+    # hundreds of thousands of objects and no cycle: the collector is paused around it, and runs
+    # for the compiles (`collecting`).
+    with acyclic():
+        return _build(
+            src,
+            out,
+            config,
+            write=write,
+            incremental=incremental,
+            keep_last_good=keep_last_good,
+            strict=strict,
+            config_diagnostics=config_diagnostics,
+            on_progress=on_progress,
+            session=session,
+            changes=changes,
+        )
+
+
+def _build(
+    src: Path | str | None = None,
+    out: Path | str | None = None,
+    config: Config | None = None,
+    *,
+    write: bool = True,
+    incremental: bool = True,
+    keep_last_good: bool = False,
+    strict: bool = False,
+    config_diagnostics: Sequence[Diagnostic] = (),
+    on_progress: Progress | None = None,
+    session: Session | None = None,
+    changes: Collection[str] | None = None,
+) -> BuildResult:
     config, loaded = _config(config)
     reported = [*loaded, *config_diagnostics]
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
@@ -189,16 +295,26 @@ def build(
         return project.result()
     spools: list[Path] = []
     failed = True
+    remembered = False
     try:
         # The lock is held for the whole build, not only the write: a slow build that started
         # first can never land last with older sources than what a faster one already wrote.
         with output_lock(out) if write else contextlib.nullcontext():
             try:
+                plan: Plan | None = None
+                known: _Known | None = None
+                claimed_ns = 0
                 if write:
-                    # Before anything is read from the output folder or the cache: what dead builds
-                    # left is cleaned up, and a folder or cache entry promptc did not make is refused.
+                    # Before anything is read from the output folder: what dead builds left is
+                    # cleaned up, and a folder or cache entry promptc did not make is refused. The
+                    # state is read only for the very output folder promptc's last build swapped
+                    # in: a committed, copied or hand-made one (or cache) is rebuilt from the
+                    # sources, then recorded.
                     recover(out)
-                    claim_output(out)
+                    plan, session = _plan(src, out, config, strict, session, incremental)
+                    known = _known(plan, out) if incremental else None
+                    claimed_ns = time.time_ns()
+                    claim_output(out, known.output if known is not None else None)
 
                 def spool() -> str:
                     spools.append(make_spool(out))
@@ -210,25 +326,30 @@ def build(
                     config,
                     reported=reported,
                     strict=strict,
-                    incremental=incremental and write,
-                    trusted=write and owns_output(out),
+                    plan=plan if incremental else None,
+                    known=known,
                     keep_last_good=keep_last_good,
                     spool=spool if write else None,
                     on_progress=on_progress,
+                    session=session,
+                    changes=changes,
                 )
                 if not write or project.manifest is None:
                     return project.result()
-                shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
-                written = write_output(out, project.files, project.keep, shas)
-                if project.plan is not None and project.plan.fingerprint and project.tree is not None:
-                    save_state(out, project.plan, project.prompts, project.tree)
+                written = _write(out, project, known)
+                if plan is not None and plan.fingerprint and project.tree is not None:
+                    _record(out, project, plan, known, written, claimed_ns)
+                    if session is not None:
+                        _remember(session, project)
+                        remembered = True
             except OSError as exc:
                 if write and exc.errno == errno.ENOSPC:
                     give_back(out)  # the shadow set is only an optimisation: its space is the user's
                 raise
             # the bindings of what the output folder now holds (still under the lock)
             if bindings.configured(config):
-                project.report(bindings.write(bindings.generate(config, _artifacts(project, out))))
+                with collecting():
+                    project.report(bindings.write(bindings.generate(config, _artifacts(project, out))))
         failed = False
         return project.result(written=written, unchanged=not written)
     except TimeoutError as exc:
@@ -240,7 +361,162 @@ def build(
     finally:
         for folder in spools:  # what is left in it after a write (all of it after a failure)
             discard(folder, out, now=failed)
+        if session is not None and not remembered:
+            session.reset()  # a build that wrote nothing: the next one starts from the disk again
     return project.result()
+
+
+@dataclass(slots=True)
+class _Known:
+    """The previous build's output as the state recorded it: its manifest (as pieces, when the
+    file is still the one it wrote) and the check and patch of the folder it allows."""
+
+    output: KnownOutput
+    #: artifacts the manifest lists that the state has no entry for (kept last-good ones): name → piece
+    kept: dict[str, str]
+    #: the stat of `manifest.json` as written
+    manifest_stat: list[int] | None
+
+
+def _plan(
+    src: Path, out: Path, config: Config, strict: bool, session: Session | None, incremental: bool
+) -> tuple[Plan, Session | None]:
+    """The incremental state: the session's, when it was made for this very build and the state
+    file on disk is still the one it wrote (no other build ran in between), else the one on disk
+    (for an output folder this promptc's last build swapped in), else an empty one (which the
+    build then fills). A build that is not incremental starts from an empty one."""
+    if session is not None:
+        plan = session.plan
+        if (
+            incremental
+            and plan is not None
+            and session.key == _session_key(src, out, fingerprint(config, plan.package), strict)
+            and plan.is_on_disk(out)
+            and owns_output(out)
+        ):
+            return plan, session
+        session.reset()
+    plan = load_plan(out, config) if incremental and owns_output(out) else empty_plan(config)
+    if session is not None:
+        session.key = _session_key(src, out, plan.fingerprint, strict)
+        session.plan = plan
+    return plan, session
+
+
+def _session_key(src: Path, out: Path, fingerprint: str, strict: bool) -> tuple[Any, ...]:
+    return (os.path.abspath(src), os.path.abspath(out), fingerprint, strict)
+
+
+def _known(plan: Plan, out: Path) -> _Known | None:
+    """What the state knows of the output folder, when it recorded all of it."""
+    output = plan.output
+    try:
+        live, shadow, dirs = output["live"], output["shadow"], output["dirs"]
+        diff, kept, manifest = output["diff"], output["kept"], output["manifest"]
+        if not (isinstance(live, str) and isinstance(dirs, dict) and isinstance(diff, list)):
+            return None
+    except (KeyError, TypeError):
+        return None
+    if not isinstance(kept, dict):
+        return None
+    entries = plan.entries
+
+    def holds(rel: str) -> bool:
+        if rel == MANIFEST:
+            return True
+        if not rel.endswith(".json"):
+            return False
+        name = rel[: -len(".json")]
+        return f"{name}{SOURCE_SUFFIX}" in entries or name in kept
+
+    return _Known(KnownOutput(holds, dirs, live, shadow, frozenset(diff)), kept, manifest)
+
+
+def _write(out: Path, project: _Compiled, known: _Known | None) -> bool:
+    """Swap the new set in, unless the output folder already holds it."""
+    assert project.manifest is not None and project.doc is not None
+    if known is not None and project.doc_known:
+        removed = project.removed_paths
+        known.output.removed = frozenset(removed)
+        artifacts = {rel: data for rel, data in project.files.items() if rel != MANIFEST}
+        if project.manifest_intact and not removed and not project.doc.changed and _on_disk(out, artifacts):
+            return False  # nothing this build made differs from what is there
+        # the hashes of the kept files serve only a shadow set brought up to date by listing it
+        patchable = known.output.matches(out) and known.output.shadow == shadow_identity(out)
+        shas = {} if patchable else {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
+        return write_output(out, project.files, project.keep, shas, known=known.output)
+    shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
+    return write_output(out, project.files, project.keep, shas)
+
+
+def _on_disk(out: Path, files: dict[str, bytes | Path]) -> bool:
+    """Whether the output folder holds these very bytes at these paths."""
+    for rel, data in files.items():
+        try:
+            if read_file(out / rel, follow=False) != (data.read_bytes() if isinstance(data, Path) else data):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, written: bool, claimed_ns: int) -> None:
+    """Save the state: what changed in the sources' records and the entries, and the output
+    folder as this build left it. The folders' stats are recorded as of `claimed_ns`, when the
+    claim proved them to hold only promptc's files: one changed since then is listed again."""
+    assert project.tree is not None and project.manifest is not None
+    files = project.tree.files
+    fresh = files.fresh if isinstance(files, LazyFiles) else frozenset(files)
+    doc = project.doc
+    assert doc is not None
+    changes = changes_of(plan, project.prompts, project.tree, fresh, out, doc.entries, now_ns=project.walked_ns)
+    if project.doc_known:
+        changes.groups = dict(doc.changed_groups())
+    else:  # a document made afresh: every group, and none of the state's others
+        changes.groups = {sha: None for sha in plan.groups if sha not in doc.groups}
+        changes.groups.update(doc.groups)
+        doc.changed_groups()
+    present = changes.present
+    kept = {p.name: doc.entries[p.name] for p in project.prompts if p.entry is not None and p.source not in present}
+    if written or known is None or not plan.output:
+        if known is not None and project.doc_known and isinstance(plan.output.get("dirs"), dict):
+            folders = set(plan.output["dirs"]) | folders_of(project.files)
+        else:
+            folders = folders_of([*project.files, *project.keep])
+        output = output_record(out, folders, claimed_ns)
+        if not project.doc_known:
+            output["shadow"] = None  # how it differs from the live set is not known
+        output["diff"] = sorted({*project.files, *project.removed_paths})
+    else:
+        output = dict(plan.output)
+        output["dirs"] = output_record(out, plan.output.get("dirs") or (), claimed_ns)["dirs"]
+    output["kept"] = kept
+    output["manifest"] = output_stat(out / MANIFEST)
+    doc.changed = False
+    save_state(out, plan, changes, output)
+
+
+def _remember(session: Session, project: _Compiled) -> None:
+    """Keep what the next build of the session reuses: the tree, the manifest's pieces, and each
+    prompt written without errors, in the form a build reuses it (the state's entries say which)."""
+    assert session.plan is not None
+    session.tree, session.clean, session.doc = project.tree, project.clean_walk, project.doc
+    session.rels = project.rels
+    if project.tree is not None and isinstance(project.tree.files, LazyFiles):
+        project.tree.files.forget()  # an initial build read every source: keep none of their bytes
+    entries = session.plan.entries
+    for rel in [rel for rel in session.prompts if rel not in entries]:
+        session._index(rel, session.prompts.pop(rel).deps, add=False)
+    for prompt in project.prompts:
+        rel = prompt.source
+        if rel not in entries or (prompt.reused and rel in session.prompts):
+            continue
+        old = session.prompts.pop(rel, None)
+        if old is not None:
+            session._index(rel, old.deps, add=False)
+        kept = prompt if prompt.reused else replace(prompt, reused=True, artifact=None, data=None, spooled=None)
+        session.prompts[rel] = kept
+        session._index(rel, kept.deps)
 
 
 def _config(config: Config | None) -> tuple[Config, list[Diagnostic]]:
@@ -373,13 +649,16 @@ def _compile(
     *,
     reported: Sequence[Diagnostic] = (),
     strict: bool = False,
-    incremental: bool = False,
-    trusted: bool = False,
+    plan: Plan | None = None,
+    known: _Known | None = None,
     keep_last_good: bool = False,
     spool: Callable[[], str] | None = None,
     on_progress: Progress | None = None,
+    session: Session | None = None,
+    changes: Collection[str] | None = None,
 ) -> _Compiled:
-    """Stages 1 to 4: everything but writing (large builds spool artifacts to files, though)."""
+    """Stages 1 to 4: everything but writing (large builds spool artifacts to files, though).
+    `plan` is the incremental state (None: a clean build)."""
     project = _Compiled(config=config, strict=strict)
     project.report(reported)
     if not src.is_dir():
@@ -397,53 +676,175 @@ def _compile(
             ]
         )
         return project
+    incremental = plan is not None
+    plan = plan if plan is not None else Plan()
 
-    # 1. read sources (files the cache knows unchanged by their stat are read only when needed)
-    # The cache is read only for the very output folder promptc's last build swapped in: a committed,
-    # copied or hand-made one (or cache) is rebuilt from the sources, then recorded.
-    plan = (load_plan(out, config) if trusted else Plan(compiler_fingerprint(config))) if incremental else Plan()
-    tree, diagnostics = read_tree(src, out, plan.files, plan.saved_ns)
-    project.tree, project.plan = tree, plan
+    # 1. read sources: the paths a watcher saw change, or every source (files the state knows
+    # unchanged by their stat are read only when needed)
+    walked_ns = time.time_ns()
+    previous = session.tree if session is not None and session.clean else None
+    updated = update_tree(previous, src, out, changes) if previous is not None and changes is not None else None
+    if updated is not None:
+        tree, diagnostics, touched = updated
+        changed = {rel for rel in touched if previous is not None and previous.shas.get(rel) != tree.shas.get(rel)}
+    else:
+        tree, diagnostics = read_tree(src, out, plan.files if incremental else None)
+        changed = None
+    project.tree, project.plan, project.walked_ns = tree, plan, walked_ns
+    outside = _outside_symlinks(tree)
+    project.clean_walk = not diagnostics and not outside
     project.report(diagnostics)
-    project.report(_outside_symlinks(tree))
-    rels = [rel for rel in tree.files if is_prompt(rel)]
+    project.report(outside)
+    if updated is not None and session is not None and session.rels is not None:
+        rels = _patched_rels(session.rels, touched, tree)
+    else:
+        rels = [rel for rel in tree.files if rel.endswith(SOURCE_SUFFIX) and is_prompt(rel)]
+    project.rels = rels
 
     # 2. plan: which artifacts the output folder already holds as they should be
-    reused = plan.reusable(rels, tree, out)
+    if changed is not None and session is not None:
+        reused = _session_reusable(session, plan, rels, tree, out, changed, known)
+    else:
+        reused = plan.reusable(rels, tree, out) if incremental else {}
     to_compile = [rel for rel in rels if rel not in reused]
-    if incremental and trusted and 0 < len(to_compile) < PARALLEL_THRESHOLD:
+    if incremental and 0 < len(to_compile) < PARALLEL_THRESHOLD:
         plan.preload_token_counts(out, to_compile, config)
 
     # 3. compile the rest
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
-    fresh = iter(compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress))
-    prompts = [reused[rel] if rel in reused else next(fresh) for rel in rels]
+    with collecting():
+        compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
     if strict:
-        prompts = [_failed_by_strict(p) for p in prompts]
+        compiled = [_failed_by_strict(p) for p in compiled]
+        for rel, p in list(reused.items()):
+            failed = _failed_by_strict(p) if p.diagnostics else p
+            if failed is not p:  # a reused prompt with a warning fails as a compiled one does
+                del reused[rel]
+                compiled.append(failed)
+
+    # the manifest the output folder holds, in pieces: the session's, or the file itself when it
+    # is the one the state recorded
+    doc = _previous_doc(session, plan, known, config) if incremental else None
+    project.doc_known = doc is not None
+    project.manifest_intact = (
+        doc is not None and known is not None and output_stat(out / MANIFEST) == known.manifest_stat
+    )
     if keep_last_good:
-        previous = BuildFolder(out).manifest_or_none()
-        prompts = [(last_good(p, previous, out) or p) if has_errors(p.diagnostics) else p for p in prompts]
+        on_disk: list[Manifest | None] = []
+
+        def previous_entry(name: str) -> ManifestEntry | None:
+            if doc is not None:
+                return doc.entry(name)
+            if not on_disk:
+                on_disk.append(BuildFolder(out).manifest_or_none())
+            return None if on_disk[0] is None else on_disk[0].artifacts.get(name)
+
+        compiled = [
+            (last_good(p, previous_entry(p.name), out) or p) if has_errors(p.diagnostics) else p for p in compiled
+        ]
+    by_rel = {p.source: p for p in compiled}
+    prompts = [reused[rel] if rel in reused else by_rel[rel] for rel in rels]
     project.prompts = prompts
     for prompt in prompts:
+        if not prompt.diagnostics:
+            continue
         own = tree.display(prompt.source)
         # a prompt's diagnostics are already allowed (and, by `_failed_by_strict`, strict)
         project.diagnostics.extend(
             d if d.path == own else replace(d, included_by=(prompt.name,)) for d in prompt.diagnostics
         )
-    project.report(collisions(prompts, tree))
+    # only a prompt compiled now can collide (a reused one had no error)
+    project.report(collisions(compiled, tree))
 
     # 4. the manifest, and the set of files to write
-    if project.ok or keep_last_good:
+    if keep_last_good or project.ok:
         writable = [p for p in prompts if p.entry is not None]
-        project.manifest = manifest_for(writable, config)
+        entries = {p.name: p.entry for p in writable if p.entry is not None}
+        if doc is None:
+            doc = ManifestDoc.of(entries, config)
+        else:
+            for p in writable:
+                if not p.reused or p.name not in doc.entries:
+                    assert p.entry is not None
+                    doc.put(p.name, p.entry, doc.entry(p.name))
+            gone = [name for name in doc.entries if name not in entries]
+            project.removed_paths = [artifact_path(name) for name in gone]
+            for name in gone:
+                doc.remove(name, doc.entry(name))
+        project.doc = doc
+        project.manifest = doc.manifest(entries)
         files: dict[str, bytes | Path] = {}
         for p in writable:
             if not p.reused and (p.data or p.spooled):
                 files[artifact_path(p.name)] = p.data or Path(p.spooled or "")
-        files[MANIFEST] = dumps(project.manifest)
+        files[MANIFEST] = doc.bytes()
         project.files = dict(sorted(files.items()))
         project.keep = sorted(artifact_path(p.name) for p in writable if p.reused)
     return project
+
+
+def _patched_rels(rels: list[str], touched: Iterable[str], tree: SourceTree) -> list[str]:
+    """The sorted prompt paths of the tree, from the last build's and the paths a walk touched."""
+    rels = list(rels)
+    for rel in touched:
+        if not is_prompt(rel):
+            continue
+        at = bisect.bisect_left(rels, rel)
+        there = at < len(rels) and rels[at] == rel
+        if rel in tree.shas and not there:
+            rels.insert(at, rel)
+        elif rel not in tree.shas and there:
+            del rels[at]
+    return rels
+
+
+def _previous_doc(session: Session | None, plan: Plan, known: _Known | None, config: Config) -> ManifestDoc | None:
+    """The manifest the last build wrote, as pieces to patch: the session's, or the one the state
+    kept (the pieces of its entries, of the last-good artifacts it kept, and of the groups)."""
+    if session is not None and session.doc is not None:
+        return session.doc
+    if known is None:
+        return None
+    pieces = {rel[: -len(SOURCE_SUFFIX)]: entry.get("piece") for rel, entry in plan.entries.items()}
+    pieces.update(known.kept)
+    return ManifestDoc.restore(pieces, plan.groups, config)
+
+
+def _entry_on_disk(out: Path, name: str) -> ManifestEntry | None:
+    manifest = BuildFolder(out).manifest_or_none()
+    return None if manifest is None else manifest.artifacts.get(name)
+
+
+def _session_reusable(
+    session: Session,
+    plan: Plan,
+    rels: list[str],
+    tree: SourceTree,
+    out: Path,
+    changed: set[str],
+    known: _Known | None,
+) -> dict[str, CompiledPrompt]:
+    """The prompts a session build reuses without looking at them: every prompt it wrote last time
+    but those whose source or any file they read changed (those are checked against the state as
+    a fresh build would check them) and those whose artifact the shadow set must link and the
+    output folder lost."""
+    affected: set[str] = set()
+    for rel in changed:
+        if is_prompt(rel):
+            affected.add(rel)
+        affected |= session.dependents.get(rel, set())
+    if known is not None:
+        for path in known.output.diff:
+            if not path.endswith(".json"):
+                continue
+            source = f"{path[: -len('.json')]}{SOURCE_SUFFIX}"
+            if source in session.prompts and not os.path.isfile(out / path):
+                affected.add(source)
+    known_prompts = session.prompts
+    reused = {rel: known_prompts[rel] for rel in rels if rel in known_prompts and rel not in affected}
+    recheck = [rel for rel in rels if rel in affected]
+    reused.update(plan.reusable(recheck, tree, out))
+    return reused
 
 
 def _output_problem(src: Path, out: Path) -> Diagnostic | None:

@@ -1,17 +1,34 @@
-"""Stage 2 — plan: what the incremental cache lets this build reuse, and the cache itself.
+"""Stage 2 — plan: what the incremental state lets this build reuse, and the state itself.
 
-The cache (`buildfolder.state_path`: `.promptc-cache/<out>.state.json`) records, for every artifact
-in the output folder, the sha256 of the source and of every partial it includes, its manifest
-entry, its warnings, and the stat of the artifact file; and for every source file its stat and
-sha256. It is an optimisation only: a stale, corrupt or missing cache means a full build, never a
-wrong one, and it is keyed by a fingerprint of the compiler's own files and the configuration.
+The state (`buildfolder.state_path`: `.promptc-cache/<out>.state.json`) is one file, read once per
+process. It records, for every source file, its stat and sha256; for every artifact in the output
+folder, the sha256 of its source and of every file it read, its manifest entry, its warnings and
+the stat of the artifact file; and what the output folder holds (`output`: its identity and its
+folders' stats, the manifest's stat, the shadow set and how it differs from the live set). It is an
+optimisation only: a stale, corrupt or missing state means a full build, never a wrong one, and it
+is keyed by a fingerprint of the compiler's own files and the configuration.
+
+The file is a journal of JSON lines, so that saving costs what the build changed: a header (format,
+fingerprint), the base (every record), then one line per later build holding only the records it
+changed (`null` for one it dropped). Loading applies the lines in order and stops at the first one
+that does not parse (a build killed while appending). Once the lines after the base weigh half as
+much as the base, the next save rewrites the file whole (atomically), merged.
+
+Stat, not content, proves a file unchanged, with git's rule for racily clean entries: a record
+whose mtime lies within `RACY_WINDOW_NS` of the moment it was recorded (each record keeps that
+moment) is not trusted, because a second edit in the same timestamp tick would leave the stat as
+it was; such a file is read and hashed again until it is older than that.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
+import stat as stat_module
 import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -26,39 +43,142 @@ from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
 from ..facts.version import VERSION
 from ..passes.context import SourceTree
-from ..runtime.atomic import read_file, write_file
+from ..runtime.atomic import write_file
 from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
-from ..runtime.model import Manifest, ManifestEntry
+from ..runtime.model import ManifestEntry
 from ..syntax.parse import grammar_text
+from .manifest import entry_of
+from .sources import RACY_WINDOW_NS
+
+#: the first line's `format`; a state of another format is no state
+STATE_FORMAT = "promptc-state/2"
+#: the journal is merged into the base once its lines weigh this share of the base, or number this many
+COMPACT_SHARE = 0.5
+COMPACT_LINES = 500
+#: a state file larger than this is not read (a build that finds none is only a full build)
+STATE_LIMIT = 1 << 32
+
+
+#: the collector's state at each `acyclic()` entry, outermost first
+_PAUSED: list[bool] = []
+
+
+def _promote() -> None:
+    """Move every object the collector tracks into its oldest generation without walking them
+    (`freeze` then `unfreeze`): the young-generation passes that follow, frequent and meant to be
+    cheap, then do not walk the hundreds of thousands of objects made while it was paused."""
+    gc.freeze()
+    gc.unfreeze()
+
+
+@contextmanager
+def acyclic() -> Iterator[None]:
+    """Around code that makes many objects and no reference cycle (the build's bookkeeping: the
+    state decoded, the reused prompts, the manifest's pieces): the cyclic collector would walk
+    every object the build holds again and again while they are made, for nothing to collect."""
+    _PAUSED.append(gc.isenabled())
+    gc.disable()
+    try:
+        yield
+    finally:
+        if _PAUSED.pop():
+            _promote()
+            gc.enable()
+
+
+@contextmanager
+def collecting() -> Iterator[None]:
+    """Inside `acyclic()`: the collector as it was before, for code that makes cycles (compiles)."""
+    enable = bool(_PAUSED) and _PAUSED[0]
+    if enable:
+        _promote()
+        gc.enable()
+    try:
+        yield
+    finally:
+        if enable:
+            gc.disable()
 
 
 @dataclass(slots=True)
 class Plan:
-    """The incremental cache as loaded for one build. An empty plan reuses nothing."""
+    """The incremental state as loaded for one build. An empty plan reuses nothing."""
 
-    #: changes whenever the compiler or the config changes; "" means no incremental cache
+    #: changes whenever the compiler or the config changes; "" means no incremental state
     fingerprint: str = ""
-    #: source → what the cache knows of its artifact
+    #: source → what the state knows of its artifact
     entries: dict[str, Any] = field(default_factory=dict)
-    #: source → [size, mtime_ns, inode, sha256] when the cache was saved
+    #: source → [size, mtime_ns, inode, ctime_ns, sha256, recorded_ns]
     files: dict[str, list[Any]] = field(default_factory=dict)
-    saved_ns: int = 0
+    #: the manifest's prefix groups, each as its piece (`manifest.ManifestDoc`), by sha256
+    groups: dict[str, str] = field(default_factory=dict)
+    #: what the output folder held after the build that saved the state (`buildfolder.output_record`)
+    output: dict[str, Any] = field(default_factory=dict)
+    #: [stat key of the compiler's files, their content digest, when it was computed]
+    package: list[Any] = field(default_factory=list)
+    #: the state file as read — (device, inode, size) — when the next save may append to it
+    where: tuple[int, int, int] | None = None
+    base_size: int = 0
+    journal_size: int = 0
+    journal_lines: int = 0
+    #: entries whose artifact file turned out to hold the recorded bytes under another stat
+    refreshed: dict[str, Any] = field(default_factory=dict)
 
-    def reusable(self, rels: list[str], tree: SourceTree, out: Path) -> dict[str, CompiledPrompt]:
-        """The prompts whose source, partials and artifact file are exactly what the cache recorded."""
+    def reusable(self, rels: Iterable[str], tree: SourceTree, out: Path) -> dict[str, CompiledPrompt]:
+        """The prompts whose source, partials and artifact file are exactly what the state recorded."""
         reused: dict[str, CompiledPrompt] = {}
         shas = tree.shas
-        for rel in rels:
-            entry = self.entries.get(rel)
-            if not isinstance(entry, dict) or entry.get("sha") != shas.get(rel):
-                continue
-            deps = entry.get("deps")
-            if not isinstance(deps, dict) or any(shas.get(dep) != sha for dep, sha in deps.items()):
-                continue
-            prompt = _reuse(rel, entry, out)
-            if prompt is not None:
-                reused[rel] = prompt
+        entries = self.entries
+        base = os.path.join(str(out), "")
+        stat = os.stat
+        with acyclic():
+            for rel in rels:
+                entry = entries.get(rel)
+                if not isinstance(entry, dict) or entry.get("sha") != shas.get(rel):
+                    continue
+                deps = entry.get("deps")  # absent: none (the state leaves empty fields out)
+                if deps is not None and (not isinstance(deps, dict) or any(shas.get(d) != h for d, h in deps.items())):
+                    continue
+                name = rel[: -len(SOURCE_SUFFIX)]
+                path = f"{base}{artifact_path(name)}"
+                try:
+                    st = stat(path)
+                    there = [st.st_size, st.st_mtime_ns, st.st_ino] == entry.get("stat")
+                except OSError:
+                    continue
+                if not there and not self._artifact_is_there(rel, name, entry, path):
+                    continue
+                prompt = reuse(rel, entry, name)
+                if prompt is not None:
+                    reused[rel] = prompt
         return reused
+
+    def _artifact_is_there(self, rel: str, name: str, entry: dict[str, Any], path: str) -> bool:
+        """The artifact file is the one the entry describes: the same stat, or (a copy of it, as a
+        shadow set without hard links keeps) the same bytes, whose new stat is then recorded."""
+        stat = output_stat(path)
+        if stat is None:
+            return False
+        if stat == entry.get("stat"):
+            return True
+        try:
+            recorded = entry_of(name, entry["piece"]).sha256
+            with open(path, "rb") as handle:
+                same = bool(hashlib.sha256(handle.read()).hexdigest() == recorded)
+        except (OSError, KeyError, TypeError, ValueError):
+            return False
+        if same:
+            entry = self.refreshed[rel] = {**entry, "stat": stat}
+            self.entries[rel] = entry
+        return same
+
+    def is_on_disk(self, out: Path) -> bool:
+        """Whether the state file is still the one this plan was read from or last wrote."""
+        try:
+            info = os.lstat(state_path(out))
+        except OSError:
+            return False
+        return self.where == (info.st_dev, info.st_ino, info.st_size)
 
     def preload_token_counts(self, out: Path, rels: list[str], config: Config) -> None:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
@@ -83,85 +203,262 @@ class Plan:
             counter.preload(counts)
 
 
-def load_plan(out: Path, config: Config) -> Plan:
-    """The cache for `out`, or an empty plan (with the fingerprint) when it is stale or unreadable."""
-    fingerprint = compiler_fingerprint(config)
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _read_state(path: Path) -> tuple[bytes, tuple[int, int, int]] | None:
+    """The state file's bytes and identity: never through a link, never a pipe or a device."""
     try:
-        # never through a link, never a pipe: a cache entry promptc did not write is no cache
-        state = orjson.loads(read_file(state_path(out), follow=False))
-    except (OSError, ValueError):
-        return Plan(fingerprint)
-    if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
-        return Plan(fingerprint)
-    entries, files, saved = state.get("entries"), state.get("files"), state.get("saved_ns")
-    if not isinstance(entries, dict) or not isinstance(files, dict) or not isinstance(saved, int):
-        return Plan(fingerprint)
-    return Plan(fingerprint, entries, files, saved)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode) or info.st_size > STATE_LIMIT:
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 24)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        return data, (info.st_dev, info.st_ino, len(data))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
-def save_state(out: Path, plan: Plan, prompts: list[CompiledPrompt], tree: SourceTree) -> None:
-    """Record what this build wrote, for the next one to plan with."""
-    shas = tree.shas
-    files = {rel: [*stat, shas[rel]] for rel, stat in tree.stats.items() if rel in shas}
-    entries = {}
+def empty_plan(config: Config) -> Plan:
+    """A plan that reuses nothing, with the fingerprint its build records."""
+    fingerprint, package = _fingerprint(config, None)
+    return Plan(fingerprint, package=package)
+
+
+def load_plan(out: Path, config: Config) -> Plan:
+    """The state for `out`, or an empty plan (with the fingerprint) when it is stale or unreadable."""
+    found = _read_state(state_path(out))
+    if found is None:
+        return empty_plan(config)
+    data, where = found
+    with acyclic():  # decoded JSON holds no cycle
+        return _load(data, where, config)
+
+
+def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
+    view = memoryview(data)  # lines are decoded in place, not copied out first
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    try:
+        header = orjson.loads(view[:first] if first >= 0 else view)
+        base = orjson.loads(view[first + 1 : second if second >= 0 else len(data)]) if first >= 0 else None
+    except orjson.JSONDecodeError:
+        return empty_plan(config)
+    if not isinstance(header, dict) or header.get("format") != STATE_FORMAT or not isinstance(base, dict):
+        return empty_plan(config)
+    fingerprint, package = _fingerprint(config, header.get("package"))
+    plan = Plan(fingerprint, package=package)
+    if header.get("fingerprint") != fingerprint:
+        return plan  # the compiler or the configuration changed: nothing is reused
+    files, entries, groups, output = base.get("files"), base.get("entries"), base.get("groups"), base.get("output")
+    if not (
+        isinstance(files, dict) and isinstance(entries, dict) and isinstance(groups, dict) and isinstance(output, dict)
+    ):
+        return plan
+    plan.files, plan.entries, plan.groups, plan.output = files, entries, groups, output
+    plan.base_size = (second if second >= 0 else len(data)) + 1
+    clean = data.endswith(b"\n") and second >= 0
+    at = second + 1 if second >= 0 else len(data)
+    while at < len(data):
+        end = data.find(b"\n", at)
+        if end < 0:
+            clean = False  # the last line of a build killed while appending: dropped
+            break
+        try:
+            _apply(plan, orjson.loads(view[at:end]))
+        except (orjson.JSONDecodeError, TypeError, AttributeError, ValueError, KeyError):
+            clean = False  # a torn or foreign line: it and everything after it are dropped
+            break
+        plan.journal_size += end + 1 - at
+        plan.journal_lines += 1
+        at = end + 1
+    # appended to only when it ends where its last line did and its header is current
+    plan.where = where if clean and package == header.get("package") else None
+    return plan
+
+
+def _apply(plan: Plan, layer: dict[str, Any]) -> None:
+    for name in ("files", "entries", "groups"):
+        target: dict[str, Any] = getattr(plan, name)
+        for key, value in layer[name].items():
+            if value is None:
+                target.pop(key, None)
+            else:
+                target[key] = value
+    if not isinstance(layer["output"], dict):
+        raise ValueError("output")
+    plan.output = layer["output"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving
+
+
+@dataclass(slots=True)
+class Changes:
+    """What a build changed in the state, to be appended as one line of the journal."""
+
+    files: dict[str, Any] = field(default_factory=dict)
+    entries: dict[str, Any] = field(default_factory=dict)
+    groups: dict[str, Any] = field(default_factory=dict)
+    #: the prompts that have an entry after the build
+    present: set[str] = field(default_factory=set)
+
+
+def changes_of(
+    plan: Plan,
+    prompts: Iterable[CompiledPrompt],
+    tree: SourceTree,
+    fresh: Iterable[str],
+    out: Path,
+    pieces: Mapping[str, str],
+    *,
+    now_ns: int,
+) -> Changes:
+    """The state's changes after a build: the source records of the files read and hashed this
+    time (`fresh`, recorded as of `now_ns`) and of the files gone, the entries of the prompts
+    compiled now (with the stat of the artifact file written), the entries refreshed, and those
+    gone or failing now. Prompts reused as they were cost a lookup each."""
+    changes = Changes()
+    stats, shas = tree.stats, tree.shas
+    for rel in fresh:
+        if rel in stats and rel in shas:
+            changes.files[rel] = [*stats[rel], shas[rel], now_ns]
+    for rel in plan.files.keys() - stats.keys():
+        changes.files[rel] = None
     base = str(out)
+    entries = plan.entries
+    present = changes.present
     for prompt in prompts:
+        rel = prompt.source
+        if prompt.reused and not prompt.diagnostics and rel in entries:
+            present.add(rel)  # the common case: reused as it was, without a warning
+            continue
         if prompt.entry is None or has_errors(prompt.diagnostics):
             continue
-        stat = _output_stat(os.path.join(base, prompt.entry.path))
+        if prompt.reused and rel in entries:
+            present.add(rel)
+            continue
+        stat = output_stat(os.path.join(base, prompt.entry.path))
         if stat is None:
             continue
-        if prompt.reused and prompt.source in plan.entries:
-            # Usually a hard link of the file the entry describes, but the output's shadow set may
-            # keep its own copy of the same bytes (another inode and mtime): record what is there.
-            old = plan.entries[prompt.source]
-            entries[prompt.source] = old if old.get("stat") == stat else {**old, "stat": stat}
-            continue
-        entries[prompt.source] = {
-            "sha": shas[prompt.source],
-            "deps": {dep: shas.get(dep) for dep in prompt.deps},
-            "entry": prompt.entry.to_json(),
-            "includes": list(prompt.includes),
-            "stat": stat,
-            **_warnings_to_state(prompt.diagnostics),
-        }
-    state = {"fingerprint": plan.fingerprint, "saved_ns": time.time_ns(), "files": files, "entries": entries}
+        present.add(rel)
+        record: dict[str, Any] = {"sha": shas[rel], "piece": pieces[prompt.name], "stat": stat}
+        # empty fields are left out: at 100,000 prompts each costs a container to decode
+        if prompt.deps:
+            record["deps"] = {dep: shas.get(dep) for dep in prompt.deps}
+        if prompt.includes:
+            record["includes"] = list(prompt.includes)
+        if prompt.diagnostics:
+            record.update(_warnings_to_state(prompt.diagnostics))
+        changes.entries[rel] = record
+    for rel, entry in plan.refreshed.items():
+        if rel in present and rel not in changes.entries:
+            changes.entries[rel] = entry
+    for rel in entries.keys() - present:
+        changes.entries[rel] = None
+    return changes
+
+
+def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) -> None:
+    """Record what this build wrote, for the next one to plan with: one line appended to the
+    journal, or the whole state rewritten when the journal has grown (or cannot be appended to).
+    `plan` is brought up to date either way (a watch session keeps it for its next build)."""
+    layer = {"files": changes.files, "entries": changes.entries, "groups": changes.groups, "output": output}
+    _apply(plan, layer)
+    plan.refreshed = {}
+    path = state_path(out)
     try:
-        # atomic (a killed build leaves the old cache or the new), not fsynced: it is an
+        line = orjson.dumps(layer) + b"\n"
+        if (
+            plan.where is not None
+            and plan.journal_lines < COMPACT_LINES
+            and plan.journal_size + len(line) <= COMPACT_SHARE * plan.base_size
+            and _append(path, plan.where, line)
+        ):
+            plan.journal_size += len(line)
+            plan.journal_lines += 1
+            plan.where = (plan.where[0], plan.where[1], plan.where[2] + len(line))
+            return
+        header = {"format": STATE_FORMAT, "fingerprint": plan.fingerprint, "package": plan.package}
+        base = orjson.dumps(
+            {"files": plan.files, "entries": plan.entries, "groups": plan.groups, "output": plan.output}
+        )
+        data = orjson.dumps(header) + b"\n" + base + b"\n"
+        # atomic (a killed build leaves the old state or the new), not fsynced: it is an
         # optimisation a crash may lose, and never written through a link
-        write_file(state_path(out), orjson.dumps(state), symlinks="refuse", durable=False)
+        write_file(path, data, symlinks="refuse", durable=False)
+        info = os.lstat(path)
+        plan.where = (info.st_dev, info.st_ino, len(data))
+        plan.base_size, plan.journal_size, plan.journal_lines = len(data), 0, 0
     except OSError:
-        pass  # the cache is an optimisation; never fail a build over it
+        plan.where = None  # the state is an optimisation; never fail a build over it
 
 
-def last_good(prompt: CompiledPrompt, previous: Manifest | None, out: Path) -> CompiledPrompt | None:
+def _append(path: Path, where: tuple[int, int, int], line: bytes) -> bool:
+    """Append `line` to the state file if it is still the very file read (or last written) by this
+    process, at the size it had then: never through a link, never to a pipe."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino, info.st_size) != where:
+            return False
+        written = os.write(fd, line)
+        if written != len(line):  # a full disk: the torn line is dropped by the next load
+            raise OSError("short write")
+        return True
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reusing an artifact
+
+
+def last_good(prompt: CompiledPrompt, entry: ManifestEntry | None, out: Path) -> CompiledPrompt | None:
     """For watch: a prompt that fails keeps the artifact the output folder already has."""
-    entry = None if previous is None else previous.artifacts.get(prompt.name)
     if entry is None or not (out / entry.path).is_file():
         return None
     return replace(prompt, entry=entry, reused=True, data=None)
 
 
-def compiler_fingerprint(config: Config) -> str:
-    """Changes whenever anything that can change artifact bytes changes: the compiler's own files
-    (code, grammar, built-in partials, data), its version, and the config."""
-    return hashlib.sha256(f"{_package_digest()}\0{config.fingerprint()}".encode()).hexdigest()
+def reuse(rel: str, entry: dict[str, Any], name: str | None = None) -> CompiledPrompt | None:
+    """The prompt of a state entry, as an incremental build reuses it."""
+    name = name_of(rel) if name is None else name
+    try:
+        rows = entry.get("warnings")
+        warnings = tuple([_diag_from_state(row, entry["lines"]) for row in rows]) if rows else ()
+        deps, includes = entry.get("deps") or {}, entry.get("includes") or []
+        return CompiledPrompt(
+            name,
+            rel,
+            warnings,
+            includes=tuple(includes),
+            # written by this very promptc (the fingerprint says so): taken as it is
+            entry=entry_of(name, entry["piece"]),
+            resources=tuple([dep for dep in deps if dep not in includes]) if deps else (),
+            reused=True,
+        )
+    except (KeyError, TypeError, ValueError, IndexError):  # ArtifactError is a ValueError
+        return None
 
 
-@cache
-def _package_digest() -> str:
-    # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
-
-    digest = hashlib.sha256(VERSION.encode())
-    digest.update(grammar_text().encode())
-    package = Path(__file__).resolve().parent.parent
-    for path in sorted(package.rglob("*")):
-        if path.suffix in (".py", SOURCE_SUFFIX, RESOURCE_SUFFIX) and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _output_stat(path: Path | str) -> list[int] | None:
+def output_stat(path: Path | str) -> list[int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -192,22 +489,85 @@ def _diag_from_state(row: list[Any], lines: list[str]) -> Diagnostic:
     return Diagnostic(code, severity, message, path, Span(*span) if span else None, hint, text, fixes=kept)
 
 
-def _reuse(rel: str, entry: dict[str, Any], out: Path) -> CompiledPrompt | None:
-    name = name_of(rel)
-    if _output_stat(os.path.join(out, artifact_path(name))) != entry.get("stat"):
-        return None  # the file in the output folder is not the one this cache describes
-    try:
-        lines = entry["lines"]
-        warnings = tuple(_diag_from_state(row, lines) for row in entry["warnings"])
-        return CompiledPrompt(
-            name,
-            rel,
-            warnings,
-            includes=tuple(entry["includes"]),
-            # written by this very promptc (the fingerprint says so): taken as it is
-            entry=ManifestEntry.from_json(entry["entry"], own=True),
-            resources=tuple(dep for dep in entry["deps"] if dep not in entry["includes"]),
-            reused=True,
-        )
-    except (KeyError, TypeError, ValueError, IndexError):  # ArtifactError is a ValueError
-        return None
+# ---------------------------------------------------------------------------------------------
+# The fingerprint
+
+
+def fingerprint(config: Config, package: Any = None) -> str:
+    """The fingerprint of a build with `config` (see `_fingerprint`)."""
+    return _fingerprint(config, package)[0]
+
+
+def _fingerprint(config: Config, cached: Any) -> tuple[str, list[Any]]:
+    """The fingerprint — it changes whenever anything that can change artifact bytes changes: the
+    compiler's own files (code, grammar, built-in partials, data), its version, and the config —
+    and the [stat key, digest, when] of the compiler's files it was made from.
+    `cached` is what the state recorded: when the files' stats are still those (and none was
+    modified within the racy window before it was recorded), its digest is taken without reading
+    the files again."""
+    key, newest = _package_key()
+    if (
+        isinstance(cached, list)
+        and len(cached) == 3
+        and cached[0] == key
+        and isinstance(cached[2], int)
+        and newest < cached[2] - RACY_WINDOW_NS
+    ):
+        package = cached
+    else:
+        package = [key, _package_digest(), time.time_ns()]
+    return hashlib.sha256(f"{package[1]}\0{config.fingerprint()}".encode()).hexdigest(), package
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_SUFFIXES = (".py", SOURCE_SUFFIX, RESOURCE_SUFFIX)
+
+
+def _package_files() -> list[str]:
+    """The compiler's own files that can change what it writes, sorted: its code, built-in
+    partials and data (the grammar is read through `grammar_text`)."""
+    found = []
+    stack = [str(_PACKAGE)]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif entry.name.endswith(_SUFFIXES):
+                    found.append(entry.path)
+    return sorted(found)
+
+
+@cache
+def _package_key() -> tuple[str, int]:
+    """A digest of the stats of the compiler's files (and the grammar's), and the newest mtime
+    among them: read once per process."""
+    digest = hashlib.sha256(VERSION.encode())
+    newest = 0
+    for path in [*_package_files(), _grammar_path()]:
+        try:
+            info = os.stat(path)
+        except OSError:
+            digest.update(f"{path}\0-\n".encode())
+            continue
+        newest = max(newest, info.st_mtime_ns)
+        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}\n".encode())
+    return digest.hexdigest(), newest
+
+
+def _grammar_path() -> str:
+    shipped = _PACKAGE / "grammar" / "prompt.lark"
+    return str(shipped if shipped.exists() else _PACKAGE.parent / "grammar" / "prompt.lark")
+
+
+@cache
+def _package_digest() -> str:
+    # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
+    digest = hashlib.sha256(VERSION.encode())
+    digest.update(grammar_text().encode())
+    for path in _package_files():
+        with open(path, "rb") as handle:
+            digest.update(os.path.relpath(path, _PACKAGE).replace(os.sep, "/").encode() + b"\0" + handle.read())
+    return digest.hexdigest()

@@ -4,9 +4,11 @@ an incremental build skip reading unchanged files."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+import stat as stat_module
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
@@ -24,6 +26,8 @@ from ..syntax.source import MAX_SOURCE_BYTES
 
 def _utf8(name: str) -> bool:
     """A name the file system gave in bytes that are not UTF-8 arrives with surrogate escapes."""
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
@@ -43,12 +47,22 @@ class LazyFiles(Mapping[str, bytes]):
     """Source bytes by path; files whose stat matches the last build are read only if asked for.
 
     An incremental build after a one-file edit then reads one file, not the whole tree, while
-    partials stay available to any prompt that includes them."""
+    partials stay available to any prompt that includes them. `fresh` names the files read (and
+    hashed) by the walk itself; `links` says the walk went through a symlink."""
 
-    def __init__(self, loaded: dict[str, bytes], deferred: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        loaded: dict[str, bytes],
+        deferred: Mapping[str, str] | None = None,
+        *,
+        order: list[str] | None = None,
+        links: bool = False,
+    ) -> None:
         self._data = loaded
         self._paths = dict(deferred or {})
-        self._order = sorted({*loaded, *self._paths})
+        self._order = order
+        self.fresh: frozenset[str] = frozenset(loaded)
+        self.links = links
 
     def __getitem__(self, rel: str) -> bytes:
         data = self._data.get(rel)
@@ -68,11 +82,27 @@ class LazyFiles(Mapping[str, bytes]):
     def __contains__(self, rel: object) -> bool:
         return rel in self._data or rel in self._paths
 
+    @property
+    def order(self) -> list[str]:
+        """Every path, sorted (sorted once, when first asked for)."""
+        if self._order is None:
+            self._order = sorted({*self._data, *self._paths})
+        return self._order
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
+        return iter(self.order)
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self.order)
+
+    def path_of(self, rel: str) -> str | None:
+        return self._paths.get(rel)
+
+    def forget(self) -> None:
+        """Drop the bytes read so far (a session keeps the tree for its paths and records, not
+        for its contents: the next build reads what it needs again)."""
+        self._order = self.order  # listed before the bytes go: the listing is made of both
+        self._data = {}
 
 
 class LooseFiles(Mapping[str, bytes]):
@@ -157,166 +187,282 @@ def _display_root(src: Path) -> str:
     return Path(rel).as_posix()
 
 
-#: A file whose recorded mtime is this close to the end of the build that recorded it is read
-#: again next time: it may have changed within the same timestamp tick ("racily clean", as git
-#: calls it).
+_SUFFIXES = (SOURCE_SUFFIX, RESOURCE_SUFFIX)
+
+#: A file whose mtime is this close to the moment its record was made is read again next time:
+#: it may have changed within the same timestamp tick ("racily clean", as git calls it). Two
+#: seconds covers the coarsest file systems (FAT's two-second mtimes); ext4, XFS, APFS and tmpfs
+#: tick in nanoseconds or milliseconds.
 RACY_WINDOW_NS = 2_000_000_000
+
+
+class _Walk:
+    """Reading the source folder: the rules every walk of it follows (hidden entries skipped, a
+    symlink followed only inside the folder, a folder reached twice skipped, names that are not
+    UTF-8 and files that are not regular reported), for the whole tree (`read_tree`) or for the
+    paths a watcher saw change (`update_tree`)."""
+
+    def __init__(self, src: Path, out: Path | None, known: Mapping[str, list[Any]], known_at_ns: int) -> None:
+        self.root_display = _display_root(src)
+        self.root_real = os.path.realpath(src)
+        self.out_real = os.path.realpath(out) if out is not None else None
+        self.known = known
+        self.known_at_ns = known_at_ns
+        self.diagnostics: list[Diagnostic] = []
+        self.files: dict[str, bytes] = {}
+        self.deferred: dict[str, str] = {}
+        self.shas: dict[str, str] = {}
+        self.stats: dict[str, list[int]] = {}
+        self.outside: dict[str, str] = {}
+        self.seen_dirs: set[str] = set()
+        self.links = False
+
+    def _problem(self, code: Any, message: str, rel: str, hint: str | None = None) -> None:
+        self.diagnostics.append(make(code, message, file_span(), hint, path=f"{self.root_display}/{rel}"))
+
+    def tree(self, folder: str, rel_folder: str, real: str) -> None:
+        """Walk `folder` (shown as `rel_folder`, whose real path is `real`) and everything below."""
+        stack: list[tuple[str, str, str]] = [(folder, rel_folder, real)]
+        while stack:
+            folder, rel_folder, real = stack.pop()
+            if real in self.seen_dirs:
+                self.links = True
+                self.diagnostics.append(
+                    make(
+                        codes.SYMLINK_LOOP,
+                        "symlink loop: this folder was already read; skipped",
+                        file_span(),
+                        "remove the symlink that points back into the tree",
+                        path=f"{self.root_display}/{rel_folder}".rstrip("/"),
+                    )
+                )
+                continue
+            self.seen_dirs.add(real)
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError as exc:
+                self._problem(codes.UNREADABLE, f"cannot read folder: {exc.strerror}", rel_folder)
+                continue
+            subfolders = []
+            known, deferred, shas, stats = self.known, self.deferred, self.shas, self.stats
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                rel = f"{rel_folder}{name}"
+                # The common case first, without a call: a regular file (the folder entry says so,
+                # no system call) whose stat is the recorded one, made outside the racy window.
+                if name.endswith(_SUFFIXES) and name.isascii() and entry.is_file(follow_symlinks=False):
+                    path = entry.path
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        st = None
+                    record = known.get(rel)
+                    if st is not None and record is not None and S_ISREG(st.st_mode):
+                        stat = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+                        if (
+                            record[:4] == stat
+                            and stat[1] < (record[5] if len(record) > 5 else self.known_at_ns) - RACY_WINDOW_NS
+                            and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
+                        ):
+                            deferred[rel] = path
+                            shas[rel] = record[4]
+                            stats[rel] = stat
+                            continue
+                    self.file(path, rel, False)
+                    continue
+                if not _utf8(entry.name):
+                    if entry.name.endswith(SOURCE_SUFFIX) or entry.is_dir():
+                        self._unreadable_name(rel)
+                    continue
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    below = self.folder(entry.path, rel, real, entry.is_symlink())
+                    if below is not None:
+                        subfolders.append(below)
+                    continue
+                if entry.name.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):
+                    self.file(entry.path, rel, entry.is_symlink())
+            stack.extend(reversed(subfolders))
+
+    def _unreadable_name(self, rel: str) -> None:
+        shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+        self.diagnostics.append(
+            make(
+                codes.UNREADABLE,
+                "file name cannot be read as UTF-8; not read (artifact names are UTF-8 paths)",
+                file_span(),
+                "rename it; if the name is valid UTF-8, run Python in UTF-8 mode (PYTHONUTF8=1)",
+                path=f"{self.root_display}/{shown}",
+            )
+        )
+
+    def folder(self, path: str, rel: str, parent_real: str, symlink: bool) -> tuple[str, str, str] | None:
+        """A subfolder to walk, or None (the output folder, or a link leading outside)."""
+        if symlink:
+            self.links = True
+        target = os.path.realpath(path) if symlink else os.path.join(parent_real, os.path.basename(path))
+        if self.out_real is not None and target == self.out_real:
+            return None
+        if symlink and not (target == self.root_real or target.startswith(self.root_real + os.sep)):
+            self.outside[rel + "/"] = target  # not part of the tree; an include through it is E802
+            return None
+        return (path, rel + "/", target)
+
+    def file(self, path: str, rel: str, symlink: bool) -> None:
+        """A `.prompt` or `.json` file: its stat, and its bytes and sha256 unless its record shows
+        it unchanged (and not racily so)."""
+        if symlink:
+            self.links = True
+            target = os.path.realpath(path)
+            if not target.startswith(self.root_real + os.sep):
+                self.outside[rel] = target
+                return
+        try:
+            st = os.stat(path)
+            if not S_ISREG(st.st_mode):
+                # a named pipe or a device would block `open()` forever
+                self._problem(
+                    codes.UNREADABLE,
+                    "not a regular file (a named pipe, a socket or a device); not read",
+                    rel,
+                    "prompt sources are regular files: remove or rename it",
+                )
+                return
+            # size, mtime, inode and ctime: an edit that restores size and mtime (`cp -p`, tools
+            # that keep timestamps) still moves the ctime, which no user call can set back
+            stat = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+            record = self.known.get(rel)
+            if (
+                record is not None
+                and record[:4] == stat
+                and stat[1] < (record[5] if len(record) > 5 else self.known_at_ns) - RACY_WINDOW_NS
+                and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
+            ):
+                self.deferred[rel] = path
+                self.shas[rel] = record[4]
+            else:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                self.files[rel] = data
+                self.shas[rel] = hashlib.sha256(data).hexdigest()
+            self.stats[rel] = stat
+        except FileNotFoundError:
+            self._problem(
+                codes.UNREADABLE,
+                "cannot read file: it vanished while the build ran, or is a dangling symlink",
+                rel,
+                "restore the file or remove the link",
+            )
+        except OSError as exc:
+            self._problem(
+                codes.UNREADABLE, f"cannot read file: {exc.strerror or exc}", rel, "check the file's permissions"
+            )
 
 
 def read_tree(
     src: Path, out: Path | None = None, known: dict[str, list[Any]] | None = None, known_at_ns: int = 0
 ) -> tuple[SourceTree, list[Diagnostic]]:
-    """Read every `*.prompt` under `src`, in sorted order.
+    """Read every `*.prompt` (and `*.json`) under `src`.
 
-    `known` maps paths to [size, mtime_ns, inode, ctime_ns, sha256] from the last build: a file whose stat
-    still matches (and was not modified just before that build) is not read now; its bytes are
-    read later only if a compile needs them. Symlinks are followed only while they stay inside the
-    source folder; a directory reached twice (a symlink loop) is skipped with a warning.
+    `known` maps paths to [size, mtime_ns, inode, ctime_ns, sha256, recorded_ns] from the last
+    build (`recorded_ns` defaults to `known_at_ns`): a file whose stat still matches (and was not
+    modified just before it was recorded) is not read now; its bytes are read later only if a
+    compile needs them. Symlinks are followed only while they stay inside the source folder; a
+    directory reached twice (a symlink loop) is skipped with a warning.
     """
-    diagnostics: list[Diagnostic] = []
-    root_display = _display_root(src)
-    root_real = os.path.realpath(src)
-    out_real = os.path.realpath(out) if out is not None else None
-    files: dict[str, bytes] = {}
-    deferred: dict[str, str] = {}
-    shas: dict[str, str] = {}
-    stats: dict[str, list[int]] = {}
-    known = known or {}
-    trust_before = known_at_ns - RACY_WINDOW_NS
-    outside: dict[str, str] = {}
-    seen_dirs: set[str] = set()
-    # Each folder travels with its real path: a plain subfolder's is its parent's plus its name,
-    # so `realpath` (an lstat per path component) runs only for symlinks.
-    stack: list[tuple[str, str, str]] = [(str(src), "", root_real)]
-    while stack:
-        folder, rel_folder, real = stack.pop()
-        if real in seen_dirs:
-            diagnostics.append(
-                make(
-                    codes.SYMLINK_LOOP,
-                    "symlink loop: this folder was already read; skipped",
-                    file_span(),
-                    "remove the symlink that points back into the tree",
-                    path=f"{root_display}/{rel_folder}".rstrip("/"),
-                )
-            )
-            continue
-        seen_dirs.add(real)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as exc:
-            diagnostics.append(
-                make(
-                    codes.UNREADABLE,
-                    f"cannot read folder: {exc.strerror}",
-                    file_span(),
-                    path=f"{root_display}/{rel_folder}",
-                )
-            )
-            continue
-        subfolders = []
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            rel = f"{rel_folder}{entry.name}"
-            path = entry.path
-            if not _utf8(entry.name):
-                if entry.name.endswith(SOURCE_SUFFIX) or entry.is_dir():
-                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-                    diagnostics.append(
-                        make(
-                            codes.UNREADABLE,
-                            "file name cannot be read as UTF-8; not read (artifact names are UTF-8 paths)",
-                            file_span(),
-                            "rename it; if the name is valid UTF-8, run Python in UTF-8 mode (PYTHONUTF8=1)",
-                            path=f"{root_display}/{shown}",
-                        )
-                    )
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                symlink = entry.is_symlink()
-                target = os.path.realpath(path) if symlink else os.path.join(real, entry.name)
-                if out_real is not None and target == out_real:
-                    continue
-                if symlink and not (target == root_real or target.startswith(root_real + os.sep)):
-                    outside[rel + "/"] = target  # not part of the tree; an include through it is E802
-                    continue
-                subfolders.append((path, rel + "/", target))
-                continue
-            if not entry.name.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):
-                continue
-            if entry.is_symlink():
-                target = os.path.realpath(path)
-                if not target.startswith(root_real + os.sep):
-                    outside[rel] = target
-                    continue
-            try:
-                st = os.stat(path)
-                if not S_ISREG(st.st_mode):
-                    # a named pipe or a device would block `open()` forever
-                    diagnostics.append(
-                        make(
-                            codes.UNREADABLE,
-                            "not a regular file (a named pipe, a socket or a device); not read",
-                            file_span(),
-                            "prompt sources are regular files: remove or rename it",
-                            path=f"{root_display}/{rel}",
-                        )
-                    )
-                    continue
-                # size, mtime, inode and ctime: an edit that restores size and mtime (`cp -p`, tools
-                # that keep timestamps) still moves the ctime, which no user call can set back
-                stat = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
-                record = known.get(rel)
-                if (
-                    record is not None
-                    and record[:4] == stat
-                    and stat[1] < trust_before
-                    and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
-                ):
-                    deferred[rel] = path
-                    shas[rel] = record[4]
-                else:
-                    with open(path, "rb") as handle:
-                        data = handle.read()
-                    files[rel] = data
-                    shas[rel] = hashlib.sha256(data).hexdigest()
-                stats[rel] = stat
-            except FileNotFoundError:
-                diagnostics.append(
-                    make(
-                        codes.UNREADABLE,
-                        "cannot read file: it vanished while the build ran, or is a dangling symlink",
-                        file_span(),
-                        "restore the file or remove the link",
-                        path=f"{root_display}/{rel}",
-                    )
-                )
-            except OSError as exc:
-                diagnostics.append(
-                    make(
-                        codes.UNREADABLE,
-                        f"cannot read file: {exc.strerror or exc}",
-                        file_span(),
-                        "check the file's permissions",
-                        path=f"{root_display}/{rel}",
-                    )
-                )
-        stack.extend(reversed(subfolders))
-    tree = SourceTree(
-        files=LazyFiles(files, deferred), outside=outside, root_display=root_display, shas=shas, stats=stats
+    walk = _Walk(src, out, known or {}, known_at_ns)
+    walk.tree(str(src), "", walk.root_real)
+    return _tree_of(walk), walk.diagnostics
+
+
+def _tree_of(walk: _Walk, order: list[str] | None = None) -> SourceTree:
+    files = LazyFiles(walk.files, walk.deferred, order=order, links=walk.links)
+    return SourceTree(
+        files=files, outside=walk.outside, root_display=walk.root_display, shas=walk.shas, stats=walk.stats
     )
-    return tree, diagnostics
+
+
+def update_tree(
+    previous: SourceTree, src: Path, out: Path | None, changed: Iterable[str]
+) -> tuple[SourceTree, list[Diagnostic], set[str]] | None:
+    """The tree after the paths in `changed` (absolute, as a watcher reports them) were created,
+    modified, moved or deleted: only those are stat'ed, read and hashed, a changed folder is
+    walked, and every other file keeps its record. None when only a walk of the whole tree can
+    say: the previous walk went through a symlink or reported a problem, or the source folder
+    itself changed. With the tree come the paths whose record was dropped or read again."""
+    files = previous.files
+    if not isinstance(files, LazyFiles) or files.links or previous.outside:
+        return None
+    root = os.path.abspath(src)
+    root_real = os.path.realpath(root)
+    walk = _Walk(src, out, {}, 0)
+    walk.shas, walk.stats = dict(previous.shas), dict(previous.stats)
+    order = list(files.order)
+    touched: set[str] = set()
+    deferred = dict(files._paths)
+    for rel in files.fresh:
+        deferred[rel] = os.path.join(root, *rel.split("/"))
+    for path in sorted({os.path.abspath(p) for p in changed}):
+        if path == root or not path.startswith(root + os.sep):
+            return None
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        # whatever was there, and below it, is dropped; what is there now is read
+        for old in _under(order, rel):
+            touched.add(old)
+            del order[bisect.bisect_left(order, old)]
+            walk.shas.pop(old, None)
+            walk.stats.pop(old, None)
+            deferred.pop(old, None)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue  # deleted, or moved away
+        parent = os.path.dirname(path)
+        if os.path.realpath(parent) != os.path.join(root_real, *rel.split("/")[:-1]):
+            return None  # reached through a linked folder
+        real = os.path.join(root_real, *rel.split("/"))
+        if walk.out_real is not None and (real == walk.out_real or real.startswith(walk.out_real + os.sep)):
+            continue
+        if stat_module.S_ISLNK(info.st_mode) or not _utf8(os.path.basename(path)):
+            return None
+        if stat_module.S_ISDIR(info.st_mode):
+            walk.tree(path, rel + "/", real)
+        elif path.endswith((SOURCE_SUFFIX, RESOURCE_SUFFIX)):
+            walk.file(path, rel, False)
+    if walk.diagnostics or walk.links or walk.outside:
+        return None
+    for rel in walk.files:
+        touched.add(rel)
+        deferred.pop(rel, None)
+        at = bisect.bisect_left(order, rel)
+        if at == len(order) or order[at] != rel:
+            order.insert(at, rel)
+    walk.deferred = deferred
+    return _tree_of(walk, order), [], touched
+
+
+def _under(order: list[str], rel: str) -> list[str]:
+    """`rel` and every path below it, from a sorted list of paths."""
+    found = []
+    at = bisect.bisect_left(order, rel)
+    if at < len(order) and order[at] == rel:
+        found.append(rel)
+    start = bisect.bisect_left(order, rel + "/")
+    end = bisect.bisect_left(order, rel + "0")  # "0" is the character after "/"
+    return found + order[start:end]
 
 
 def is_partial(rel: str) -> bool:
-    return os.path.basename(rel).startswith(PARTIAL_PREFIX)
+    return rel.rpartition("/")[2].startswith(PARTIAL_PREFIX)
 
 
 def is_prompt(rel: str) -> bool:
     """A source that compiles to an artifact: a `.prompt` file that is not a partial."""
-    return rel.endswith(SOURCE_SUFFIX) and not is_partial(rel)
+    return rel.endswith(SOURCE_SUFFIX) and not rel.rpartition("/")[2].startswith(PARTIAL_PREFIX)

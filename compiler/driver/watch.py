@@ -12,6 +12,7 @@ The watcher never prints: each finished build is handed to `on_result` as a `Wat
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import threading
@@ -38,7 +39,7 @@ from ..facts.config import Config, find_pyproject
 from ..facts.diagnostics import has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
 from ..runtime.buildfolder import CACHE_DIR, STAGING_MARK
-from . import build
+from . import Session, build
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
@@ -53,6 +54,10 @@ if TYPE_CHECKING:
 DEBOUNCE = 0.05
 #: A stream of changes that never goes quiet (a generator rewriting files) still gets built this often.
 MAX_WAIT = 1.0
+#: A batch of more changed paths than this (a `git checkout`, a generator) is built with a stat of
+#: every source rather than from the paths alone: the kernel drops events when its queue
+#: overflows, which only such a burst can cause.
+MAX_CHANGES = 1000
 
 CONFIG_NAME = "pyproject.toml"
 # Files editors and tools write next to the file being saved. Only `.prompt` and `.json` files start a build
@@ -132,6 +137,14 @@ ConfigLoader = Callable[[], "tuple[Config, Sequence[Diagnostic]]"]
 Builder = Callable[..., "BuildResult"]
 
 
+def _takes_session(builder: Builder) -> bool:
+    try:
+        parameters = inspect.signature(builder).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_KEYWORD or p.name == "session" for p in parameters)
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -193,6 +206,10 @@ class Watcher:
             config_dirs = [Path.cwd(), *([found.parent] if found else [])]
         self._config_dirs = {os.path.abspath(d) for d in (config_dirs or ())}
         self._builder = builder
+        #: what each build keeps in memory for the next: the tree, the state, the manifest's pieces
+        self._session = Session()
+        #: the builder takes `session` and `changes` (the default one does; a custom one may not)
+        self._incremental_builder = builder is None or _takes_session(builder)
         #: warnings fail a prompt as errors do (it keeps its last good artifact)
         self.strict = strict
 
@@ -402,8 +419,15 @@ class Watcher:
                 self.src, self.out = Path(config.src), Path(config.out)
             self._sync_watches()
             builder = self._builder or build
-            # A config change rebuilds everything: the cache would notice a changed config on its
-            # own, but a full build is the answer that does not depend on it.
+            # The builds after the first are handed the paths that changed, and read only those
+            # (and the prompts they feed) with the session's tree and state. A config change
+            # rebuilds everything: the state would notice a changed config on its own, but a full
+            # build is the answer that does not depend on it.
+            extra: dict[str, Any] = {}
+            if self._incremental_builder:
+                extra["session"] = self._session
+                if not initial and not config_changed and len(changes) <= MAX_CHANGES:
+                    extra["changes"] = changes
             result = builder(
                 self.src,
                 self.out,
@@ -412,6 +436,7 @@ class Watcher:
                 incremental=not config_changed,
                 strict=self.strict,
                 config_diagnostics=self.config_diagnostics,
+                **extra,
             )
         except Exception as exc:  # noqa: BLE001 - the loop must survive anything a build throws
             exception = exc

@@ -29,8 +29,9 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -430,6 +431,104 @@ class _Owned:
             raise
 
 
+#: A folder whose mtime is this close to the moment its stat was recorded is listed again: an
+#: entry added within the same timestamp tick would leave its mtime as it was (git's "racily
+#: clean" rule; two seconds covers the coarsest file systems).
+RACY_WINDOW_NS = 2_000_000_000
+
+
+@dataclass(slots=True)
+class KnownOutput:
+    """What the incremental state knows of an output folder and its shadow set, as the last build
+    left them: enough to check the folder and bring the shadow up to date in what a build changes
+    instead of listing both trees.
+
+    `holds(rel)` says whether a file belongs to the live set; `dirs` is every folder of the live
+    set (`""` the folder itself) → [mtime_ns, inode, when the stat was recorded]; `live` and
+    `shadow` are the identities ("<device>:<inode>") of the two sets; `diff` the paths in which
+    the shadow differs from the live set (what the last build wrote or removed); `removed` the
+    paths of the live set this build drops."""
+
+    holds: Callable[[str], bool]
+    dirs: dict[str, list[int]]
+    live: str
+    shadow: str | None
+    diff: frozenset[str]
+    removed: frozenset[str] = frozenset()
+
+    def matches(self, out: Path) -> bool:
+        info = _real_dir(out)
+        return info is not None and _identity(info) == self.live
+
+
+def _only_known(out: Path, known: KnownOutput) -> bool:
+    """Whether `out` holds only files of the live set, proven from its folders' stats (listing only
+    the folders whose stat moved). False when that cannot be shown (then the caller lists it all)."""
+    if not known.matches(out):
+        return False
+    base = str(out)
+    for rel, record in known.dirs.items():
+        path = os.path.join(base, rel) if rel else base
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue  # a folder gone holds nothing foreign
+        except OSError:
+            return False
+        if not stat.S_ISDIR(info.st_mode):
+            return False
+        if info.st_mtime_ns == record[0] and info.st_ino == record[1] and info.st_mtime_ns < record[2] - RACY_WINDOW_NS:
+            continue
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            return False
+        prefix = f"{rel}/" if rel else ""
+        for entry in entries:
+            child = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if child not in known.dirs:
+                    files, odd = _scan(Path(entry.path))
+                    if files or odd:
+                        return False
+            elif not (entry.is_file(follow_symlinks=False) and known.holds(child)):
+                return False
+    return True
+
+
+def output_record(out: Path, dirs: Iterable[str], now_ns: int) -> dict[str, Any]:
+    """What a build that just wrote `out` records of it for the next one: the identities of the
+    live and shadow sets and the stat of each of `dirs` (the live set's folders; those gone are
+    left out)."""
+    shadow = _real_dir(_shadow_path(out))
+    live = _real_dir(out)
+    stats: dict[str, list[int]] = {}
+    base = str(out)
+    for rel in dirs:
+        try:
+            info = os.lstat(os.path.join(base, rel) if rel else base)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            stats[rel] = [info.st_mtime_ns, info.st_ino, now_ns]
+    return {
+        "live": _identity(live) if live is not None else None,
+        "shadow": _identity(shadow) if shadow is not None else None,
+        "dirs": stats,
+    }
+
+
+def folders_of(paths: Iterable[str]) -> set[str]:
+    """Every folder the files at `paths` sit in, and their parents (`""` the top)."""
+    found = {""}
+    for rel in paths:
+        folder = rel.rpartition("/")[0]
+        while folder and folder not in found:
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return found
+
+
 def owns_output(out: Path) -> bool:
     """Whether `out` is the very folder promptc's last build of it swapped in (its record says so);
     the incremental cache is trusted only then."""
@@ -442,13 +541,18 @@ def owns_output(out: Path) -> bool:
         return False
 
 
-def claim_output(out: Path) -> None:
+def claim_output(out: Path, known: KnownOutput | None = None) -> None:
     """Before a build reads anything from `out`: refuse (E912) an output folder holding anything
     promptc did not write (any file but `manifest.json` and the artifacts it lists, or a symlink,
     pipe or device anywhere inside), and (E913) cache entries of this output that are links or
-    otherwise not promptc's. Nothing is moved or deleted; a missing or empty folder is fine."""
+    otherwise not promptc's. Nothing is moved or deleted; a missing or empty folder is fine.
+
+    With `known` (what the last build recorded of the folder it left), the folder is proven to hold
+    nothing else by the stats of its folders — a file added, removed or renamed in a folder moves
+    that folder's mtime — and only the folders whose stat moved (or was recorded within the racy
+    window of their last change) are listed."""
     if _real_dir(out) is not None:
-        foreign = foreign_files(out)
+        foreign = foreign_files(out) if known is None or not _only_known(out, known) else []
         if foreign:
             raise Refused(_foreign_diagnostic(out, foreign))
     cache = cache_folder(out)
@@ -836,7 +940,11 @@ def _shadow_path(out: Path) -> Path:
 
 
 def write_output(
-    out: Path, files: dict[str, bytes | Path], keep: Sequence[str] = (), shas: dict[str, str] | None = None
+    out: Path,
+    files: dict[str, bytes | Path],
+    keep: Sequence[str] = (),
+    shas: dict[str, str] | None = None,
+    known: KnownOutput | None = None,
 ) -> bool:
     """Replace `out` with exactly `files` plus the `keep` files already in it, atomically.
     Returns False (and touches nothing) when `out` already holds exactly that.
@@ -845,14 +953,17 @@ def write_output(
     exchanged-out old set is kept as a *shadow* (`.promptc-cache/<out>.shadow`): the next build
     brings the shadow up to date instead of creating a whole new tree, because creating hundreds
     of folders and links costs far more than the one artifact a watch rebuild changes. `shas`
-    (sha256 of every `keep` file) says which shadow files are already right.
+    (sha256 of every `keep` file) says which shadow files are already right. With `known` (the
+    incremental state's record of both sets; the caller has established that something changed),
+    only the paths the last build and this one changed are touched in the shadow, and neither
+    tree is listed.
 
     Only folders promptc made are modified or moved (see `claim_output`, which the build runs
     first, and `_Owned`); on a failure (a full disk) every byte this call wrote is deleted before
     the error is raised, so the space comes back and the previous build is as it was."""
     if os.path.lexists(out) and _real_dir(out) is None:
         raise NotADirectoryError(errno.ENOTDIR, "a file stands where the output folder should be", str(out))
-    if _same_output(out, files, list(keep)):
+    if known is None and _same_output(out, files, list(keep)):
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
     cache = cache_folder(out)
@@ -863,6 +974,7 @@ def write_output(
     _usable_trash(cache)
     live = _real_dir(out) is not None
     reuse = shas is not None and live and had_shadow and not os.path.lexists(dirty)
+    patch = reuse and known is not None and known.matches(out) and _identity_of(shadow) == known.shadow
     staging = shadow if reuse else out.with_name(f"{out.name}{STAGING_MARK}{os.getpid()}-{secrets.token_hex(3)}")
     try:
         if not reuse:
@@ -874,7 +986,11 @@ def write_output(
         if live:
             owned.add(out)  # claimed: it holds a promptc build, which becomes the shadow
         owned.save()  # every folder that will move is on record before it moves
-        if reuse:
+        if patch:
+            assert known is not None
+            _set_flag(dirty)
+            _patch_shadow(staging, out, files, set(keep), known.diff | known.removed)
+        elif reuse:
             _set_flag(dirty)
             _update_shadow(staging, out, files, keep, shas or {})
         else:
@@ -896,12 +1012,68 @@ def write_output(
         empty_own_trash(out)
         raise
     owned.only(out, shadow)
-    _remember_listing(out, files, list(keep))
+    if known is None:
+        _remember_listing(out, files, list(keep))
     try:
         owned.save()
     except (OSError, Refused):
         pass  # the build is in place; the next one finds the record stale and starts afresh
     return True
+
+
+def _identity_of(path: Path) -> str | None:
+    info = _real_dir(path)
+    return None if info is None else _identity(info)
+
+
+def shadow_identity(out: Path) -> str | None:
+    """The identity ("<device>:<inode>") of `out`'s shadow set, if there is one."""
+    return _identity_of(_shadow_path(out))
+
+
+def _patch_shadow(
+    shadow: Path, out: Path, files: dict[str, bytes | Path], keep: set[str], differ: frozenset[str]
+) -> None:
+    """Make the shadow (the set before the last build) hold exactly the new set, touching only the
+    paths that differ: where the last build's set differed from it (`differ`: written, added or
+    removed then, or dropped now) and the files written now. Everywhere else the shadow's file is
+    the live one (a hard link of it, or a copy of the same bytes)."""
+    base, live = str(shadow), str(out)
+    emptied: set[str] = set()
+    for rel in sorted(differ | files.keys()):
+        target = os.path.join(base, rel)
+        data = files.get(rel)
+        if data is None and rel not in keep:
+            try:
+                os.unlink(target)
+                emptied.add(rel.rpartition("/")[0])
+            except FileNotFoundError:
+                pass
+            continue
+        temporary = f"{target}.promptc-new"
+        try:
+            _produce(temporary, rel, data, live)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            _produce(temporary, rel, data, live)
+        os.replace(temporary, target)
+    for folder in sorted(emptied - {""}, key=len, reverse=True):  # a deleted source's folders go too
+        path = os.path.join(base, folder)
+        while path != base:
+            try:
+                os.rmdir(path)
+            except OSError:
+                break
+            path = os.path.dirname(path)
+
+
+def _produce(temporary: str, rel: str, data: bytes | Path | None, live: str) -> None:
+    if data is None:
+        _place(os.path.join(live, rel), temporary)  # kept: the live file, linked
+    elif isinstance(data, Path):
+        os.rename(data, temporary)  # already written to the spool
+    else:
+        _write_bytes(data, temporary)
 
 
 def _set_flag(flag: Path) -> None:
