@@ -17,7 +17,7 @@ import re
 
 from ..facts import codes
 from ..facts.diagnostics import Edit, Fix
-from ..facts.language import BOUNDARIES, IDENTIFIER_PATTERN, TARGETS
+from ..facts.language import BOUNDARIES, DIRECTIVE_ORDER, IDENTIFIER_PATTERN, TARGETS
 from ..syntax.nodes import Comment, Directive, Document, Text, evolve
 from .context import Context
 from .directives import RESERVED_KEYS
@@ -62,22 +62,35 @@ def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
 
 
 def _leading_comment(doc: Document, ctx: Context) -> str | None:
-    """The prompt's leading comment: the full-line `///` comments that open the file, before its
-    first directive (`promptc: allow` lines aside), each line without its `/// `, joined by
-    newlines. A comment after a directive is about that directive: `promptc fmt` moves it with the
-    directive when it sorts the header, and keeps the comments above the first one first, so
-    formatting never changes the leading comment."""
+    """The prompt's leading comment: the full-line `///` comments that stand above the first
+    directive once `promptc fmt` has sorted the header, each line without its `/// `, joined by
+    newlines. fmt keeps the comments above the first directive first and moves the comments just
+    above each later directive with it (in `DIRECTIVE_ORDER`), so the leading comment is those
+    first comments and the ones that travel with the directive that sorts first: the same
+    before and after formatting. With no directive, every comment of the header."""
     text = ctx.source.text
-    lines: list[str] = []
+    lead: list[str] | None = None  # the comments above the first directive
+    pending: list[str] = []  # comments since the last directive
+    best: tuple[int, list[str]] | None = None  # the directive that sorts first, and its comments
     for item in doc.items:
         if isinstance(item, Text) and not item.value.strip():
             continue
-        if isinstance(item, Directive) and item.key == "promptc":
+        if isinstance(item, Directive) and item.key == "promptc":  # an allow line travels with the next
+            continue
+        if isinstance(item, Directive) and item.key not in ("section", "include"):
+            key = item.key
+            rank = DIRECTIVE_ORDER.index(key) if key in DIRECTIVE_ORDER else len(DIRECTIVE_ORDER)
+            if lead is None:
+                lead, pending = pending, []
+            if best is None or rank < best[0]:
+                best = (rank, pending)
+            pending = []
             continue
         if not (isinstance(item, Comment) and item.full_line and item.span.src in (None, ctx.source)):
             break
         body = text[item.span.start : item.span.end].strip()[3:]
-        lines.append((body[1:] if body.startswith(" ") else body).rstrip())
+        pending.append((body[1:] if body.startswith(" ") else body).rstrip())
+    lines = pending if lead is None else [*lead, *(best[1] if best is not None else [])]
     while lines and not lines[-1]:
         lines.pop()
     while lines and not lines[0]:

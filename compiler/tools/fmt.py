@@ -52,7 +52,7 @@ from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
-from ..facts.language import DIRECTIVE, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
+from ..facts.language import DIRECTIVE, DIRECTIVE_ORDER, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
 from ..passes.context import SourceTree
 from ..runtime.atomic import ChangedOnDisk, reason, write_file
 from ..syntax.nodes import Block, Comment, Directive, Separator
@@ -73,7 +73,6 @@ __all__ = [
 #: The canonical order of the file-level directives at the top of a file: what the prompt is
 #: (flow, node, role, tags), how it is called (params, cache lifetime), its contract (inputs) and
 #: the rest of the request (tools, output schema). Other keys (metadata) follow, as written.
-DIRECTIVE_ORDER: tuple[str, ...] = ("flow", "node", "role", "tag", "param", "cache_ttl", "input", "tools", "output")
 #: `/// promptc: allow CODE` is about the line after it, so it travels with that line.
 _ALLOW_KEY = "promptc"
 #: directives that stand for something where they are written
