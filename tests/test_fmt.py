@@ -207,3 +207,15 @@ def test_pre_commit_hooks_name_real_commands() -> None:
         assert all(arg in options for arg in argv[2:] if arg.startswith("-")), hook["id"]
     assert shlex.split(by_id["promptc-fmt"]["entry"]) == ["promptc", "fmt", "--check"]
     assert by_id["promptc-check"]["pass_filenames"] is False  # check takes one folder, not files
+
+
+def test_sorting_the_header_keeps_the_leading_comment() -> None:
+    """A comment between directives travels with the directive below it when fmt sorts the header;
+    the leading comment (the bindings' docstring, the artifact's `doc`) is what stands above the
+    first directive, so formatting never changes it (found by the CI profile of the fmt property)."""
+    text = "/// What it does.\n///flow:support\n/// a note\n///owner:team-a\n  /// an indented note  \n///input:x, y\n"
+    formatted = promptc.format_text(text, config=Config(tokenizer="approx-bytes/4"))
+    assert formatted.index("/// input:") < formatted.index("/// a note")  # the header was sorted
+    for source in (text, formatted):
+        artifact = promptc.compile_text(source, config=Config(tokenizer="approx-bytes/4")).artifact
+        assert artifact is not None and artifact.doc == "What it does."

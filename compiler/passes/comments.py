@@ -62,15 +62,17 @@ def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
 
 
 def _leading_comment(doc: Document, ctx: Context) -> str | None:
-    """The prompt's leading comment: every full-line `///` comment of the file's header (the
-    leading run of blank lines, comments and file-level directives, as `promptc fmt` sees it, so
-    formatting never changes it), each line without its `/// `, joined by newlines."""
+    """The prompt's leading comment: the full-line `///` comments that open the file, before its
+    first directive (`promptc: allow` lines aside), each line without its `/// `, joined by
+    newlines. A comment after a directive is about that directive: `promptc fmt` moves it with the
+    directive when it sorts the header, and keeps the comments above the first one first, so
+    formatting never changes the leading comment."""
     text = ctx.source.text
     lines: list[str] = []
     for item in doc.items:
         if isinstance(item, Text) and not item.value.strip():
             continue
-        if isinstance(item, Directive) and item.key not in ("section", "include"):
+        if isinstance(item, Directive) and item.key == "promptc":
             continue
         if not (isinstance(item, Comment) and item.full_line and item.span.src in (None, ctx.source)):
             break
