@@ -3,11 +3,12 @@
 A compile is `STAGES`, and each stage is a function of the compilation's typed state
 (`Compilation`), in the spirit of sqlglot's `RULES` and the named stages of mkdocs' `build()`:
 
-- `FRONT`, the front end: `decode` (bytes → normalised text) and `parse` (text → items);
+- `FRONT`, the front end: `read` (the source's bytes from the tree), `decode` (bytes → normalised
+  text) and `parse` (text → items);
 - `passes`, which runs `PASSES` (comments, directives, includes, resources, roles, placeholders,
   inference, sections) over the document;
-- `BACK`, the back stages: `settle` (model, provider profile, tokenizer, TTL), `emit` (the
-  artifact, with the request model's cache), `locate` (where the prefix ends), `check` (what the
+- `BACK`, the back stages: `settle` (model, provider profile, tokenizer, TTL), `build_artifact`
+  (the artifact, with the request model's cache), `locate` (where the prefix ends), `check` (what the
   provider profile says about the request), `params` (each `/// param:` value against the
   profile's typed parameters), `lint` (W710), `budget` (`/// budget:` and the
   model's context window), `allow` (`/// promptc: allow` comments and the project's `allow`) and

@@ -1,7 +1,7 @@
 """The one reader and code generator of promptc's template blocks (promplate syntax, docs/language.md).
 
-The parser (`parse.py`), the inference (`analysis/inference.py`), the build and the runtime
-(`runtime.py`) all read `{{ }}`, `{# #}` and `{% %}` blocks, check their `{% %}` structure and
+The parser (`syntax/parse.py`), the inference (`analysis/inference.py`), the build and the runtime
+(`runtime/render.py`) all read `{{ }}`, `{# #}` and `{% %}` blocks, check their `{% %}` structure and
 parse their Python through this module, so the template language has one definition. Standard
 library only: applications ship it with the runtime (no lark). The language's facts — delimiters,
 tags, limits — live in `language.py`.
