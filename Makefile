@@ -42,10 +42,12 @@ build: $(STAMP) $(MYPYLINK)
 
 # Two workers: the suite stays under a minute on a two-core machine. `.ci/run` adds the fuller
 # randomised profile (PROMPTC_TEST_PROFILE=ci).
+# `--dist worksteal`: a worker that runs out of tests takes some of the other's queue, so the two
+# finish together instead of one waiting on the other's last slow tests.
 test: $(TESTSTAMP)
 	@# bytecode caches on: a shell with PYTHONDONTWRITEBYTECODE set would recompile every module (and
 	@# re-rewrite every test's asserts) in each of the many promptc processes the tests start
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --dist worksteal
 
 check: $(TESTSTAMP)
 	$(BIN)/promptc check prompts_src -o build --locked

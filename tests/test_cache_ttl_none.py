@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
+import pytest
+
 from promptc import compile_text
 from promptc.facts.config import Config, validate
 from promptc.runtime.render import render_artifact
@@ -17,6 +19,7 @@ STABLE = "Answer from the policy and cite the article you used. " * 150
 SOURCE = f"/// param: model=claude-sonnet-4-5, max_tokens=64\n/// cache_ttl: none\n----- system -----\n{STABLE}\n----- user -----\n${{q}}\n"
 
 
+@pytest.mark.slow  # through the real SDKs; CI runs it
 def test_no_breakpoint_is_sent_and_nothing_is_counted_as_cached() -> None:
     result = compile_text(SOURCE, name="p")
     artifact = result.artifact

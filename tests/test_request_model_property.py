@@ -399,6 +399,7 @@ def value_sets(drawn: Drawn, data) -> tuple[dict[str, str], dict[str, str]]:
     return first, second
 
 
+@pytest.mark.slow  # the three SDKs on drawn prompts; .ci/run runs it with the fuller profile
 @settings(
     max_examples=examples(60),
     deadline=None,

@@ -13,6 +13,8 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 
 PACKAGE = ROOT / "compiler"
@@ -310,6 +312,7 @@ def _comments(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.slow  # reads every comment of the package; CI runs it
 def test_no_comment_names_a_pass_number_a_schema_version_or_a_file_outside_the_repository() -> None:
     for module in MODULES.values():
         for line, text in _comments(module.path):

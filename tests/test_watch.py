@@ -405,6 +405,7 @@ def test_library_initial_build_and_rebuild(tree: tuple[Path, Path]) -> None:
     assert not watcher.running
 
 
+@pytest.mark.slow  # a real watcher over a burst of writes; CI runs it
 def test_burst_of_changes_builds_once(tree: tuple[Path, Path]) -> None:
     src, out = tree
     builder = Recorder()
