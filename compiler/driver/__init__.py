@@ -27,17 +27,18 @@ import errno
 import os
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import bindings
 from ..backend.suppress import allowed
-from ..compile.pipeline import CompiledPrompt
+from ..compile.prompt import CompiledPrompt
 from ..facts import codes
 from ..facts.config import Config, load_config
 from ..facts.diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
 from ..facts.language import SOURCE_SUFFIX
+from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime.atomic import read_file
 from ..runtime.buildfolder import (
@@ -79,6 +80,11 @@ from .plan import (
 )
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import LazyFiles, is_prompt, read_tree, update_tree
+
+if TYPE_CHECKING:
+    from .. import bindings
+else:  # the last stage, when the configuration names a bindings file
+    bindings = lazy_import("promptc.bindings")
 
 __all__ = [
     "build",
@@ -347,7 +353,7 @@ def _build(
                     give_back(out)  # the shadow set is only an optimisation: its space is the user's
                 raise
             # the bindings of what the output folder now holds (still under the lock)
-            if bindings.configured(config):
+            if config.bindings():
                 with collecting():
                     project.report(bindings.write(bindings.generate(config, _artifacts(project, out))))
         failed = False
@@ -554,7 +560,7 @@ def check(
         message, hint = _why_stale(path, out, project)
         project.report([make(codes.BUILD_STALE, message, None, hint, path=(out / path).as_posix())])
     stale_bindings: list[str] = []
-    if bindings.configured(config):
+    if config.bindings():
         for binding, problem in bindings.stale(bindings.generate(config, _artifacts(project, out))):
             project.report([problem])
             if problem.code == codes.BUILD_STALE:

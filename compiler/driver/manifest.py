@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..compile.pipeline import CompiledPrompt
+from ..compile.prompt import CompiledPrompt
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, file_span, make

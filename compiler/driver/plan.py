@@ -29,26 +29,33 @@ import stat as stat_module
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..backend.meter import TokenizerError, meter
-from ..compile.pipeline import CompiledPrompt, name_of
+from ..compile.prompt import CompiledPrompt, name_of
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 from ..facts.version import VERSION
 from ..passes.context import SourceTree
 from ..runtime.atomic import write_file
 from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
 from ..runtime.model import ManifestEntry
-from ..syntax.parse import grammar_text
 from .manifest import entry_of
 from .sources import RACY_WINDOW_NS
+
+if TYPE_CHECKING:
+    from ..backend import meter
+    from ..syntax import parse
+else:  # the compile stack, which a build that reuses every prompt never loads
+    meter = lazy_import("promptc.backend.meter")
+    parse = lazy_import("promptc.syntax.parse")
 
 #: the first line's `format`; a state of another format is no state
 STATE_FORMAT = "promptc-state/2"
@@ -190,8 +197,8 @@ class Plan:
             if artifact is None:
                 continue
             try:
-                counter = meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
-            except TokenizerError:
+                counter = meter.meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
+            except meter.TokenizerError:
                 continue
             counts: dict[str, int] = {}
             for message in artifact.messages:
@@ -566,7 +573,7 @@ def _grammar_path() -> str:
 def _package_digest() -> str:
     # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
     digest = hashlib.sha256(VERSION.encode())
-    digest.update(grammar_text().encode())
+    digest.update(parse.grammar_text().encode())
     for path in _package_files():
         with open(path, "rb") as handle:
             digest.update(os.path.relpath(path, _PACKAGE).replace(os.sep, "/").encode() + b"\0" + handle.read())

@@ -18,7 +18,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from watchdog.observers import Observer
 from ..facts.config import Config, find_pyproject
 from ..facts.diagnostics import has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.records import dataclass
 from ..runtime.buildfolder import CACHE_DIR, STAGING_MARK
 from . import Session, build
 

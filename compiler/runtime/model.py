@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Self, cast, get_args
 
 from ..facts.language import (
@@ -47,6 +47,7 @@ from ..facts.language import (
     Role,
     Target,
 )
+from ..facts.records import dataclass
 from ..facts.version import VERSION
 
 __all__ = [
