@@ -10,7 +10,8 @@ watch session or split out of the `manifest.json` that build wrote.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -124,13 +125,58 @@ class ManifestDoc:
 
     @classmethod
     def restore(cls, entries: Mapping[str, str], groups: Mapping[str, str], config: Config) -> ManifestDoc | None:
-        """The document of the pieces the incremental state kept (by artifact name, by prefix
-        sha256); None when they are not pieces this promptc writes."""
+        """The document of these pieces (by artifact name, by prefix sha256); None when they are
+        not pieces this promptc writes."""
         doc = cls(config.tokenizer, config.provider)
         if not all(isinstance(piece, str) and piece[:1] == '"' for piece in (*entries.values(), *groups.values())):
             return None
         doc.entries, doc.groups = dict(entries), dict(groups)
         doc.names, doc._shas = sorted(entries), sorted(groups)
+        return doc
+
+    @classmethod
+    def read(cls, data: bytes, config: Config) -> ManifestDoc | None:
+        """The document of a `manifest.json` this promptc wrote with this configuration, split
+        back into its pieces: each member of `artifacts` and of `prefixes` starts a line indented
+        by exactly four spaces and a quote (deeper members by more spaces; a string holds no raw
+        newline), so the members are split where a comma, a newline, four spaces and a quote
+        meet. None for any other bytes (the caller then builds it afresh)."""
+        doc = cls(config.tokenizer, config.provider)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        head = doc.head + _ARTIFACTS
+        if not (text.startswith(head) and text.endswith(_END)):
+            return None
+        middle = text.find("\n  }" + _PREFIXES + "{", len(head))
+        if text[len(head) : len(head) + 2] == "{}":
+            artifacts, after = [], len(head) + 2
+        elif middle >= 0 and text.startswith("{\n    ", len(head)):
+            artifacts, after = _split(text[len(head) + 6 : middle]), middle + 4
+        else:
+            return None
+        if not text.startswith(_PREFIXES, after):
+            return None
+        rest = text[after + len(_PREFIXES) : len(text) - len(_END)]
+        if rest == "{}":
+            prefixes = []
+        elif rest.startswith("{\n    ") and rest.endswith("\n  }"):
+            prefixes = _split(rest[6:-4])
+        else:
+            return None
+        for piece in artifacts:
+            name = _name_of(piece)
+            if name is None or (doc.names and name <= doc.names[-1]):
+                return None
+            doc.names.append(name)
+            doc.entries[name] = piece
+        for piece in prefixes:
+            sha = piece[1:65]
+            if piece[65:69] != '": {' or (doc._shas and sha <= doc._shas[-1]):
+                return None
+            doc._shas.append(sha)
+            doc.groups[sha] = piece
         return doc
 
     def changed_groups(self) -> dict[str, str | None]:
@@ -174,8 +220,7 @@ class ManifestDoc:
         piece = self.groups.get(sha)
         if piece is None:
             return None
-        group = orjson.loads(piece[68:])
-        return int(group["tokens"]), list(group["artifacts"])
+        return _group_of(piece)
 
     def _set_group(self, sha: str, tokens: int, names: list[str]) -> None:
         self.groups[sha] = _piece(sha, {"tokens": tokens, "artifacts": names})
@@ -230,27 +275,99 @@ class ManifestDoc:
             ).encode("utf-8")
         return self._bytes
 
-    def manifest(self, entries: Mapping[str, ManifestEntry]) -> Manifest:
-        """The typed manifest of the document, given the entries it holds (by name): equal to
-        `Manifest.of` of them. Each group is decoded once and kept until a patch changes it."""
-        typed = self._typed
-        missing = [sha for sha in self._shas if sha not in typed]
-        if len(missing) > 64:  # a document restored from the state: group the entries once
-            grouped: dict[str, tuple[int, list[str]]] = {}
-            for name in self.names:
-                entry = entries[name]
-                if entry.prefix_sha256:
-                    grouped.setdefault(entry.prefix_sha256, (entry.prefix_tokens, []))[1].append(name)
-            for sha in missing:
-                tokens, names = grouped.get(sha) or self._group(sha) or (0, [])
-                typed[sha] = PrefixGroup(tokens, tuple(names))
-        for sha in missing:
-            if sha not in typed:
-                tokens, names = self._group(sha) or (0, [])
-                typed[sha] = PrefixGroup(tokens, tuple(names))
-        artifacts = {name: entries[name] for name in self.names}
-        groups = {sha: typed[sha] for sha in self._shas}
-        return Manifest(MANIFEST_SCHEMA, "promptc", VERSION, self.tokenizer, self.provider, artifacts, groups)
+    def manifest(self, typed: Mapping[str, ManifestEntry] | None = None) -> Manifest:
+        """The typed manifest of the document as it is now (later patches do not change it), equal
+        to `Manifest.of` of its entries. `typed` are entries the caller holds already (those it
+        made); every other entry, and every group, is decoded from its piece when first read, so
+        a build that reused 100,000 prompts never decodes the entries nobody asks for."""
+        entries = _Entries(list(self.names), dict(self.entries), typed or {})
+        groups = _Groups(list(self._shas), dict(self.groups), dict(self._typed))
+        return Manifest(MANIFEST_SCHEMA, "promptc", VERSION, self.tokenizer, self.provider, entries, groups)
+
+
+class _Entries(Mapping[str, ManifestEntry]):
+    """A manifest's entries by name, in name order, each decoded from its piece when first read."""
+
+    __slots__ = ("_names", "_pieces", "_typed")
+
+    def __init__(self, names: list[str], pieces: dict[str, str], typed: Mapping[str, ManifestEntry]) -> None:
+        self._names, self._pieces = names, pieces
+        self._typed = dict(typed)
+
+    def __getitem__(self, name: str) -> ManifestEntry:
+        entry = self._typed.get(name)
+        if entry is None:
+            entry = self._typed[name] = entry_of(name, self._pieces[name])
+        return entry
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pieces
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"{{{', '.join(f'{name!r}: {self[name]!r}' for name in self._names)}}}"
+
+
+class _Groups(Mapping[str, PrefixGroup]):
+    """A manifest's prefix groups by sha256, in order, each decoded from its piece when first read."""
+
+    __slots__ = ("_shas", "_pieces", "_typed")
+
+    def __init__(self, shas: list[str], pieces: dict[str, str], typed: dict[str, PrefixGroup]) -> None:
+        self._shas, self._pieces, self._typed = shas, pieces, typed
+
+    def __getitem__(self, sha: str) -> PrefixGroup:
+        group = self._typed.get(sha)
+        if group is None:
+            tokens, names = _group_of(self._pieces[sha])
+            group = self._typed[sha] = PrefixGroup(tokens, tuple(names))
+        return group
+
+    def __contains__(self, sha: object) -> bool:
+        return sha in self._pieces
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shas)
+
+    def __len__(self) -> int:
+        return len(self._shas)
+
+    def __repr__(self) -> str:
+        return f"{{{', '.join(f'{sha!r}: {self[sha]!r}' for sha in self._shas)}}}"
+
+
+def _group_of(piece: str) -> tuple[int, list[str]]:
+    """The length and members of a group piece (`"<sha256>": {…}`)."""
+    group = orjson.loads(piece[68:])
+    return int(group["tokens"]), list(group["artifacts"])
+
+
+def _split(members: str) -> list[str]:
+    """The pieces of an object's members as `_members` joined them."""
+    pieces = members.split(_MEMBER + '"')
+    return [pieces[0], *('"' + piece for piece in pieces[1:])]
+
+
+def _name_of(piece: str) -> str | None:
+    """The key a piece starts with (`"name": {…}`), or None when it is not one."""
+    end = piece.find('": {')
+    if piece[:1] != '"' or end < 0:
+        return None
+    if "\\" not in piece[:end]:
+        return piece[1:end] if '"' not in piece[1:end] else None
+    try:  # an escape in the key: read it as JSON up to its closing quote
+        key, at = _DECODER.raw_decode(piece)
+    except ValueError:
+        return None
+    return key if isinstance(key, str) and piece.startswith(": {", at) else None
+
+
+_DECODER = json.JSONDecoder()
 
 
 def _key(name: str) -> str:

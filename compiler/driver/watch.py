@@ -35,7 +35,6 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from ..facts.config import Config, find_pyproject
-from ..facts.diagnostics import has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
 from ..facts.records import dataclass
 from ..runtime.buildfolder import CACHE_DIR, STAGING_MARK
@@ -126,7 +125,7 @@ class WatchBuild:
         if self.result is None:
             return 0
 
-        return sum(1 for p in self.result.prompts if not p.reused or has_errors(p.diagnostics))
+        return len(self.result.compiled)
 
     @property
     def ok(self) -> bool:

@@ -1187,7 +1187,7 @@ class Manifest:
     """`build/manifest.json`: every artifact of a build (by name) and the prefixes they share (by
     prefix sha256).
 
-    `artifacts` and `prefixes` are excluded from hashing (dicts are not hashable).
+    `artifacts` and `prefixes` are excluded from hashing (mappings are not hashable).
     """
 
     schema: str
@@ -1196,8 +1196,9 @@ class Manifest:
     #: the configured tokenizer, or None when each prompt's profile picks (entries name their own)
     tokenizer: str | None
     provider: str | None
-    artifacts: dict[str, ManifestEntry] = field(hash=False)
-    prefixes: dict[str, PrefixGroup] = field(hash=False)
+    #: read-only (a build's manifest decodes each entry and group when first read)
+    artifacts: Mapping[str, ManifestEntry] = field(hash=False)
+    prefixes: Mapping[str, PrefixGroup] = field(hash=False)
 
     @classmethod
     def of(
