@@ -74,12 +74,16 @@ def test_the_manifest_patched_piece_by_piece_is_the_one_a_clean_build_serialises
         assert doc.manifest(current) == Manifest.of(current, tokenizer=APPROX.tokenizer, provider=None)
         restored = ManifestDoc.restore(dict(doc.entries), dict(doc.groups), APPROX)
         assert restored is not None and restored.bytes() == expected
-        read = ManifestDoc.read(expected, APPROX)  # split back out of the file, as a fresh build does
-        assert read is not None and read.bytes() == expected
-        assert (read.entries, read.groups) == (doc.entries, doc.groups)
-        if rng.random() < 0.2:
+        read = ManifestDoc.read(expected, APPROX)  # read back out of the file, as a fresh build does
+        assert read is not None and read.bytes() == expected and len(read) == len(current)
+        if rng.random() < 0.5:  # its pieces split out ...
+            assert (read.entries, read.groups) == (doc.entries, doc.groups)
+        elif current:  # ... or found in its bytes one by one
+            name = rng.choice(sorted(current))
+            assert read.entry(name) == current[name] and name in read
+        if rng.random() < 0.3:
             doc = rng.choice([restored, read])  # go on patching the pieces read back
-    assert ManifestDoc.restore({"a": b"not a piece"}, {}, APPROX) is None  # type: ignore[dict-item]
+    assert ManifestDoc.restore({"a": b"not a piece"}, {}, APPROX) is None
     # anything but a manifest this promptc writes with this configuration is not read
     assert ManifestDoc.read(expected.replace(b"approx-bytes/4", b"cl100k_base"), APPROX) is None
     assert ManifestDoc.read(expected[:-3], APPROX) is None

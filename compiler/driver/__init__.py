@@ -78,6 +78,7 @@ from .plan import (
     output_stat,
     reuse,
     save_state,
+    warnings_of,
 )
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import LazyFiles, is_prompt, read_tree, update_tree
@@ -791,16 +792,13 @@ def _compile(
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
     with collecting():
         compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
-    # a reused prompt with warnings: made now, to be reported (and failed, under `strict`)
-    warned = [
-        reuse(rel, record, last_entries[name_of(rel)]) for rel, record in reused.items() if record.get("warnings")
-    ]
+    # a reused prompt's warnings are reported again (and fail it, under `strict`)
+    warned = {rel: warnings_of(record) for rel, record in reused.items() if record.get("warnings")}
     if strict:
         compiled = [_failed_by_strict(p) for p in compiled]
-        for p in warned:
-            del reused[p.source]  # a reused prompt with a warning fails as a compiled one does
-            compiled.append(_failed_by_strict(p))
-        warned = []
+        for rel in warned:  # a reused prompt with a warning fails as a compiled one does
+            compiled.append(_failed_by_strict(reuse(rel, reused.pop(rel), None)))
+        warned = {}
     if keep_last_good:
         on_disk: list[Manifest | None] = []
 
@@ -815,19 +813,17 @@ def _compile(
             (last_good(p, previous_entry(p.name), out) or p) if has_errors(p.diagnostics) else p for p in compiled
         ]
     made = {p.source: p for p in compiled}
-    made.update((p.source, p) for p in warned)
-    project.compiled = {p.source: p for p in compiled}
+    project.compiled = made
     project.reused = reused
-    project.prompts = _Prompts(rels, made, reused, last_entries)
+    project.prompts = _Prompts(rels, dict(made), reused, last_entries)
     for rel in rels:
         prompt = made.get(rel)
-        if prompt is None or not prompt.diagnostics:
+        found = prompt.diagnostics if prompt is not None else warned.get(rel)
+        if not found:
             continue
-        own = tree.display(prompt.source)
+        own = tree.display(rel)
         # a prompt's diagnostics are already allowed (and, by `_failed_by_strict`, strict)
-        project.diagnostics.extend(
-            d if d.path == own else replace(d, included_by=(prompt.name,)) for d in prompt.diagnostics
-        )
+        project.diagnostics.extend(d if d.path == own else replace(d, included_by=(name_of(rel),)) for d in found)
     # only a prompt compiled now can collide (a reused one had no error)
     project.report(collisions(compiled, tree))
 
@@ -839,11 +835,11 @@ def _compile(
             doc = ManifestDoc.of(typed, config)  # nothing was reused
         else:
             for p in writable:
-                if not p.reused or p.name not in doc.entries:
+                if not p.reused or p.name not in doc:
                     assert p.entry is not None
                     doc.put(p.name, p.entry, doc.entry(p.name))
-            kept = len(reused) + sum(1 for name in typed if name in doc.entries)
-            if kept != len(doc.entries):  # some entry of the last build has no prompt now
+            kept = len(reused) + sum(1 for name in typed if name in doc)
+            if kept != len(doc):  # some entry of the last build has no prompt now
                 now = {*typed, *(name_of(rel) for rel in reused)}
                 gone = [name for name in doc.entries if name not in now]
                 project.removed_paths = [artifact_path(name) for name in gone]
@@ -882,8 +878,8 @@ def _previous_doc(
     session: Session | None, plan: Plan, known: _Known | None, out: Path, config: Config
 ) -> ManifestDoc | None:
     """The manifest the last build wrote, as pieces to patch: the session's, or `manifest.json`
-    read back when it is the file the state recorded and lists exactly the prompts the state has
-    entries for (and the last-good artifacts it kept). None: nothing can be reused."""
+    read back when it is the file the state recorded (which lists the prompts the state has
+    entries for, and the last-good artifacts it kept). None: nothing can be reused."""
     if session is not None and session.doc is not None:
         return session.doc
     if known is None or known.manifest_stat is None:
@@ -894,13 +890,8 @@ def _previous_doc(
         return None
     if output_stat(out / MANIFEST) != known.manifest_stat:
         return None  # changed since the state recorded it (or while it was read)
-    doc = ManifestDoc.read(data, config)
-    if doc is None or len(doc.entries) != len(plan.entries) + len(known.kept):
-        return None
-    entries = plan.entries
-    if any(f"{name}{SOURCE_SUFFIX}" not in entries and name not in known.kept for name in doc.names):
-        return None
-    return doc
+    # the entries it holds are the state's and the kept ones: the state was saved with it
+    return ManifestDoc.read(data, config, count=len(plan.entries) + len(known.kept))
 
 
 def _entry_on_disk(out: Path, name: str) -> ManifestEntry | None:

@@ -434,17 +434,15 @@ def last_good(prompt: CompiledPrompt, entry: ManifestEntry | None, out: Path) ->
     return replace(prompt, entry=entry, reused=True, data=None)
 
 
-def reuse(rel: str, record: dict[str, Any], entry: ManifestEntry) -> CompiledPrompt:
+def reuse(rel: str, record: dict[str, Any], entry: ManifestEntry | None) -> CompiledPrompt:
     """The prompt of a state record and its manifest entry, as an incremental build reuses it.
     Raises ValueError for a record this promptc did not write (the fingerprint says it did)."""
     try:
-        rows = record.get("warnings")
-        warnings = tuple([_diag_from_state(row, record["lines"]) for row in rows]) if rows else ()
         deps, includes = record.get("deps") or {}, record.get("includes") or []
         return CompiledPrompt(
             name_of(rel),
             rel,
-            warnings,
+            warnings_of(record),
             includes=tuple(includes),
             entry=entry,
             resources=tuple([dep for dep in deps if dep not in includes]) if deps else (),
@@ -452,6 +450,12 @@ def reuse(rel: str, record: dict[str, Any], entry: ManifestEntry) -> CompiledPro
         )
     except (KeyError, TypeError, IndexError, AttributeError) as exc:
         raise ValueError(f"a state record of {rel} that promptc did not write") from exc
+
+
+def warnings_of(record: dict[str, Any]) -> tuple[Diagnostic, ...]:
+    """The warnings a state record keeps (a prompt reused with them reports them again)."""
+    rows = record.get("warnings")
+    return tuple([_diag_from_state(row, record["lines"]) for row in rows]) if rows else ()
 
 
 def output_stat(path: Path | str) -> list[int] | None:
