@@ -57,8 +57,8 @@ check: $(TESTSTAMP)
 
 lint: check
 
-# Every target of issue 26 in one run and one table (about 13 minutes on two cores; docs/performance.md,
-# "Reproduce"). `make bench BENCH_ARGS=--quick` runs every row small, in about a minute.
+# Every target of issue 26 in one run and one table (about 7 minutes on two cores; docs/performance.md,
+# "Reproduce"). `make bench BENCH_ARGS=--quick` runs every row small, in about 30 s.
 BENCH_ARGS ?=
 bench: $(TESTSTAMP)
 	@$(PIP) -e '.[test,bench]'

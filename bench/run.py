@@ -15,8 +15,8 @@ fewer rounds); the language server on the 2,000-file workspace (bench/lsp_latenc
 pathological inputs (bench/pathological.py --json, a subprocess). Then the tables, and last the issue-26 targets,
 each with its floor or peer from this run, its limit, and PASS or MISS.
 
-    python bench/run.py                      # everything (about 13 minutes on the 2-core machine)
-    python bench/run.py --quick              # every row, on small sizes and single rounds: the plumbing (~1.5 min)
+    python bench/run.py                      # everything (about 7 minutes on the 2-core machine)
+    python bench/run.py --quick              # every row, on small sizes and single rounds: the plumbing (~30 s)
     python bench/run.py --no-large --no-tiny # skip the 20,000-file and the 100,000-tiny-prompt corpora
     python bench/run.py --runs 9 --json bench/results/run.json
     python bench/run.py --markdown           # the tables in Markdown, for docs/performance.md
@@ -1329,7 +1329,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add(
         "--quick",
         action="store_true",
-        help="every row on small sizes and single rounds, for development: " + str(QUICK),
+        help="every row, on small sizes and single rounds, to check the plumbing (about 30 s): targets on 200 files, "
+        "2,000 as the large corpus, 5,000 tiny prompts, pathological N = 2,000; explicit flags still win",
     )
     add("--runs", type=int, help="measured rounds per measurement on --sizes (default 5; median reported)")
     add("--sizes", type=parse_sizes, help="corpus sizes measured in full, with Jinja2 and watch (default 200,2000)")
