@@ -166,7 +166,10 @@ def test_a_skipped_part_says_why_and_is_not_judged() -> None:
     results.settings["skipped"].update(tiny="--no-tiny", lsp="--no-lsp", pathological="--no-pathological")
     targets = run.issue26_targets(results)
     assert {t.status for t in targets} == {"n/a"}
-    assert any(t.measured == "not measured (--no-lsp)" for t in targets)
+    assert [t.limit for t in targets if t.name.startswith("20,000 files")] == ["≤ 11×", "≤ 200 MB"]
+    lsp = [t for t in targets if t.name.startswith("language server")]
+    assert len(lsp) == 5 and {t.measured for t in lsp} == {"not measured (--no-lsp)"}
+    assert [t.limit for t in lsp] == ["≤ 1000 ms", "≤ 50 ms", "≤ 50 ms", "≤ 50 ms", "≤ 250 MB"]
     assert any(t.measured == "not measured (--no-tiny)" for t in targets)
 
 
