@@ -58,11 +58,13 @@ class LazyFiles(Mapping[str, bytes]):
         order: list[str] | None = None,
         links: bool = False,
         root: str | None = None,
+        fresh: Iterable[str] | None = None,
     ) -> None:
         self._data = loaded
         self._paths = dict(deferred or {})
         self._order = order
-        self.fresh: frozenset[str] = frozenset(loaded)
+        #: the files the walk read and hashed (their bytes kept, or read again when asked for)
+        self.fresh: frozenset[str] = frozenset(loaded if fresh is None else fresh)
         self.links = links
         #: the source folder: a file read by the walk and forgotten since is read again from there
         self._root = root
@@ -83,7 +85,8 @@ class LazyFiles(Mapping[str, bytes]):
             # Raised, in whichever process asked: compiling empty bytes instead would build (and
             # cache) an empty artifact for a file that is simply gone.
             raise SourceVanished(rel, exc) from None
-        self._data[rel] = data
+        if not is_prompt(rel):  # partials and JSON files are read by many prompts; a prompt once
+            self._data[rel] = data
         return data
 
     def __contains__(self, rel: object) -> bool:
@@ -202,6 +205,10 @@ _SUFFIXES = (SOURCE_SUFFIX, RESOURCE_SUFFIX)
 #: seconds covers the coarsest file systems (FAT's two-second mtimes); ext4, XFS, APFS and tmpfs
 #: tick in nanoseconds or milliseconds.
 RACY_WINDOW_NS = 2_000_000_000
+#: How many bytes of the sources a walk keeps: past that, a file read to be hashed is read again
+#: by the compile that needs it (the sources of a 20,000-file build would stay in memory, in the
+#: main process and in every worker forked from it, for the whole build).
+KEEP_BYTES = 8 << 20
 
 
 class _Walk:
@@ -218,7 +225,10 @@ class _Walk:
         self.known = known
         self.known_at_ns = known_at_ns
         self.diagnostics: list[Diagnostic] = []
+        #: files read and hashed, and those of them whose bytes are kept (up to `KEEP_BYTES`)
+        self.read: set[str] = set()
         self.files: dict[str, bytes] = {}
+        self.kept = 0
         self.deferred: dict[str, str] = {}
         self.shas: dict[str, str] = {}
         self.stats: dict[str, list[int]] = {}
@@ -357,8 +367,13 @@ class _Walk:
             else:
                 with open(path, "rb") as handle:
                     data = handle.read()
-                self.files[rel] = data
                 self.shas[rel] = hashlib.sha256(data).hexdigest()
+                self.read.add(rel)
+                if self.kept + len(data) <= KEEP_BYTES:
+                    self.files[rel] = data
+                    self.kept += len(data)
+                else:  # a large tree's sources are read again by the compile that needs them
+                    self.deferred[rel] = path
             self.stats[rel] = stat
         except FileNotFoundError:
             self._problem(
@@ -390,7 +405,7 @@ def read_tree(
 
 
 def _tree_of(walk: _Walk, order: list[str] | None = None) -> SourceTree:
-    files = LazyFiles(walk.files, walk.deferred, order=order, links=walk.links, root=walk.root)
+    files = LazyFiles(walk.files, walk.deferred, order=order, links=walk.links, root=walk.root, fresh=walk.read)
     return SourceTree(
         files=files, outside=walk.outside, root_display=walk.root_display, shas=walk.shas, stats=walk.stats
     )
@@ -411,6 +426,7 @@ def update_tree(
     root_real = os.path.realpath(root)
     walk = _Walk(src, out, {}, 0)
     walk.shas, walk.stats = dict(previous.shas), dict(previous.stats)
+    budget = walk.deferred
     order = list(files.order)
     touched: set[str] = set()
     deferred = dict(files._paths)
@@ -447,9 +463,12 @@ def update_tree(
             walk.file(path, rel, False)
     if walk.diagnostics or walk.links or walk.outside:
         return None
-    for rel in walk.files:
+    for rel in walk.read:
         touched.add(rel)
-        deferred.pop(rel, None)
+        if rel in walk.files:
+            deferred.pop(rel, None)
+        else:
+            deferred[rel] = budget[rel]
         at = bisect.bisect_left(order, rel)
         if at == len(order) or order[at] != rel:
             order.insert(at, rel)
