@@ -804,7 +804,7 @@ def _compile(
     if updated is not None and session is not None and session.rels is not None:
         rels = _patched_rels(session.rels, touched, tree)
     else:
-        rels = [rel for rel in tree.files if rel.endswith(SOURCE_SUFFIX) and is_prompt(rel)]
+        rels = [rel for rel in tree.files if is_prompt(rel)]
     project.rels = rels
 
     # 2. plan: which artifacts the output folder already holds as they should be. The manifest it
@@ -905,7 +905,8 @@ def _compile(
         entries = project.manifest.artifacts
         project.files = dict(sorted(files.items()))
         project.keep = sorted(
-            [artifact_path(name_of(rel)) for rel in reused] + [artifact_path(p.name) for p in writable if p.reused]
+            [artifact_path(rel[: -len(SOURCE_SUFFIX)]) for rel in reused]
+            + [artifact_path(p.name) for p in writable if p.reused]
         )
     project.prompts = _Prompts(rels, dict(made), reused, entries)
     return project

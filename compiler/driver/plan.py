@@ -146,13 +146,19 @@ class Plan:
                 deps = entry.get("deps")  # absent: none (the state leaves empty fields out)
                 if deps is not None and (not isinstance(deps, dict) or any(shas.get(d) != h for d, h in deps.items())):
                     continue
-                name = rel[: -len(SOURCE_SUFFIX)]
-                path = f"{base}{artifact_path(name)}"
+                path = f"{base}{artifact_path(rel[: -len(SOURCE_SUFFIX)])}"
                 try:
                     st = stat(path)
-                    there = [st.st_size, st.st_mtime_ns, st.st_ino] == entry.get("stat")
                 except OSError:
                     continue
+                recorded = entry.get("stat")
+                there = (
+                    isinstance(recorded, list)
+                    and len(recorded) == 3
+                    and recorded[0] == st.st_size
+                    and recorded[1] == st.st_mtime_ns
+                    and recorded[2] == st.st_ino
+                )
                 if not there and not self._artifact_is_there(rel, entry, path):
                     continue
                 reused[rel] = self.refreshed.get(rel, entry)
