@@ -212,17 +212,6 @@ RACY_WINDOW_NS = 2_000_000_000
 KEEP_BYTES = 8 << 20
 
 
-_EUID = os.geteuid() if hasattr(os, "geteuid") else -1
-
-
-def _readable(st: os.stat_result, path: str) -> bool:
-    """Whether this process may read the file: a file of its own that its owner may read is
-    (without the `access` call the other cases need: 100,000 calls on a large tree)."""
-    if st.st_uid == _EUID and st.st_mode & stat_module.S_IRUSR:
-        return True
-    return os.access(path, os.R_OK)
-
-
 class _Walk:
     """Reading the source folder: the rules every walk of it follows (hidden entries skipped, a
     symlink followed only inside the folder, a folder reached twice skipped, names that are not
@@ -300,7 +289,7 @@ class _Walk:
                             and record[3] == st.st_ctime_ns
                             and S_ISREG(st.st_mode)
                             and st.st_mtime_ns < (record[5] if len(record) > 5 else known_at) - racy
-                            and _readable(st, path)  # an unreadable file gets a clean build's verdict
+                            and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
                         ):
                             deferred[rel] = path
                             shas[rel] = record[4]
@@ -377,7 +366,7 @@ class _Walk:
                 record is not None
                 and record[:4] == stat
                 and stat[1] < (record[5] if len(record) > 5 else self.known_at_ns) - RACY_WINDOW_NS
-                and _readable(st, path)  # an unreadable file gets a clean build's verdict
+                and os.access(path, os.R_OK)  # an unreadable file gets a clean build's verdict
             ):
                 self.deferred[rel] = path
                 self.shas[rel] = record[4]
