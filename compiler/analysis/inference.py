@@ -87,6 +87,9 @@ class Analysis:
     #: each block of the section, in order, as parsed here (`template.Parsed`): the inference pass
     #: hands them to the section's compile, which takes the nodes over, so no block is parsed twice
     blocks: tuple[template.Parsed, ...] = ()
+    #: the section's program is certain to compile (`template.surely_compiles` of `blocks`): the
+    #: inference pass skips its compile check
+    surely_compiles: bool = False
 
 
 class ShapeUse(NamedTuple):
@@ -1620,20 +1623,30 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
         parsed[index] = entry
         if entry.problem is not None:
             problems[index] = entry.problem
-    template = _Template(events, parsed, problems)
-    template.run()
-    inputs, helpers, diagnostics = template.result()
+    walker = _Template(events, parsed, problems)
+    walker.run()
+    inputs, helpers, diagnostics = walker.result()
     # a loop over a name the template assigns anywhere may be over its own value: no evidence
-    uses = [u for u in template.shape_uses if u.kind == "path" or u.name not in template.an.assigned]
-    uses += _attribute_uses(parsed.values(), frozenset(template.an.guarded_nodes))
+    uses = [u for u in walker.shape_uses if u.kind == "path" or u.name not in walker.an.assigned]
+    uses += _attribute_uses(parsed.values(), frozenset(walker.an.guarded_nodes))
+    entries = list(parsed.values())
+    blocks = tuple(None if e is None else e.header if e.block.kind == "stmt" else e.body for e in entries)
+    surely = (
+        has_template
+        and all(e is not None for e in entries)
+        and template.surely_compiles(
+            (e.block.kind, e.keyword, b) for e, b in zip(entries, blocks, strict=True) if e is not None
+        )
+    )
     return Analysis(
         inputs,
         helpers,
         has_template,
         diagnostics,
-        tuple(sorted(template.an.first.items())),
-        tuple(template.an.every),
+        tuple(sorted(walker.an.first.items())),
+        tuple(walker.an.every),
         tuple(uses),
-        frozenset(inputs - template.an.unguarded),
-        tuple(None if e is None else e.header if e.block.kind == "stmt" else e.body for e in parsed.values()),
+        frozenset(inputs - walker.an.unguarded),
+        blocks,
+        surely,
     )

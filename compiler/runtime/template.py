@@ -23,7 +23,8 @@ What is here, and who uses it:
   (cached) and `run`/`execute` — a section's template → one Python module and its output (the
   runtime renders with them; the build compiles exactly the same module to catch what CPython's
   compiler rejects, e.g. `def f(a, a)`, before an artifact ships: `check_section(text, parsed)`,
-  which takes over the block trees the inference already parsed and keeps nothing but the fact).
+  which takes over the block trees the inference already parsed and keeps nothing but the fact;
+  `surely_compiles(blocks)` says when a section's blocks cannot fail there, so the check is skipped).
 
 Semantics of the generated code (`generate`). A section compiles into one module::
 
@@ -75,7 +76,7 @@ import re
 import types
 import warnings
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from types import CodeType
@@ -115,6 +116,7 @@ __all__ = [
     "CompiledSection",
     "compile_section",
     "check_section",
+    "surely_compiles",
     "execute",
     "run",
 ]
@@ -1335,6 +1337,120 @@ class _SectionCache:
 
 
 compile_section = _SectionCache(1024)
+
+
+#: The nodes a block may hold for `surely_compiles`: each is accepted by CPython's compiler (its
+#: symtable, its AST validator and optimizer, its code generator) in any arrangement that
+#: `ast.parse` produced, bar the three exceptions `surely_compiles` checks itself (a `__debug__`
+#: bound or passed by keyword, a keyword argument repeated, nesting deep enough for its recursion
+#: limit). Left out on purpose, so a section holding one is compiled: every scope (`def`, `lambda`,
+#: `class`, comprehensions: duplicate arguments, walrus rules, `nonlocal`), `yield`/`await`,
+#: `return`/`break`/`continue`, `global`/`nonlocal`, starred targets, `del`, imports, `try`/`with`/
+#: `match` and nested statements (their own nesting limits), annotations (`global` conflicts).
+_CERTAIN_NODES: frozenset[type[ast.AST]] = frozenset(
+    {
+        # statements of a `{{ }}` / `{# #}` block, and the headers `parse_header` makes (body `pass`)
+        ast.Expr,
+        ast.Assign,
+        ast.AugAssign,
+        ast.Pass,
+        ast.If,
+        ast.For,
+        ast.While,
+        # expressions
+        ast.Name,
+        ast.Constant,
+        ast.Attribute,
+        ast.Subscript,
+        ast.Slice,
+        ast.Call,
+        ast.keyword,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.BoolOp,
+        ast.Compare,
+        ast.IfExp,
+        ast.Tuple,
+        ast.List,
+        ast.Set,
+        ast.Dict,
+        ast.JoinedStr,
+        ast.FormattedValue,
+    }
+)
+#: the leaves under the nodes above: contexts and operators (their singletons hold nothing)
+_CERTAIN_LEAVES: frozenset[type[ast.AST]] = frozenset(
+    {ast.Load, ast.Store}
+    | {cls for base in (ast.operator, ast.unaryop, ast.boolop, ast.cmpop) for cls in base.__subclasses__()}
+)
+#: expression and statement depth within one block, and `{% %}` nesting within a section, up to
+#: which `surely_compiles` vouches: far below CPython's limits (its compiler's recursion limit is
+#: thousands of levels; it refuses a 21st statically nested loop, and `ast.parse` 200 parentheses)
+_CERTAIN_DEPTH = 64
+_CERTAIN_NESTING = 16
+
+
+def surely_compiles(blocks: Iterable[tuple[str, str, Parsed]]) -> bool:
+    """True when the program `generate` makes for a section is certain to compile, so the build's
+    compile check (`check_section`) can be skipped: nothing in it can fail only at compile time.
+
+    `blocks` are the section's blocks in order, as (kind, `{% %}` keyword or "", what parsing it
+    gave: the header, None for an end tag, or the statements), every one parsed without error,
+    as `generate` takes them. Conservative: False for anything it does not vouch for (a node not
+    in `_CERTAIN_NODES`, a `__debug__` bound or passed by keyword, a keyword argument repeated, a
+    `{{ }}` not ending in an expression, a `{% %}` structure problem or nesting deeper than
+    `_CERTAIN_NESTING`, a tree deeper than `_CERTAIN_DEPTH`); then the caller compiles.
+    `tests/test_template.py` checks it against CPython's `compile()` on drawn sections."""
+    structure: Structure[int] = Structure(max_nesting=_CERTAIN_NESTING)
+    leaves = _CERTAIN_LEAVES
+    certain = _CERTAIN_NODES
+    for kind, keyword, parsed in blocks:
+        if kind == "stmt":
+            if structure.tag(keyword, 0) or structure.stopped:
+                return False
+            if parsed is None:
+                if keyword not in CLOSERS:
+                    return False
+                continue
+            if isinstance(parsed, list):
+                return False
+            roots: list[ast.AST] = [parsed]
+        else:
+            if not isinstance(parsed, list):
+                return False
+            if kind == "expr" and (not parsed or type(parsed[-1]) is not ast.Expr):
+                return False
+            roots = list(parsed)
+        stack = [(root, 1) for root in roots]
+        while stack:
+            node, depth = stack.pop()
+            cls = type(node)
+            if cls not in certain or depth > _CERTAIN_DEPTH:
+                return False
+            if cls is ast.Name:
+                if node.id == "__debug__":  # type: ignore[attr-defined]
+                    return False
+                continue
+            if cls is ast.Constant:
+                continue
+            if cls is ast.Attribute and node.attr == "__debug__":  # type: ignore[attr-defined]
+                return False
+            if cls is ast.keyword and node.arg == "__debug__":  # type: ignore[attr-defined]
+                return False
+            if cls is ast.Call:
+                names = [k.arg for k in node.keywords if k.arg is not None]  # type: ignore[attr-defined]
+                if len(set(names)) != len(names):
+                    return False
+            inner = depth + 1
+            for field in cls._fields:
+                value = getattr(node, field)
+                if type(value) is list:
+                    for child in value:
+                        if child is not None and type(child) not in leaves:
+                            stack.append((child, inner))
+                elif isinstance(value, ast.AST) and type(value) not in leaves:
+                    stack.append((value, inner))
+    return not structure.end()
 
 
 #: section texts `check_section` found to compile, least recently used first out
