@@ -45,6 +45,7 @@ from promptc.runtime.template import (
     scan,
     surely_compiles,
     unwrap,
+    walk,
 )
 
 from .conftest import examples
@@ -1108,22 +1109,50 @@ def test_generate_is_linear_and_iterative():
 # surely_compiles: when the build may skip its compile check
 
 
-def _blocks_of(text: str) -> list[tuple[str, str, Any]] | None:
-    """(kind, keyword, parsed) of each block of a section, as the inference hands them over; None
-    when a block does not parse (the build reports that, and never asks)."""
-    out: list[tuple[str, str, Any]] = []
+def _blocks_of(text: str) -> list[tuple[str, str, Any, list[ast.AST]]] | None:
+    """(kind, keyword, parsed, nodes) of each block of a section, as the inference hands them over;
+    None when a block does not parse (the build reports that, and never asks)."""
+    out: list[tuple[str, str, Any, list[ast.AST]]] = []
     for tok in scan(text):
         if tok.block is None:
             continue
         code, _ = unwrap(tok.block.code, 0)
         try:
             if tok.kind == "stmt":
-                out.append(("stmt", tok.block.keyword, parse_header(tok.block.keyword, code)))
+                header = parse_header(tok.block.keyword, code)
+                out.append(("stmt", tok.block.keyword, header, walk([header] if header is not None else [])))
             else:
-                out.append((tok.kind, "", parse_code(tok.kind, code).body))
+                body = parse_code(tok.kind, code).body
+                out.append((tok.kind, "", body, walk(body)))
         except TemplateSyntaxError:
             return None
     return out
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "{{ a.b(c, *d, k=e[1:2]) }}",
+                "{# def f(x, *y, z=1, **w): return [q for q in x] #}",
+                "{# try:\n  import os as o\nexcept E as e:\n  pass #}",
+                "{# match a:\n  case [1, *r] | {'k': v, **m}: pass #}",
+                "{{ f'{x!r:>{w} }' }}",
+                "{% for i, j in k %}",
+            ]
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_walk_is_ast_walk_without_contexts_and_operators(codes_):
+    """`walk` yields the nodes `ast.walk` does, in its order, less the shared contexts and operators."""
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    for code in codes_:
+        kind, keyword, parsed, nodes = _blocks_of(code)[0]
+        roots = [parsed] if kind == "stmt" else parsed
+        expected = [n for root in roots for n in ast.walk(root) if not isinstance(n, leaves)]
+        assert nodes == expected
 
 
 def _compiles(text: str) -> bool:

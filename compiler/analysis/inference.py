@@ -407,6 +407,9 @@ class _Parsed(NamedTuple):
     header: ast.If | ast.For | ast.While | None  # stmt blocks: the statement the header opens
     keyword: str
     problem: Diagnostic | None = None  # E602: reported, but the statements are still analysed
+    #: every node of `body` and `header`, each tree breadth first (`template.walk`): the one walk
+    #: of the block that the attribute uses and `template.surely_compiles` share
+    nodes: Sequence[ast.AST] = ()
 
 
 class _BlockError(Exception):
@@ -438,12 +441,13 @@ def _parse_block(block: Block) -> _Parsed:
     mapper = _Mapper(src, text, positions, "", "", block.span)
     try:
         if block.kind == "stmt":
-            return _Parsed(block, mapper, [], template.parse_header(keyword, text), keyword)
+            header = template.parse_header(keyword, text)
+            return _Parsed(block, mapper, [], header, keyword, None, () if header is None else template.walk((header,)))
         parsed = template.parse_code(block.kind, text)
     except template.TemplateSyntaxError as error:
         raise _BlockError(_problem(error, mapper, block)) from None
     problem = _problem(parsed.problem, mapper, block) if parsed.problem is not None else None
-    return _Parsed(block, mapper, parsed.body, None, "", problem)
+    return _Parsed(block, mapper, parsed.body, None, "", problem, template.walk(parsed.body))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1566,24 +1570,30 @@ class _Template:
 def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] = frozenset()) -> list[ShapeUse]:
     """`name.attr` in template code where `name` is bound nowhere in the section (no assignment,
     parameter or loop target of any scope): the attribute of an input itself (kind "attr")."""
-    parsed = [e for e in entries if e is not None]
-    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in parsed for n in (*e.body, e.header) if n is not None]
     bound: set[str] = set()
     found: list[tuple[_Parsed, ast.Attribute, str]] = []
-    for entry, root in roots:
-        for node in ast.walk(root):  # iterative
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                bound.add(node.id)
-            elif isinstance(node, ast.arg):
-                bound.add(node.arg)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound.add(node.name)
-            elif isinstance(node, (ast.alias, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    aliased = (ast.alias, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+    for entry in entries:
+        if entry is None:
+            continue
+        for node in entry.nodes:  # the statements, then the header: each breadth first, as ast.walk
+            cls = node.__class__
+            if cls is ast.Name:
+                if node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+                    bound.add(node.id)  # type: ignore[attr-defined]
+            elif cls is ast.Attribute:
+                value = node.value  # type: ignore[attr-defined]
+                if value.__class__ is ast.Name:
+                    found.append((entry, node, value.id))  # type: ignore[arg-type]
+            elif cls is ast.arg:
+                bound.add(node.arg)  # type: ignore[attr-defined]
+            elif cls in named:
+                bound.add(node.name)  # type: ignore[attr-defined]
+            elif cls in aliased:
                 name = getattr(node, "asname", None) or getattr(node, "name", None)
                 if isinstance(name, str):
                     bound.add(name.split(".", 1)[0])
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                found.append((entry, node, node.value.id))
     return [
         ShapeUse(name, "attr", (node.attr,), entry.mapper.node_span(node), id(node.value) in guarded)
         for entry, node, name in found
@@ -1635,7 +1645,7 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
         has_template
         and all(e is not None for e in entries)
         and template.surely_compiles(
-            (e.block.kind, e.keyword, b) for e, b in zip(entries, blocks, strict=True) if e is not None
+            (e.block.kind, e.keyword, b, e.nodes) for e, b in zip(entries, blocks, strict=True) if e is not None
         )
     )
     return Analysis(

@@ -117,6 +117,7 @@ __all__ = [
     "compile_section",
     "check_section",
     "surely_compiles",
+    "walk",
     "execute",
     "run",
 ]
@@ -1378,33 +1379,63 @@ _CERTAIN_NODES: frozenset[type[ast.AST]] = frozenset(
         ast.FormattedValue,
     }
 )
-#: the leaves under the nodes above: contexts and operators (their singletons hold nothing)
-_CERTAIN_LEAVES: frozenset[type[ast.AST]] = frozenset(
-    {ast.Load, ast.Store}
-    | {cls for base in (ast.operator, ast.unaryop, ast.boolop, ast.cmpop) for cls in base.__subclasses__()}
-)
-#: expression and statement depth within one block, and `{% %}` nesting within a section, up to
-#: which `surely_compiles` vouches: far below CPython's limits (its compiler's recursion limit is
-#: thousands of levels; it refuses a 21st statically nested loop, and `ast.parse` 200 parentheses)
-_CERTAIN_DEPTH = 64
+#: how many nodes one block may hold, and how deep `{% %}` tags may nest in a section, for
+#: `surely_compiles` to vouch for it: far below CPython's limits (its compiler's recursion limit is
+#: thousands of levels, and a tree of N nodes is at most N deep; it refuses a 21st statically
+#: nested loop)
+_CERTAIN_SIZE = 64
 _CERTAIN_NESTING = 16
 
+#: fields that never hold a node worth walking: names, contexts, operators, flags
+_NOT_CHILDREN = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "type_comment", "level", "module", "is_async"}
+)
+#: per node class, the fields `walk` reads
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Name: ()}
 
-def surely_compiles(blocks: Iterable[tuple[str, str, Parsed]]) -> bool:
+
+def walk(roots: Iterable[ast.AST]) -> list[ast.AST]:
+    """Every node of the trees, each tree breadth first as `ast.walk` yields them, without the
+    contexts and operators (`ast.Load()`, `ast.Add()`…, shared singletons that hold nothing).
+    Iterative; a list, so its callers (the inference's attribute uses, `surely_compiles`) walk
+    a block once between them."""
+    out: list[ast.AST] = []
+    fields = _CHILD_FIELDS
+    node_type = ast.AST
+    for root in roots:
+        at = len(out)
+        out.append(root)
+        while at < len(out):
+            node = out[at]
+            at += 1
+            cls = node.__class__
+            names = fields.get(cls)
+            if names is None:
+                names = fields[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+            for name in names:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    out.extend(child for child in value if isinstance(child, node_type))
+                elif isinstance(value, node_type):
+                    out.append(value)
+    return out
+
+
+def surely_compiles(blocks: Iterable[tuple[str, str, Parsed, Sequence[ast.AST]]]) -> bool:
     """True when the program `generate` makes for a section is certain to compile, so the build's
     compile check (`check_section`) can be skipped: nothing in it can fail only at compile time.
 
     `blocks` are the section's blocks in order, as (kind, `{% %}` keyword or "", what parsing it
-    gave: the header, None for an end tag, or the statements), every one parsed without error,
-    as `generate` takes them. Conservative: False for anything it does not vouch for (a node not
-    in `_CERTAIN_NODES`, a `__debug__` bound or passed by keyword, a keyword argument repeated, a
-    `{{ }}` not ending in an expression, a `{% %}` structure problem or nesting deeper than
-    `_CERTAIN_NESTING`, a tree deeper than `_CERTAIN_DEPTH`); then the caller compiles.
-    `tests/test_template.py` checks it against CPython's `compile()` on drawn sections."""
+    gave: the header, None for an end tag, or the statements; and its nodes, `walk` of those),
+    every one parsed without error, as `generate` takes them. Conservative: False for anything it
+    does not vouch for (a node not in `_CERTAIN_NODES`, a `__debug__` bound or passed by keyword,
+    a keyword argument repeated, a `{{ }}` not ending in an expression, a `{% %}` structure problem
+    or nesting deeper than `_CERTAIN_NESTING`, a block of more than `_CERTAIN_SIZE` nodes); then
+    the caller compiles. `tests/test_template.py` checks it against CPython's `compile()` on
+    drawn sections."""
     structure: Structure[int] = Structure(max_nesting=_CERTAIN_NESTING)
-    leaves = _CERTAIN_LEAVES
     certain = _CERTAIN_NODES
-    for kind, keyword, parsed in blocks:
+    for kind, keyword, parsed, nodes in blocks:
         if kind == "stmt":
             if structure.tag(keyword, 0) or structure.stopped:
                 return False
@@ -1414,42 +1445,24 @@ def surely_compiles(blocks: Iterable[tuple[str, str, Parsed]]) -> bool:
                 continue
             if isinstance(parsed, list):
                 return False
-            roots: list[ast.AST] = [parsed]
-        else:
-            if not isinstance(parsed, list):
-                return False
-            if kind == "expr" and (not parsed or type(parsed[-1]) is not ast.Expr):
-                return False
-            roots = list(parsed)
-        stack = [(root, 1) for root in roots]
-        while stack:
-            node, depth = stack.pop()
-            cls = type(node)
-            if cls not in certain or depth > _CERTAIN_DEPTH:
+        elif not isinstance(parsed, list) or (kind == "expr" and (not parsed or parsed[-1].__class__ is not ast.Expr)):
+            return False
+        if len(nodes) > _CERTAIN_SIZE:
+            return False
+        for node in nodes:
+            cls = node.__class__
+            if cls not in certain:
                 return False
             if cls is ast.Name:
-                if node.id == "__debug__":  # type: ignore[attr-defined]
+                if node.id == "__debug__" or node.ctx.__class__ is ast.Del:  # type: ignore[attr-defined]
                     return False
-                continue
-            if cls is ast.Constant:
-                continue
-            if cls is ast.Attribute and node.attr == "__debug__":  # type: ignore[attr-defined]
-                return False
-            if cls is ast.keyword and node.arg == "__debug__":  # type: ignore[attr-defined]
-                return False
-            if cls is ast.Call:
+            elif cls is ast.Attribute:
+                if node.attr == "__debug__":  # type: ignore[attr-defined]
+                    return False
+            elif cls is ast.Call:
                 names = [k.arg for k in node.keywords if k.arg is not None]  # type: ignore[attr-defined]
-                if len(set(names)) != len(names):
+                if "__debug__" in names or len(set(names)) != len(names):
                     return False
-            inner = depth + 1
-            for field in cls._fields:
-                value = getattr(node, field)
-                if type(value) is list:
-                    for child in value:
-                        if child is not None and type(child) not in leaves:
-                            stack.append((child, inner))
-                elif isinstance(value, ast.AST) and type(value) not in leaves:
-                    stack.append((value, inner))
     return not structure.end()
 
 
