@@ -114,43 +114,48 @@ class _Mapper:
     """Maps positions in the text handed to `ast.parse` back to offsets in the source file.
 
     promplate does `dedent(inner).strip()` before parsing, so columns shift per line; we keep, for
-    every character of the parsed text, the source offset it came from. `prefix` is synthetic text
-    put before it (to parse `{% elif %}` as part of an `if`), which maps to the code's start.
+    every character of the parsed text, the source offset it came from.
     """
 
-    __slots__ = ("src", "text", "prefix", "positions", "full", "line_starts", "fallback")
+    __slots__ = ("src", "text", "positions", "_line_starts", "ascii", "fallback")
 
-    def __init__(
-        self, src: SourceText | None, text: str, positions: list[int], prefix: str, suffix: str, fallback: Span
-    ) -> None:
+    def __init__(self, src: SourceText | None, text: str, positions: list[int], fallback: Span) -> None:
         self.src = src
         self.text = text
-        self.prefix = prefix
         self.positions = positions  # len(text) + 1 entries
-        self.full = prefix + text + suffix
-        starts = [0]
-        find = self.full.find
-        pos = find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find("\n", pos + 1)
-        self.line_starts = starts
+        self._line_starts: list[int] | None = None  # made when a position is first asked for
+        self.ascii = text.isascii()  # then a UTF-8 byte column is a character column
         self.fallback = fallback
 
+    @property
+    def line_starts(self) -> list[int]:
+        starts = self._line_starts
+        if starts is None:
+            starts = [0]
+            find = self.text.find
+            pos = find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            self._line_starts = starts
+        return starts
+
     def _index(self, lineno: int | None, col: int | None, byte_col: bool) -> int:
-        """Index into the parsed text (without prefix) of a 1-based line and 0-based column."""
+        """Index into the parsed text of a 1-based line and 0-based column."""
         if lineno is None or lineno < 1:
             return 0
-        if lineno > len(self.line_starts):
+        starts = self.line_starts
+        if lineno > len(starts):
             return len(self.text)
-        start = self.line_starts[lineno - 1]
-        end = self.full.find("\n", start)
-        line = self.full[start : end if end != -1 else len(self.full)]
+        text = self.text
+        start = starts[lineno - 1]
+        end = text.find("\n", start)
+        if end == -1:
+            end = len(text)
         col = max(0, col or 0)
-        if byte_col:  # ast node columns count UTF-8 bytes
-            col = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
-        index = start + min(col, len(line)) - len(self.prefix)
-        return max(0, min(index, len(self.text)))
+        if byte_col and not self.ascii:  # ast node columns count UTF-8 bytes
+            col = len(text[start:end].encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        return start + min(col, end - start)
 
     def offset(self, lineno: int | None, col: int | None, byte_col: bool = False) -> int:
         return self.positions[self._index(lineno, col, byte_col)]
@@ -438,7 +443,7 @@ def _parse_block(block: Block) -> _Parsed:
     src = block.code_span.src or block.span.src
     text, positions = template.unwrap(block.code, block.code_span.start)
     keyword = _block_keyword(block) if block.kind == "stmt" else ""
-    mapper = _Mapper(src, text, positions, "", "", block.span)
+    mapper = _Mapper(src, text, positions, block.span)
     try:
         if block.kind == "stmt":
             header = template.parse_header(keyword, text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
 from ..facts import codes
@@ -59,6 +60,15 @@ _ALIASES = {
     "ttl": "cache_ttl",
     "budgets": "budget",
 }
+
+
+@lru_cache(maxsize=1024)
+def _reserved_key_like(key: str) -> str | None:
+    """The reserved key a metadata key is a typo of, if any (asked for every metadata line of
+    every prompt, with a handful of distinct keys in a project: each is worked out once)."""
+    return did_you_mean(key, RESERVED_KEYS)
+
+
 #: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.backend.budget)
 _MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
@@ -397,7 +407,7 @@ class _HeaderBuilder:
             else:
                 self.role = (role, d.value_span)
         else:
-            close = did_you_mean(key, RESERVED_KEYS) or _ALIASES.get(key)
+            close = _reserved_key_like(key) or _ALIASES.get(key)
             if key in _PARAM_KEYS:
                 ctx.report(
                     codes.DIRECTIVE_TYPO,

@@ -570,6 +570,10 @@ def unwrap(code: str, base: int) -> tuple[str, list[int]]:
     `positions[len(text)]` the offset just past its last character (len(text) + 1 entries). Mirrors
     textwrap exactly: lines of only spaces/tabs become empty, the margin is the longest common
     leading run of spaces/tabs of the other non-empty lines, and it is cut from each line."""
+    if "\n" not in code:  # one line (most blocks): dedent cuts a margin of the leading whitespace
+        text = code.strip()
+        first = base + len(code) - len(code.lstrip())
+        return text, [*range(first, first + len(text)), first + len(text) if text else base]
     lines = code.split("\n")
     starts: list[int] = []
     offset = 0
