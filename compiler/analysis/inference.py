@@ -63,6 +63,11 @@ _MAX_STATIC_BLOCKS = 20
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: the statements that hold statements (their bodies are a level deeper)
+_COMPOUND = frozenset(
+    {ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match, *_FUNCTIONS, ast.ClassDef}
+    | ({ast.TryStar} if hasattr(ast, "TryStar") else set())
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +187,21 @@ class _Mapper:
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             return self.fallback
+        if self.ascii and self.src is not None and "\n" not in self.text:
+            # one ASCII line (most blocks): `span` with every column a character of line 1
+            size = len(self.text)
+            start = self.positions[
+                0 if lineno < 1 else size if lineno > 1 else min(max(0, getattr(node, "col_offset", 0) or 0), size)
+            ]
+            end_lineno = getattr(node, "end_lineno", None)
+            end_col = getattr(node, "end_col_offset", None)
+            end = start + 1
+            if end_lineno is not None and end_col is not None:
+                index = 0 if end_lineno < 1 else size if end_lineno > 1 else min(max(0, end_col), size)
+                end = max(self.positions[index], start)
+                if end == start:
+                    end = start + 1
+            return self.src.span(start, end)
         return self.span(
             lineno,
             getattr(node, "col_offset", 0),
@@ -378,6 +398,8 @@ def _irrefutable(case: ast.match_case) -> bool:
 
 def _nesting(body: Sequence[ast.stmt]) -> tuple[int, int]:
     """(deepest indentation level, deepest loop nesting outside functions) of statements."""
+    if not any(statement.__class__ in _COMPOUND for statement in body):
+        return 0, 0  # simple statements only (most blocks): nothing is nested
     deepest = 0
     loops = 0
     stack: list[tuple[ast.AST, int, int, bool]] = [(s, 0, 0, True) for s in body]
