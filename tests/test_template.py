@@ -1071,10 +1071,12 @@ def test_compile_section_is_cached_and_registers_the_listing():
 def test_the_build_parses_each_block_once(monkeypatch):
     """The inference parses every block of a section, and the section's compile check (the program
     the runtime will run) takes those trees over instead of parsing the blocks again."""
+    from promptc.analysis import inference
     from promptc.compile import compile_text
     from promptc.facts.config import Config
     from promptc.runtime import template
 
+    inference._TREES.clear()
     parsed: list[str] = []
     real = template._parse
     monkeypatch.setattr(
@@ -1093,6 +1095,8 @@ def test_the_build_parses_each_block_once(monkeypatch):
             *(f"n{i} = lambda: {i}" for i in range(5)),
         ]
     )
+    # the trees the check took over are not kept for other blocks (it changed them)
+    assert not inference._TREES
     # what the check remembers is that the text compiles, not its program (nothing is kept for a render)
     (section,) = [s for m in result.artifact.messages for b in m.blocks for s in b.sections]
     assert section.text in template._CHECKED

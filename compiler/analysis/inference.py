@@ -437,6 +437,12 @@ class _Parsed(NamedTuple):
     #: every node of `body` and `header`, each tree breadth first (`template.walk`): the one walk
     #: of the block that the attribute uses and `template.surely_compiles` share
     nodes: Sequence[ast.AST] = ()
+    #: the key under which `analyse` may keep the trees in `_TREES` (None: not to be kept)
+    key: tuple[str, str, str] | None = None
+    #: the trees, as `_TREES` keeps them
+    trees: _Trees | None = None
+    #: the trees came from `_TREES`, shared with other blocks written the same way
+    shared: bool = False
 
 
 class _BlockError(Exception):
@@ -460,21 +466,74 @@ def _problem(error: template.TemplateSyntaxError, mapper: _Mapper, block: Block)
     return make(CODES[error.code], error.message, span, error.hint)
 
 
-def _parse_block(block: Block) -> _Parsed:
-    """Read one block with the same functions the runtime's code generator uses."""
+class _Trees(NamedTuple):
+    """What parsing a block's unwrapped code gives, wherever the block is written: the statements
+    (or the `{% %}` header), their nodes (`template.walk`) and the E602 problem, positioned in the
+    code."""
+
+    body: list[ast.stmt]
+    header: ast.If | ast.For | ast.While | None
+    nodes: list[ast.AST]
+    problem: template.TemplateSyntaxError | None
+
+
+#: (kind, keyword, unwrapped code) → its `_Trees`, for the blocks a build writes again and again
+#: (`{% endif %}`, `{% else %}`, `{{ turn.text }}`): each is parsed once per process, the 4,096
+#: used last kept. Sharing is sound because nothing the analysis keeps holds a node (only spans
+#: and names), no tree is changed by it, and the trees handed to the section's compile check
+#: (which takes them over) are never kept nor taken from here (`analyse`); a block written twice in
+#: one section gets its own trees the second time (the analysis tells nodes apart by `id`).
+_TREES: dict[tuple[str, str, str], _Trees] = {}
+_TREES_MAX = 4096
+#: longer code is parsed every time (it is rare, and a kept tree holds its text's worth of nodes)
+_TREES_CODE_MAX = 1000
+
+
+def _read(kind: str, keyword: str, text: str) -> _Trees:
+    if kind == "stmt":
+        header = template.parse_header(keyword, text)
+        return _Trees([], header, [] if header is None else template.walk((header,)), None)
+    parsed = template.parse_code(kind, text)
+    return _Trees(parsed.body, None, template.walk(parsed.body), parsed.problem)
+
+
+def _parse_block(block: Block, seen: set[tuple[str, str, str]] | None = None) -> _Parsed:
+    """Read one block with the same functions the runtime's code generator uses. `seen`: the
+    `_TREES` keys already used in this section (then the trees may come from `_TREES`)."""
     src = block.code_span.src or block.span.src
     text, positions = template.unwrap(block.code, block.code_span.start)
     keyword = _block_keyword(block) if block.kind == "stmt" else ""
     mapper = _Mapper(src, text, positions, block.span)
-    try:
-        if block.kind == "stmt":
-            header = template.parse_header(keyword, text)
-            return _Parsed(block, mapper, [], header, keyword, None, () if header is None else template.walk((header,)))
-        parsed = template.parse_code(block.kind, text)
-    except template.TemplateSyntaxError as error:
-        raise _BlockError(_problem(error, mapper, block)) from None
-    problem = _problem(parsed.problem, mapper, block) if parsed.problem is not None else None
-    return _Parsed(block, mapper, parsed.body, None, "", problem, template.walk(parsed.body))
+    key: tuple[str, str, str] | None = None
+    trees = None
+    if seen is not None and len(text) <= _TREES_CODE_MAX:
+        key = (block.kind, keyword, text)
+        if key in seen:
+            key = None  # written twice in the section: trees of its own
+        else:
+            seen.add(key)
+            trees = _TREES.pop(key, None)
+            if trees is not None:
+                _TREES[key] = trees  # used last: forgotten last
+    shared = trees is not None
+    if trees is None:
+        try:
+            trees = _read(block.kind, keyword, text)
+        except template.TemplateSyntaxError as error:
+            raise _BlockError(_problem(error, mapper, block)) from None
+    problem = _problem(trees.problem, mapper, block) if trees.problem is not None else None
+    return _Parsed(block, mapper, trees.body, trees.header, keyword, problem, trees.nodes, key, trees, shared)
+
+
+def _keep(entries: Iterable[_Parsed | None]) -> None:
+    """Keep the trees of a section's blocks that were parsed here, for the blocks written the same
+    way later (`_TREES`)."""
+    for entry in entries:
+        if entry is None or entry.key is None or entry.shared:
+            continue
+        _TREES[entry.key] = entry.trees  # type: ignore[assignment]
+    while len(_TREES) > _TREES_MAX:
+        del _TREES[next(iter(_TREES))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1635,12 +1694,13 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
     parsed: dict[int, _Parsed | None] = {}
     problems: dict[int, Diagnostic] = {}
     has_template = False
+    seen: set[tuple[str, str, str]] = set()
     for index, item in enumerate(events):
         if not isinstance(item, Block):
             continue
         has_template = True
         try:
-            entry = _parse_block(item)
+            entry = _parse_block(item, seen)
         except _BlockError as error:
             problems[index] = error.diagnostic
             parsed[index] = None
@@ -1675,6 +1735,10 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
             (e.block.kind, e.keyword, b, e.nodes) for e, b in zip(entries, blocks, strict=True) if e is not None
         )
     )
+    if surely:  # no compile check takes these trees over: they may be shared
+        _keep(entries)
+    else:  # the check parses the shared blocks itself, and takes the others over
+        blocks = tuple(None if e is not None and e.shared else b for e, b in zip(entries, blocks, strict=True))
     return Analysis(
         inputs,
         helpers,
