@@ -105,9 +105,9 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
                 block.span if block else section.span,
                 "move the template block into a dynamic section",
             )
-        return evolve(section, boundary="stable")
+        return section if section.boundary == "stable" else evolve(section, boundary="stable")
     boundary = section.declared_boundary or ("dynamic" if dynamic else "stable")
-    return evolve(section, boundary=boundary)
+    return section if section.boundary == boundary else evolve(section, boundary=boundary)
 
 
 def _lint_stable_text(section: Section, ctx: Context) -> None:
