@@ -605,3 +605,16 @@ def test_a_block_written_twice_in_a_section_keeps_its_own_guard() -> None:
         result = analyse(items_of(text))
         assert [u.guarded for u in result.shape_uses if u.kind == "attr"] == [True, False]
         assert "user" not in result.optional
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["text ", "${a}", "${b.c}", "${a.b.c}", "${user.name}", "\n", "\\${x}", "${ bad }", "${}"]),
+        max_size=12,
+    ).map("".join)
+)
+def test_a_section_without_blocks_analyses_as_the_general_path_does(text: str) -> None:
+    events = items_of(text)
+    assert _facts(inference._placeholders_only(events)) == _facts(inference._analyse_template(events))
+    assert inference._placeholders_only(events) == inference._analyse_template(events)

@@ -1687,10 +1687,32 @@ def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] =
     ]
 
 
+def _placeholders_only(events: Sequence[Item]) -> Analysis:
+    """`analyse` of a section without template blocks (most sections): what `_Template.run` and
+    `result` come to when only placeholders read names, every read a plain, unguarded input."""
+    first: dict[str, Span] = {}
+    every: list[tuple[str, Span]] = []
+    shapes: list[ShapeUse] = []
+    for item in events:
+        if item.__class__ is Placeholder and item.root:
+            root, span = item.root, item.span
+            every.append((root, span))
+            first.setdefault(root, span)
+            shapes.append(ShapeUse(root, "path", tuple(item.path.split(".")[1:]), span, False))
+    return Analysis(frozenset(first), frozenset(), False, (), tuple(sorted(first.items())), tuple(every), tuple(shapes))
+
+
 def analyse(items: Sequence[Item | Spliced]) -> Analysis:
     """Infer the inputs and helpers of one section's items. Never raises for any input:
     problems come back as diagnostics."""
     events = list(_flatten(items))
+    if not any(item.__class__ is Block for item in events):
+        return _placeholders_only(events)
+    return _analyse_template(events)
+
+
+def _analyse_template(events: Sequence[Item]) -> Analysis:
+    """`analyse` of a section's items, spliced partials inlined."""
     parsed: dict[int, _Parsed | None] = {}
     problems: dict[int, Diagnostic] = {}
     has_template = False

@@ -226,7 +226,13 @@ def read_block(raw: str) -> BlockParts:
 
     The dash rule (language.py): a `-` right after the opener trims left; a `-` right before the
     closer trims right unless it is the left dash itself; one dash per side at most. Used by the
-    parser for every block it meets and by `scan`. Raises ValueError for text that is not a block."""
+    parser for every block it meets and by `scan`. Raises ValueError for text that is not a block.
+    A `BlockParts` is immutable: the parts of a short block are read once per process (the 4,096
+    read last), since the same blocks come back in prompt after prompt."""
+    return _read_short(raw) if len(raw) <= 1000 else _read_block(raw)
+
+
+def _read_block(raw: str) -> BlockParts:
     opener = raw[:2]
     kind = BLOCK_KINDS.get(opener)
     if kind is None or len(raw) < 4 or not raw.endswith(DELIMITERS[opener]):
@@ -240,6 +246,9 @@ def read_block(raw: str) -> BlockParts:
         stripped = code.strip()
         keyword = _KEYWORD_END.split(stripped, maxsplit=1)[0] if stripped else ""
     return BlockParts(kind, code, 2 + trim_left, trim_left, trim_right, keyword)  # type: ignore[arg-type]
+
+
+_read_short = lru_cache(maxsize=4096)(_read_block)
 
 
 # ---------------------------------------------------------------------------------------------
