@@ -85,6 +85,12 @@ def split_list_at(value: str) -> list[tuple[str, int]]:
     """`split_list` with each piece's offset in `value` (of its first non-blank character): one
     pass, so a directive with a million items costs a million steps."""
     parts: list[tuple[str, int]] = []
+    if not any(opener in value for opener in _NESTING):  # commas only (most lists): split on them
+        start = 0
+        for raw in value.split(","):
+            _piece(parts, raw, 0, len(raw), start)
+            start += len(raw) + 1
+        return parts
     depth = 0
     quote = ""
     escaped = False
@@ -111,11 +117,15 @@ def split_list_at(value: str) -> list[tuple[str, int]]:
     return parts
 
 
-def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int) -> None:
+#: what makes a comma not a separator: quotes and brackets (closers alone change nothing)
+_NESTING = ("'", '"', "[", "{", "(")
+
+
+def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int, base: int | None = None) -> None:
     raw = value[start:end]
     text = raw.strip()
     if text:
-        parts.append((text, start + len(raw) - len(raw.lstrip())))
+        parts.append((text, (start if base is None else base) + len(raw) - len(raw.lstrip())))
 
 
 def _unrepresentable(value: object) -> tuple[list[str | int], str, str] | None:
@@ -126,8 +136,25 @@ def _unrepresentable(value: object) -> tuple[list[str | int], str, str] | None:
     return unrepresentable(value)
 
 
+#: `typed_value`s that are not containers, by their text: the same `0.2`s and `512`s come back
+#: in prompt after prompt (the 4,096 asked for last)
+_TYPED: dict[str, object] = {}
+
+
 def typed_value(raw: str) -> object:
     """A JSON literal where the text is one (`0.7`, `true`, `null`, `"a, b"`), else the string."""
+    found = _TYPED.get(raw, _TYPED)
+    if found is not _TYPED:
+        return found
+    value = _typed_value(raw)
+    if len(raw) <= 200 and not isinstance(value, (list, dict)):  # a container is the caller's own to change
+        _TYPED[raw] = value
+        if len(_TYPED) > 4096:
+            del _TYPED[next(iter(_TYPED))]
+    return value
+
+
+def _typed_value(raw: str) -> object:
     try:
         value = json.loads(raw)
     except ValueError:
