@@ -475,6 +475,8 @@ class _Trees(NamedTuple):
     header: ast.If | ast.For | ast.While | None
     nodes: list[ast.AST]
     problem: template.TemplateSyntaxError | None
+    #: `template.certain_block` of it
+    certain: bool
 
 
 #: (kind, keyword, unwrapped code) → its `_Trees`, for the blocks a build writes again and again
@@ -492,9 +494,11 @@ _TREES_CODE_MAX = 1000
 def _read(kind: str, keyword: str, text: str) -> _Trees:
     if kind == "stmt":
         header = template.parse_header(keyword, text)
-        return _Trees([], header, [] if header is None else template.walk((header,)), None)
+        nodes = [] if header is None else template.walk((header,))
+        return _Trees([], header, nodes, None, template.certain_block(kind, keyword, header, nodes))
     parsed = template.parse_code(kind, text)
-    return _Trees(parsed.body, None, template.walk(parsed.body), parsed.problem)
+    nodes = template.walk(parsed.body)
+    return _Trees(parsed.body, None, nodes, parsed.problem, template.certain_block(kind, keyword, parsed.body, nodes))
 
 
 def _parse_block(block: Block, seen: set[tuple[str, str, str]] | None = None) -> _Parsed:
@@ -1754,7 +1758,7 @@ def _analyse_template(events: Sequence[Item]) -> Analysis:
         has_template
         and all(e is not None for e in entries)
         and template.surely_compiles(
-            (e.block.kind, e.keyword, b, e.nodes) for e, b in zip(entries, blocks, strict=True) if e is not None
+            (e.block.kind, e.keyword, e.trees is not None and e.trees.certain) for e in entries if e is not None
         )
     )
     if surely:  # no compile check takes these trees over: they may be shared

@@ -24,7 +24,8 @@ What is here, and who uses it:
   runtime renders with them; the build compiles exactly the same module to catch what CPython's
   compiler rejects, e.g. `def f(a, a)`, before an artifact ships: `check_section(text, parsed)`,
   which takes over the block trees the inference already parsed and keeps nothing but the fact;
-  `surely_compiles(blocks)` says when a section's blocks cannot fail there, so the check is skipped).
+  `surely_compiles(blocks)` (of `certain_block`s) says when a section's blocks cannot fail there, so the
+  check is skipped).
 
 Semantics of the generated code (`generate`). A section compiles into one module::
 
@@ -117,6 +118,7 @@ __all__ = [
     "compile_section",
     "check_section",
     "surely_compiles",
+    "certain_block",
     "walk",
     "execute",
     "run",
@@ -1434,48 +1436,52 @@ def walk(roots: Iterable[ast.AST]) -> list[ast.AST]:
     return out
 
 
-def surely_compiles(blocks: Iterable[tuple[str, str, Parsed, Sequence[ast.AST]]]) -> bool:
+def certain_block(kind: str, keyword: str, parsed: Parsed, nodes: Sequence[ast.AST]) -> bool:
+    """What `surely_compiles` asks of each block on its own: (kind, `{% %}` keyword or "", what
+    parsing it gave: the header, None for an end tag, or the statements; and its nodes, `walk` of
+    those), parsed without error as `generate` takes it. False for a node not in `_CERTAIN_NODES`,
+    a `__debug__` bound or passed by keyword, a keyword argument repeated, a `{{ }}` not ending in
+    an expression, more than `_CERTAIN_SIZE` nodes. A function of the block's code alone, so the
+    inference works it out once per distinct block."""
+    if kind == "stmt":
+        if parsed is None:
+            return keyword in CLOSERS
+        if isinstance(parsed, list):
+            return False
+    elif not isinstance(parsed, list) or (kind == "expr" and (not parsed or parsed[-1].__class__ is not ast.Expr)):
+        return False
+    if len(nodes) > _CERTAIN_SIZE:
+        return False
+    certain = _CERTAIN_NODES
+    for node in nodes:
+        cls = node.__class__
+        if cls not in certain:
+            return False
+        if cls is ast.Name:
+            if node.id == "__debug__" or node.ctx.__class__ is ast.Del:  # type: ignore[attr-defined]
+                return False
+        elif cls is ast.Attribute:
+            if node.attr == "__debug__":  # type: ignore[attr-defined]
+                return False
+        elif cls is ast.Call:
+            names = [k.arg for k in node.keywords if k.arg is not None]  # type: ignore[attr-defined]
+            if "__debug__" in names or len(set(names)) != len(names):
+                return False
+    return True
+
+
+def surely_compiles(blocks: Iterable[tuple[str, str, bool]]) -> bool:
     """True when the program `generate` makes for a section is certain to compile, so the build's
     compile check (`check_section`) can be skipped: nothing in it can fail only at compile time.
 
-    `blocks` are the section's blocks in order, as (kind, `{% %}` keyword or "", what parsing it
-    gave: the header, None for an end tag, or the statements; and its nodes, `walk` of those),
-    every one parsed without error, as `generate` takes them. Conservative: False for anything it
-    does not vouch for (a node not in `_CERTAIN_NODES`, a `__debug__` bound or passed by keyword,
-    a keyword argument repeated, a `{{ }}` not ending in an expression, a `{% %}` structure problem
-    or nesting deeper than `_CERTAIN_NESTING`, a block of more than `_CERTAIN_SIZE` nodes); then
-    the caller compiles. `tests/test_template.py` checks it against CPython's `compile()` on
-    drawn sections."""
+    `blocks` are the section's blocks in order, as (kind, `{% %}` keyword or "", `certain_block`
+    of it). Conservative: False when a block is not certain, on a `{% %}` structure problem, or
+    nesting deeper than `_CERTAIN_NESTING`; then the caller compiles. `tests/test_template.py`
+    checks it against CPython's `compile()` on drawn sections."""
     structure: Structure[int] = Structure(max_nesting=_CERTAIN_NESTING)
-    certain = _CERTAIN_NODES
-    for kind, keyword, parsed, nodes in blocks:
-        if kind == "stmt":
-            if structure.tag(keyword, 0) or structure.stopped:
-                return False
-            if parsed is None:
-                if keyword not in CLOSERS:
-                    return False
-                continue
-            if isinstance(parsed, list):
-                return False
-        elif not isinstance(parsed, list) or (kind == "expr" and (not parsed or parsed[-1].__class__ is not ast.Expr)):
+    for kind, keyword, certain in blocks:
+        if not certain or (kind == "stmt" and (structure.tag(keyword, 0) or structure.stopped)):
             return False
-        if len(nodes) > _CERTAIN_SIZE:
-            return False
-        for node in nodes:
-            cls = node.__class__
-            if cls not in certain:
-                return False
-            if cls is ast.Name:
-                if node.id == "__debug__" or node.ctx.__class__ is ast.Del:  # type: ignore[attr-defined]
-                    return False
-            elif cls is ast.Attribute:
-                if node.attr == "__debug__":  # type: ignore[attr-defined]
-                    return False
-            elif cls is ast.Call:
-                names = [k.arg for k in node.keywords if k.arg is not None]  # type: ignore[attr-defined]
-                if "__debug__" in names or len(set(names)) != len(names):
-                    return False
     return not structure.end()
 
 
