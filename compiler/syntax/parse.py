@@ -231,12 +231,14 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
     """The `{% %}` structure, checked once for the whole build (`template.Structure`): separators
     and section directives are barriers, since a block never spans them."""
     structure: Structure[Block] = Structure(position=lambda block: f"{block.span.line}:{block.span.col}")
-    for item in items:
-        if isinstance(item, Separator):
+    if not any(item.__class__ is Block and item.kind == "stmt" for item in items):
+        return  # no tag: nothing can be open, nothing can close
+    for item in items:  # node classes have no subclasses: compared by identity, the cheaper test
+        if item.__class__ is Separator:
             problems = structure.barrier(BEFORE_SEPARATOR)
-        elif isinstance(item, Directive) and item.key == "section":
+        elif item.__class__ is Directive and item.key == "section":
             problems = structure.barrier(BEFORE_SECTION)
-        elif isinstance(item, Block) and item.kind == "stmt":
+        elif item.__class__ is Block and item.kind == "stmt":
             problems = structure.tag(item.keyword, item)
         else:
             continue
