@@ -597,3 +597,18 @@ def test_a_model_change_is_a_bust_on_its_param_line(tmp_path) -> None:
     assert run_promptc("build", "-q", cwd=tmp_path).returncode == 0
     same = run_promptc("diff", "old.json", "--old-src", "old", "--fail-on", "bust", cwd=tmp_path)
     assert same.returncode == 0 and "0 cache busts" in same.stdout, same.stdout
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=prompts())
+def test_the_walks_stop_is_the_prefixs_stop(drawn: Drawn) -> None:
+    """`Request.stop` (the locate stage's, which hashes nothing) is where `prefix()` stops, in
+    every provider's view."""
+    from promptc.runtime import requestmodel
+
+    artifact = compiled(drawn)
+    if artifact is None:
+        return
+    for profile in (True, None, requestmodel.anthropic_view(None)):
+        request = requestmodel.of_artifact(artifact, profile=profile)
+        assert request.stop() is request.prefix().stop
