@@ -57,11 +57,12 @@ check: $(TESTSTAMP)
 
 lint: check
 
+# Every target of issue 26 in one run and one table (about 7 minutes on two cores; docs/performance.md,
+# "Reproduce"). `make bench BENCH_ARGS=--quick` runs every row small, in about 30 s.
+BENCH_ARGS ?=
 bench: $(TESTSTAMP)
 	@$(PIP) -e '.[test,bench]'
-	$(BIN)/python bench/run.py
-	$(BIN)/python bench/pathological.py
-	$(BIN)/python bench/lsp_latency.py
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .promptc-cache .pytest_cache

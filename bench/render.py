@@ -12,8 +12,8 @@ The other engines get "the same template": the prompt's message texts joined by 
 sections as written). Jinja2's `Environment().from_string` and promplate's `Template` are built once,
 outside the timing (promplate compiles at its first render, which is also untimed); the floor is one
 `str.format` call, and a chain of `str.replace`, on the same text. Everything runs in this one
-process, interleaved: each round times every case once (`timeit`, enough calls for ~20 ms), and the
-table shows the median per call over the rounds.
+process, interleaved: each round times every case once (`timeit`, enough calls for ~20 ms, a number worked out
+once per case before the rounds), and the table shows the median per call over the rounds.
 
     python bench/render.py [--rounds 15] [--json FILE]
 """
@@ -119,11 +119,19 @@ def engines(artifact: Any, shape: str, values: dict[str, Any]) -> dict[str, Call
     return timed
 
 
-def per_call(fn: Callable[[], Any], budget: float = 0.02) -> float:
+def calls_for(fn: Callable[[], Any], budget: float = 0.02) -> int:
+    """How many calls of `fn` take about `budget` seconds: doubled from one until a tenth of it, then scaled.
+    (Worked out once per engine, not each round: `timeit`'s own `autorange` spends 0.2 s finding it, ten times
+    the measurement, and made this table take minutes on a loaded machine.)"""
     timer = timeit.Timer(fn)
-    number, took = timer.autorange()
-    number = max(1, int(number * budget / took)) if took else number
-    return timer.timeit(number) / number
+    number = 1
+    while (took := timer.timeit(number)) < budget / 10:
+        number *= 2
+    return max(1, int(number * budget / took))
+
+
+def per_call(fn: Callable[[], Any], number: int) -> float:
+    return timeit.Timer(fn).timeit(number) / number
 
 
 def measure(rounds: int = 15) -> dict[str, Any]:
@@ -136,10 +144,11 @@ def measure(rounds: int = 15) -> dict[str, Any]:
         artifact = runtime.artifact(prompt)
         plans[key] = engines(artifact, shape, inputs_for(artifact))
     samples: dict[str, dict[str, list[float]]] = {key: {engine: [] for engine in fns} for key, fns in plans.items()}
+    numbers = {key: {engine: calls_for(fn) for engine, fn in fns.items()} for key, fns in plans.items()}
     for _ in range(rounds):
         for key, fns in plans.items():
             for engine, fn in fns.items():
-                samples[key][engine].append(per_call(fn))
+                samples[key][engine].append(per_call(fn, numbers[key][engine]))
     return {
         "rounds": rounds,
         "cases": [{"key": k, "label": label, "prompt": p, "shape": s} for k, label, p, s in CASES],

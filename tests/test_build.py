@@ -296,7 +296,7 @@ def test_a_reused_artifact_stays_reusable_when_the_output_holds_a_copy_of_it(pro
 def test_strict_build_compiles_each_prompt_once(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`build --strict` is one build whose warnings fail it (the driver owns strictness), not a
     check followed by a build: every prompt is compiled once, and nothing is written."""
-    from promptc.driver import pool
+    from promptc.compile import pipeline
 
     from .conftest import run_promptc
 
@@ -304,13 +304,13 @@ def test_strict_build_compiles_each_prompt_once(project: Path, monkeypatch: pyte
     write(project, "prompts_src/b.prompt", "Plain.\n")
     write(project, "prompts_src/c.prompt", "Hi ${name}.\n")
     compiled: list[str] = []
-    real = pool.compile_prompt
+    real = pipeline.compile_prompt
 
     def counting(rel: str, *args, **kwargs):
         compiled.append(rel)
         return real(rel, *args, **kwargs)
 
-    monkeypatch.setattr(pool, "compile_prompt", counting)
+    monkeypatch.setattr(pipeline, "compile_prompt", counting)
     done = run_promptc("build", "--strict", "--tokenizer", "approx-bytes/4", cwd=project)
     assert done.returncode == 1 and "error[W303]" in done.stdout, done.stdout
     assert sorted(compiled) == ["a.prompt", "b.prompt", "c.prompt"]

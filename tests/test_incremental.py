@@ -57,7 +57,7 @@ def test_the_manifest_patched_piece_by_piece_is_the_one_a_clean_build_serialises
     the pieces join to exactly `dumps(Manifest.of(...))`, restored as the state keeps them they
     join to the same bytes, and they type to the same `Manifest`."""
     rng = random.Random(3)
-    names = ["a", "b", 'c"d', "e: {f", "é/ü", "z/y", "m\nn", "q", "q/r", "q-r", "{"]
+    names = ["a", "b", 'c"d', "e: {f", "é/ü", "z/y", "m\nn", "q", "q/r", "q-r", "{", 'x\\": {y', "\\", "1" * 64]
     prefixes = [None, "1" * 64, "2" * 64, "f" * 64]
     current: dict[str, ManifestEntry] = {}
     doc = ManifestDoc.of({}, APPROX)
@@ -74,9 +74,20 @@ def test_the_manifest_patched_piece_by_piece_is_the_one_a_clean_build_serialises
         assert doc.manifest(current) == Manifest.of(current, tokenizer=APPROX.tokenizer, provider=None)
         restored = ManifestDoc.restore(dict(doc.entries), dict(doc.groups), APPROX)
         assert restored is not None and restored.bytes() == expected
-        if rng.random() < 0.2:
-            doc = restored  # go on patching the pieces the state kept, as a fresh build does
-    assert ManifestDoc.restore({"a": b"not a piece"}, {}, APPROX) is None  # type: ignore[dict-item]
+        read = ManifestDoc.read(expected, APPROX)  # read back out of the file, as a fresh build does
+        assert read is not None and read.bytes() == expected and len(read) == len(current)
+        if rng.random() < 0.5:  # its pieces split out ...
+            assert (read.entries, read.groups) == (doc.entries, doc.groups)
+        elif current:  # ... or found in its bytes one by one
+            name = rng.choice(sorted(current))
+            assert read.entry(name) == current[name] and name in read
+        if rng.random() < 0.3:
+            doc = rng.choice([restored, read])  # go on patching the pieces read back
+    assert ManifestDoc.restore({"a": b"not a piece"}, {}, APPROX) is None
+    # anything but a manifest this promptc writes with this configuration is not read
+    assert ManifestDoc.read(expected.replace(b"approx-bytes/4", b"cl100k_base"), APPROX) is None
+    assert ManifestDoc.read(expected[:-3], APPROX) is None
+    assert ManifestDoc.read(b"\xff" + expected, APPROX) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,9 +179,9 @@ def test_a_fresh_build_after_one_edit_reads_and_hashes_only_that_file(project: P
     seen: list[frozenset[str]] = []
     real = driver.changes_of
 
-    def spy(plan: Any, prompts: Any, tree: Any, fresh: Any, *args: Any, **kwargs: Any) -> Any:
+    def spy(plan: Any, compiled: Any, reused: Any, tree: Any, fresh: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(frozenset(fresh))
-        return real(plan, prompts, tree, fresh, *args, **kwargs)
+        return real(plan, compiled, reused, tree, fresh, *args, **kwargs)
 
     monkeypatch.setattr(driver, "changes_of", spy)
     write(project, "prompts_src/g1/p5.prompt", "P 5 edited ${x}\n")
@@ -223,14 +234,19 @@ def test_the_state_is_a_journal_and_a_torn_line_costs_only_reuse(project: Path, 
         write(project, f"prompts_src/g0/p{5 * step}.prompt", f"Prompt edited {step} ${{x}}\n")
         assert build("prompts_src", "build", APPROX).ok
     assert len(_lines(out)) == base + 3  # one line appended per build, not the state rewritten
-    # a build killed while appending leaves a torn last line: it is dropped, nothing else
+    # a build killed while appending leaves a torn last line: it is dropped, nothing else; the
+    # state then describes the manifest before that build, not the one on disk, so this build
+    # reuses nothing (it costs reuse, never correctness) and the next one reuses again
     data = state_path(out).read_bytes()
     state_path(out).write_bytes(data[: len(data) - 40])
+    assert len(_lines(out)) == base + 2
     write(project, "prompts_src/g1/p1.prompt", "Prompt 1 edited ${x}\n")
     result = build("prompts_src", "build", APPROX)
-    compiled = sorted(p.name for p in result.prompts if not p.reused)
-    assert "g1/p1" in compiled and len(compiled) <= 2, compiled  # and the one whose record was torn
+    assert "g1/p1" in [p.name for p in result.compiled]
     _same_as_clean(project / "prompts_src", out, result, project)
+    write(project, "prompts_src/g1/p6.prompt", "Prompt 6 edited ${x}\n")
+    result = build("prompts_src", "build", APPROX)
+    assert [p.name for p in result.compiled] == ["g1/p6"]
     # a journal that grows is merged into the base
     for step in range(40):
         write(project, f"prompts_src/g2/p{2 + 5 * (step % 8)}.prompt", f"Prompt again {step} ${{x}}\n")
@@ -240,7 +256,7 @@ def test_the_state_is_a_journal_and_a_torn_line_costs_only_reuse(project: Path, 
     state_path(out).write_bytes(b"not a state\n")
     result = build("prompts_src", "build", APPROX)
     assert result.ok and not any(p.reused for p in result.prompts)
-    assert _lines(out)[0].startswith(b'{"format":"promptc-state/2"')
+    assert _lines(out)[0].startswith(b'{"format":"promptc-state/3"')
 
 
 # ---------------------------------------------------------------------------------------------

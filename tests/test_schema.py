@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import json
 from pathlib import Path
@@ -108,7 +109,7 @@ def _expected(annotation: object) -> tuple[set[str], list[object]]:
         return {"number"}, []
     if origin in (tuple, list):
         return {"array"}, [a for a in args if a is not Ellipsis]
-    if origin in (dict,) or annotation is dict or str(origin).endswith("Mapping"):
+    if origin in (dict, collections.abc.Mapping) or annotation is dict or str(origin).endswith("Mapping"):
         return {"mapping"}, list(args[1:])
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return {"object"}, [annotation]

@@ -6,12 +6,12 @@ this stage; `check --locked` reports a bindings file that is not what the build 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..facts import codes
-from ..facts.config import Config
+from ..facts.config import BINDINGS_OPTIONS, Config
 from ..facts.diagnostics import Diagnostic, make
+from ..facts.records import dataclass
 from ..runtime.atomic import reason, write_file
 from ..runtime.model import Artifact
 from .python import python_module_of
@@ -24,6 +24,7 @@ GENERATORS: dict[str, Generator] = {
     "python_bindings": python_module_of,
     "typescript_bindings": typescript_module_of,
 }
+assert tuple(GENERATORS) == BINDINGS_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class Binding:
 
 def configured(config: Config) -> list[str]:
     """The bindings keys the configuration sets."""
-    return [key for key in GENERATORS if getattr(config, key)]
+    return list(config.bindings())
 
 
 def generate(config: Config, artifacts: Mapping[str, Artifact]) -> list[Binding]:

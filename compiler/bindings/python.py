@@ -24,13 +24,13 @@ import keyword
 import os
 import re
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
 from ..facts.language import MANIFEST
+from ..facts.records import dataclass
 from ..facts.version import VERSION
 from ..runtime.model import Artifact
 from ..runtime.render import load

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import orjson
 
-from ..backend.meter import TokenizerError, meter
 from ..facts import codes
 from ..facts.config import Config, Invalid, allow_codes, find_pyproject, load_config, options, validate
 from ..facts.diagnostics import (
@@ -133,11 +132,14 @@ def project_config(
     invalid = validate(config)
     if invalid:
         raise click.BadParameter(invalid, param_hint="--provider")
-    try:
-        if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
+    if config.tokenizer:  # "" lets each prompt's provider profile pick one that ships
+        # imported here: a build that compiles nothing loads nothing of the compile stack
+        from ..backend.meter import TokenizerError, meter
+
+        try:
             meter(config.tokenizer)
-    except TokenizerError as exc:
-        raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
+        except TokenizerError as exc:
+            raise click.BadParameter(str(exc), param_hint="--tokenizer") from None
     return config.with_defines(parse_defines(defines)), list(current.diagnostics)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..driver.sources import read_tree
@@ -15,6 +14,7 @@ from ..facts import codes
 from ..facts.codes import Code
 from ..facts.diagnostics import Diagnostic, file_span, make
 from ..facts.language import MANIFEST, RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 
 

@@ -1,18 +1,27 @@
 """Compiling from the library: one source → its `CompiledPrompt` (artifact, bytes, diagnostics).
 
 Both functions run the declared compile (`promptc.compile.pipeline.STAGES`) through its one entry,
-`pipeline.compile_prompt`. Pure: no file system, no printing.
+`pipeline.compile_prompt`. Pure: no file system, no printing. The compile stack loads when
+either is first called: the build imports this package for `CompiledPrompt` alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..facts.config import Config
 from ..facts.diagnostics import ordered
 from ..facts.language import SOURCE_SUFFIX
+from ..facts.lazy import lazy_import
 from ..passes.context import SourceTree
-from .pipeline import CompiledPrompt, PartialLoader, compile_prompt
+from .prompt import CompiledPrompt
+
+if TYPE_CHECKING:
+    from . import pipeline
+    from .pipeline import PartialLoader
+else:
+    pipeline = lazy_import("promptc.compile.pipeline")
 
 
 def compile_source(
@@ -24,7 +33,9 @@ def compile_source(
 ) -> CompiledPrompt:
     """Compile the prompt `rel` of `tree` (its bytes are `data`). `partials` is the build's loader,
     shared by every prompt of the build; a fresh one is made when it is not given."""
-    return compile_prompt(rel, config, tree or SourceTree(files={rel: data}), data=data, partials=partials).compiled
+    return pipeline.compile_prompt(
+        rel, config, tree or SourceTree(files={rel: data}), data=data, partials=partials
+    ).compiled
 
 
 def compile_text(

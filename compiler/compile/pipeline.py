@@ -31,8 +31,6 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import orjson
-
 from ..backend import emit, suppress
 from ..backend.budget import check as check_budget
 from ..backend.emit import Request
@@ -46,7 +44,7 @@ from ..backend.request import settle as settle_request
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
-from ..facts.language import SOURCE_SUFFIX, STD_PREFIX
+from ..facts.language import STD_PREFIX
 from ..passes.comments import strip_comments
 from ..passes.context import Context, SourceTree
 from ..passes.directives import collect, collect_directives
@@ -64,6 +62,7 @@ from ..syntax.nodes import Document, Header, Item, evolve
 from ..syntax.parse import parse as parse_text
 from ..syntax.source import decode as decode_bytes
 from ..syntax.source import vanished
+from .prompt import CompiledPrompt, name_of
 
 # ---------------------------------------------------------------------------------------------
 # The passes
@@ -93,48 +92,6 @@ def run(doc: Document, ctx: Context, passes: tuple[Pass, ...] = PASSES) -> Docum
 
 # ---------------------------------------------------------------------------------------------
 # What a compile gives the build
-
-
-def name_of(rel: str) -> str:
-    return rel.removesuffix(SOURCE_SUFFIX)
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledPrompt:
-    name: str
-    source: str  # path under the source folder
-    diagnostics: tuple[Diagnostic, ...]
-    artifact: Artifact | None = None
-    data: bytes | None = None  # the artifact's JSON bytes, exactly as written
-    includes: tuple[str, ...] = field(default=())
-    #: what the manifest records about this artifact: its path, the sha256 of its bytes (also when
-    #: an incremental build reused the file already in the output), and the summary
-    entry: ManifestEntry | None = None
-    #: True when the artifact was not compiled in this build but taken from the output folder
-    reused: bool = False
-    #: where the build's spool holds the artifact's bytes, when it does not keep them in memory
-    spooled: str | None = None
-    #: tool and schema files the prompt read (source-relative): like includes, editing one rebuilds it
-    resources: tuple[str, ...] = field(default=())
-
-    @property
-    def artifact_sha256(self) -> str | None:
-        return None if self.entry is None else self.entry.sha256
-
-    @property
-    def deps(self) -> tuple[str, ...]:
-        """Every file besides its own source that the artifact depends on."""
-        return (*self.includes, *self.resources)
-
-    @property
-    def ok(self) -> bool:
-        return self.entry is not None and not has_errors(self.diagnostics)
-
-    def load_artifact(self) -> Artifact | None:
-        """The artifact, decoding `data` when the build kept only the bytes."""
-        if self.artifact is not None or self.data is None:
-            return self.artifact
-        return Artifact.from_json(orjson.loads(self.data))
 
 
 # ---------------------------------------------------------------------------------------------

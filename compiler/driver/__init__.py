@@ -26,18 +26,19 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
-from .. import bindings
 from ..backend.suppress import allowed
-from ..compile.pipeline import CompiledPrompt
+from ..compile.prompt import CompiledPrompt, name_of
 from ..facts import codes
 from ..facts.config import Config, load_config
 from ..facts.diagnostics import Diagnostic, deduplicated, file_span, has_errors, make
 from ..facts.language import SOURCE_SUFFIX
+from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime.atomic import read_file
 from ..runtime.buildfolder import (
@@ -75,10 +76,17 @@ from .plan import (
     last_good,
     load_plan,
     output_stat,
+    reuse,
     save_state,
+    warnings_of,
 )
 from .pool import PARALLEL_THRESHOLD, compile_many
 from .sources import LazyFiles, is_prompt, read_tree, update_tree
+
+if TYPE_CHECKING:
+    from .. import bindings
+else:  # the last stage, when the configuration names a bindings file
+    bindings = lazy_import("promptc.bindings")
 
 __all__ = [
     "build",
@@ -101,8 +109,9 @@ Progress = Callable[[int, int], None]
 class BuildResult:
     """What a build or a check did. Frozen; every field is public and plain data."""
 
-    #: every prompt in source order: compiled now, or reused from the output folder
-    prompts: tuple[CompiledPrompt, ...] = ()
+    #: every prompt in source order: compiled now, or reused from the output folder (a reused one
+    #: is made from the incremental state when first read)
+    prompts: Sequence[CompiledPrompt] = ()
     #: sorted by path, line, column
     diagnostics: tuple[Diagnostic, ...] = ()
     #: the manifest the build wrote or would write (None when the build failed)
@@ -129,6 +138,13 @@ class BuildResult:
         return sum(1 for d in self.diagnostics if d.severity == "error")
 
     @property
+    def compiled(self) -> tuple[CompiledPrompt, ...]:
+        """The prompts this build compiled (the others it reused), in source order."""
+        if isinstance(self.prompts, _Prompts):
+            return self.prompts.made_now()
+        return tuple(p for p in self.prompts if not p.reused)
+
+    @property
     def warnings(self) -> int:
         return sum(1 for d in self.diagnostics if d.severity == "warning")
 
@@ -140,9 +156,12 @@ class _Compiled:
     config: Config = field(default_factory=Config)
     #: warnings fail as errors do
     strict: bool = False
-    prompts: list[CompiledPrompt] = field(default_factory=list)
+    prompts: Sequence[CompiledPrompt] = ()
     diagnostics: list[Diagnostic] = field(default_factory=list)
     manifest: Manifest | None = None
+    #: the prompts compiled now (by source), and the state records of those reused
+    compiled: dict[str, CompiledPrompt] = field(default_factory=dict)
+    reused: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: new files → their bytes, or the spool file holding them (large builds)
     files: dict[str, bytes | Path] = field(default_factory=dict)
     #: artifacts the output folder already holds as they should be (reused)
@@ -162,6 +181,8 @@ class _Compiled:
     removed_paths: list[str] = field(default_factory=list)
     #: the prompts of the tree, sorted
     rels: list[str] = field(default_factory=list)
+    #: the state's records this build changed, as they were before it (by source)
+    state_changes: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -173,7 +194,7 @@ class _Compiled:
 
     def result(self, **changes: Any) -> BuildResult:
         return BuildResult(
-            prompts=tuple(self.prompts),
+            prompts=self.prompts,
             diagnostics=tuple(deduplicated(self.diagnostics)),
             manifest=self.manifest,
             outputs=tuple(sorted([*self.files, *self.keep])) if self.manifest is not None else (),
@@ -182,6 +203,54 @@ class _Compiled:
             else 0,
             **changes,
         )
+
+
+class _Prompts(Sequence[CompiledPrompt]):
+    """A build's prompts in source order: those it compiled, and those it reused from the output
+    folder as the incremental state recorded them, each made into a `CompiledPrompt` (its entry
+    decoded from the manifest) when first read: a build that reuses 100,000 prompts makes none
+    of them unless asked."""
+
+    __slots__ = ("_rels", "_made", "_records", "_entries")
+
+    def __init__(
+        self,
+        rels: list[str],
+        made: dict[str, CompiledPrompt],
+        records: Mapping[str, dict[str, Any]],
+        entries: Mapping[str, ManifestEntry],
+    ) -> None:
+        self._rels, self._made, self._records, self._entries = rels, made, records, entries
+
+    def _at(self, rel: str) -> CompiledPrompt:
+        prompt = self._made.get(rel)
+        if prompt is None:
+            prompt = self._made[rel] = reuse(rel, self._records[rel], self._entries[name_of(rel)])
+        return prompt
+
+    @overload
+    def __getitem__(self, index: int) -> CompiledPrompt: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[CompiledPrompt, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> CompiledPrompt | tuple[CompiledPrompt, ...]:
+        if isinstance(index, slice):
+            return tuple(self._at(rel) for rel in self._rels[index])
+        return self._at(self._rels[index])
+
+    def __len__(self) -> int:
+        return len(self._rels)
+
+    def __iter__(self) -> Iterator[CompiledPrompt]:
+        return (self._at(rel) for rel in self._rels)
+
+    def made_now(self) -> tuple[CompiledPrompt, ...]:
+        """The prompts compiled by the build (not those reused), without making the others."""
+        return tuple(self._made[rel] for rel in self._rels if rel not in self._records)
+
+    def __repr__(self) -> str:
+        return f"<{len(self._rels)} prompts, {len(self._rels) - len(self._records)} compiled>"
 
 
 class Session:
@@ -199,20 +268,21 @@ class Session:
         self.tree: SourceTree | None = None
         #: the walk that made `tree` reported no problem (a changed path can then be read alone)
         self.clean = False
+        #: the incremental state, as this session's last build saved it (its `entries` are the
+        #: prompts the next build reuses: those written without errors)
         self.plan: Plan | None = None
         self.doc: ManifestDoc | None = None
-        #: source → the prompt as the next build reuses it (only prompts written and without errors)
-        self.prompts: dict[str, CompiledPrompt] = {}
-        #: a file → the prompts that read it (includes, tools, schemas)
+        #: a file → the prompts that read it (includes, tools, schemas), for the entries indexed
         self.dependents: dict[str, set[str]] = {}
+        self.indexed = False
         #: the prompts of `tree`, sorted
         self.rels: list[str] | None = None
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
 
-    def _index(self, rel: str, deps: Iterable[str], add: bool = True) -> None:
-        for dep in deps:
+    def _index(self, rel: str, record: dict[str, Any] | None, add: bool = True) -> None:
+        for dep in (record or {}).get("deps") or ():
             users = self.dependents.setdefault(dep, set())
             if add:
                 users.add(rel)
@@ -347,7 +417,7 @@ def _build(
                     give_back(out)  # the shadow set is only an optimisation: its space is the user's
                 raise
             # the bindings of what the output folder now holds (still under the lock)
-            if bindings.configured(config):
+            if config.bindings():
                 with collecting():
                     project.report(bindings.write(bindings.generate(config, _artifacts(project, out))))
         failed = False
@@ -372,8 +442,8 @@ class _Known:
     file is still the one it wrote) and the check and patch of the folder it allows."""
 
     output: KnownOutput
-    #: artifacts the manifest lists that the state has no entry for (kept last-good ones): name → piece
-    kept: dict[str, str]
+    #: artifacts the manifest lists that the state has no entry for (kept last-good ones), by name
+    kept: frozenset[str]
     #: the stat of `manifest.json` as written
     manifest_stat: list[int] | None
 
@@ -417,8 +487,9 @@ def _known(plan: Plan, out: Path) -> _Known | None:
             return None
     except (KeyError, TypeError):
         return None
-    if not isinstance(kept, dict):
+    if not isinstance(kept, list):
         return None
+    kept = frozenset(kept)
     entries = plan.entries
 
     def holds(rel: str) -> bool:
@@ -469,15 +540,12 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
     fresh = files.fresh if isinstance(files, LazyFiles) else frozenset(files)
     doc = project.doc
     assert doc is not None
-    changes = changes_of(plan, project.prompts, project.tree, fresh, out, doc.entries, now_ns=project.walked_ns)
-    if project.doc_known:
-        changes.groups = dict(doc.changed_groups())
-    else:  # a document made afresh: every group, and none of the state's others
-        changes.groups = {sha: None for sha in plan.groups if sha not in doc.groups}
-        changes.groups.update(doc.groups)
-        doc.changed_groups()
+    changes = changes_of(
+        plan, project.compiled.values(), project.reused, project.tree, fresh, out, now_ns=project.walked_ns
+    )
     present = changes.present
-    kept = {p.name: doc.entries[p.name] for p in project.prompts if p.entry is not None and p.source not in present}
+    # the last-good artifacts a watch build kept for prompts that fail now
+    kept = sorted(p.name for p in project.compiled.values() if p.entry is not None and p.source not in present)
     if written or known is None or not plan.output:
         if known is not None and project.doc_known and isinstance(plan.output.get("dirs"), dict):
             folders = set(plan.output["dirs"]) | folders_of(project.files)
@@ -493,30 +561,30 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
     output["kept"] = kept
     output["manifest"] = output_stat(out / MANIFEST)
     doc.changed = False
+    changed = {rel: plan.entries.get(rel) for rel in changes.entries}  # the records before this build
     save_state(out, plan, changes, output)
+    project.state_changes = changed
 
 
 def _remember(session: Session, project: _Compiled) -> None:
-    """Keep what the next build of the session reuses: the tree, the manifest's pieces, and each
-    prompt written without errors, in the form a build reuses it (the state's entries say which)."""
+    """Keep what the next build of the session reuses: the tree, the manifest's pieces and the
+    state (whose entries are the prompts written without errors), and which prompts read which
+    files, brought up to date in the entries this build changed."""
     assert session.plan is not None
     session.tree, session.clean, session.doc = project.tree, project.clean_walk, project.doc
     session.rels = project.rels
     if project.tree is not None and isinstance(project.tree.files, LazyFiles):
         project.tree.files.forget()  # an initial build read every source: keep none of their bytes
     entries = session.plan.entries
-    for rel in [rel for rel in session.prompts if rel not in entries]:
-        session._index(rel, session.prompts.pop(rel).deps, add=False)
-    for prompt in project.prompts:
-        rel = prompt.source
-        if rel not in entries or (prompt.reused and rel in session.prompts):
-            continue
-        old = session.prompts.pop(rel, None)
-        if old is not None:
-            session._index(rel, old.deps, add=False)
-        kept = prompt if prompt.reused else replace(prompt, reused=True, artifact=None, data=None, spooled=None)
-        session.prompts[rel] = kept
-        session._index(rel, kept.deps)
+    if not session.indexed:
+        session.dependents = {}
+        for rel, record in entries.items():
+            session._index(rel, record)
+        session.indexed = True
+        return
+    for rel, old in project.state_changes.items():
+        session._index(rel, old, add=False)
+        session._index(rel, entries.get(rel))
 
 
 def _config(config: Config | None) -> tuple[Config, list[Diagnostic]]:
@@ -554,7 +622,7 @@ def check(
         message, hint = _why_stale(path, out, project)
         project.report([make(codes.BUILD_STALE, message, None, hint, path=(out / path).as_posix())])
     stale_bindings: list[str] = []
-    if bindings.configured(config):
+    if config.bindings():
         for binding, problem in bindings.stale(bindings.generate(config, _artifacts(project, out))):
             project.report([problem])
             if problem.code == codes.BUILD_STALE:
@@ -701,34 +769,36 @@ def _compile(
         rels = [rel for rel in tree.files if rel.endswith(SOURCE_SUFFIX) and is_prompt(rel)]
     project.rels = rels
 
-    # 2. plan: which artifacts the output folder already holds as they should be
-    if changed is not None and session is not None:
+    # 2. plan: which artifacts the output folder already holds as they should be. The manifest it
+    # holds, in pieces (the session's, or the file itself when it is the one the state recorded),
+    # comes first: without it nothing is reused.
+    doc = _previous_doc(session, plan, known, out, config) if incremental else None
+    project.doc_known = doc is not None
+    project.manifest_intact = (
+        doc is not None and known is not None and output_stat(out / MANIFEST) == known.manifest_stat
+    )
+    reused: dict[str, dict[str, Any]] = {}
+    if doc is not None and changed is not None and session is not None:
         reused = _session_reusable(session, plan, rels, tree, out, changed, known)
-    else:
-        reused = plan.reusable(rels, tree, out) if incremental else {}
+    elif doc is not None:
+        reused = plan.reusable(rels, tree, out)
     to_compile = [rel for rel in rels if rel not in reused]
     if incremental and 0 < len(to_compile) < PARALLEL_THRESHOLD:
         plan.preload_token_counts(out, to_compile, config)
+    # the entries of the previous manifest, decoded when a reused prompt is read
+    last_entries = doc.manifest().artifacts if doc is not None else {}
 
     # 3. compile the rest
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
     with collecting():
         compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
+    # a reused prompt's warnings are reported again (and fail it, under `strict`)
+    warned = {rel: warnings_of(record) for rel, record in reused.items() if record.get("warnings")}
     if strict:
         compiled = [_failed_by_strict(p) for p in compiled]
-        for rel, p in list(reused.items()):
-            failed = _failed_by_strict(p) if p.diagnostics else p
-            if failed is not p:  # a reused prompt with a warning fails as a compiled one does
-                del reused[rel]
-                compiled.append(failed)
-
-    # the manifest the output folder holds, in pieces: the session's, or the file itself when it
-    # is the one the state recorded
-    doc = _previous_doc(session, plan, known, config) if incremental else None
-    project.doc_known = doc is not None
-    project.manifest_intact = (
-        doc is not None and known is not None and output_stat(out / MANIFEST) == known.manifest_stat
-    )
+        for rel in warned:  # a reused prompt with a warning fails as a compiled one does
+            compiled.append(_failed_by_strict(reuse(rel, reused.pop(rel), None)))
+        warned = {}
     if keep_last_good:
         on_disk: list[Manifest | None] = []
 
@@ -742,44 +812,50 @@ def _compile(
         compiled = [
             (last_good(p, previous_entry(p.name), out) or p) if has_errors(p.diagnostics) else p for p in compiled
         ]
-    by_rel = {p.source: p for p in compiled}
-    prompts = [reused[rel] if rel in reused else by_rel[rel] for rel in rels]
-    project.prompts = prompts
-    for prompt in prompts:
-        if not prompt.diagnostics:
+    made = {p.source: p for p in compiled}
+    project.compiled = made
+    project.reused = reused
+    project.prompts = _Prompts(rels, dict(made), reused, last_entries)
+    for rel in rels:
+        prompt = made.get(rel)
+        found = prompt.diagnostics if prompt is not None else warned.get(rel)
+        if not found:
             continue
-        own = tree.display(prompt.source)
+        own = tree.display(rel)
         # a prompt's diagnostics are already allowed (and, by `_failed_by_strict`, strict)
-        project.diagnostics.extend(
-            d if d.path == own else replace(d, included_by=(prompt.name,)) for d in prompt.diagnostics
-        )
+        project.diagnostics.extend(d if d.path == own else replace(d, included_by=(name_of(rel),)) for d in found)
     # only a prompt compiled now can collide (a reused one had no error)
     project.report(collisions(compiled, tree))
 
     # 4. the manifest, and the set of files to write
     if keep_last_good or project.ok:
-        writable = [p for p in prompts if p.entry is not None]
-        entries = {p.name: p.entry for p in writable if p.entry is not None}
+        writable = [p for p in compiled if p.entry is not None]
+        typed = {p.name: p.entry for p in writable if p.entry is not None}
         if doc is None:
-            doc = ManifestDoc.of(entries, config)
+            doc = ManifestDoc.of(typed, config)  # nothing was reused
         else:
             for p in writable:
-                if not p.reused or p.name not in doc.entries:
+                if not p.reused or p.name not in doc:
                     assert p.entry is not None
                     doc.put(p.name, p.entry, doc.entry(p.name))
-            gone = [name for name in doc.entries if name not in entries]
-            project.removed_paths = [artifact_path(name) for name in gone]
-            for name in gone:
-                doc.remove(name, doc.entry(name))
+            kept = len(reused) + sum(1 for name in typed if name in doc)
+            if kept != len(doc):  # some entry of the last build has no prompt now
+                now = {*typed, *(name_of(rel) for rel in reused)}
+                gone = [name for name in doc.entries if name not in now]
+                project.removed_paths = [artifact_path(name) for name in gone]
+                for name in gone:
+                    doc.remove(name, doc.entry(name))
         project.doc = doc
-        project.manifest = doc.manifest(entries)
+        project.manifest = doc.manifest(typed)
         files: dict[str, bytes | Path] = {}
         for p in writable:
             if not p.reused and (p.data or p.spooled):
                 files[artifact_path(p.name)] = p.data or Path(p.spooled or "")
         files[MANIFEST] = doc.bytes()
         project.files = dict(sorted(files.items()))
-        project.keep = sorted(artifact_path(p.name) for p in writable if p.reused)
+        project.keep = sorted(
+            [artifact_path(name_of(rel)) for rel in reused] + [artifact_path(p.name) for p in writable if p.reused]
+        )
     return project
 
 
@@ -798,16 +874,24 @@ def _patched_rels(rels: list[str], touched: Iterable[str], tree: SourceTree) -> 
     return rels
 
 
-def _previous_doc(session: Session | None, plan: Plan, known: _Known | None, config: Config) -> ManifestDoc | None:
-    """The manifest the last build wrote, as pieces to patch: the session's, or the one the state
-    kept (the pieces of its entries, of the last-good artifacts it kept, and of the groups)."""
+def _previous_doc(
+    session: Session | None, plan: Plan, known: _Known | None, out: Path, config: Config
+) -> ManifestDoc | None:
+    """The manifest the last build wrote, as pieces to patch: the session's, or `manifest.json`
+    read back when it is the file the state recorded (which lists the prompts the state has
+    entries for, and the last-good artifacts it kept). None: nothing can be reused."""
     if session is not None and session.doc is not None:
         return session.doc
-    if known is None:
+    if known is None or known.manifest_stat is None:
         return None
-    pieces = {rel[: -len(SOURCE_SUFFIX)]: entry.get("piece") for rel, entry in plan.entries.items()}
-    pieces.update(known.kept)
-    return ManifestDoc.restore(pieces, plan.groups, config)
+    try:
+        data = read_file(out / MANIFEST, follow=False)
+    except OSError:
+        return None
+    if output_stat(out / MANIFEST) != known.manifest_stat:
+        return None  # changed since the state recorded it (or while it was read)
+    # the entries it holds are the state's and the kept ones: the state was saved with it
+    return ManifestDoc.read(data, config, count=len(plan.entries) + len(known.kept))
 
 
 def _entry_on_disk(out: Path, name: str) -> ManifestEntry | None:
@@ -823,11 +907,12 @@ def _session_reusable(
     out: Path,
     changed: set[str],
     known: _Known | None,
-) -> dict[str, CompiledPrompt]:
-    """The prompts a session build reuses without looking at them: every prompt it wrote last time
-    but those whose source or any file they read changed (those are checked against the state as
-    a fresh build would check them) and those whose artifact the shadow set must link and the
-    output folder lost."""
+) -> dict[str, dict[str, Any]]:
+    """The prompts a session build reuses without looking at them: every prompt its state has an
+    entry for (written last time, without errors) but those whose source or any file they read
+    changed (those are checked against the state as a fresh build would check them) and those
+    whose artifact the shadow set must link and the output folder lost."""
+    entries = plan.entries
     affected: set[str] = set()
     for rel in changed:
         if is_prompt(rel):
@@ -838,10 +923,9 @@ def _session_reusable(
             if not path.endswith(".json"):
                 continue
             source = f"{path[: -len('.json')]}{SOURCE_SUFFIX}"
-            if source in session.prompts and not os.path.isfile(out / path):
+            if source in entries and not os.path.isfile(out / path):
                 affected.add(source)
-    known_prompts = session.prompts
-    reused = {rel: known_prompts[rel] for rel in rels if rel in known_prompts and rel not in affected}
+    reused = {rel: entries[rel] for rel in rels if rel in entries and rel not in affected}
     recheck = [rel for rel in rels if rel in affected]
     reused.update(plan.reusable(recheck, tree, out))
     return reused

@@ -2,11 +2,13 @@
 
 The state (`buildfolder.state_path`: `.promptc-cache/<out>.state.json`) is one file, read once per
 process. It records, for every source file, its stat and sha256; for every artifact in the output
-folder, the sha256 of its source and of every file it read, its manifest entry, its warnings and
-the stat of the artifact file; and what the output folder holds (`output`: its identity and its
-folders' stats, the manifest's stat, the shadow set and how it differs from the live set). It is an
-optimisation only: a stale, corrupt or missing state means a full build, never a wrong one, and it
-is keyed by a fingerprint of the compiler's own files and the configuration.
+folder, the sha256 of its source and of every file it read, the sha256 and the stat of the
+artifact file, and its warnings; and what the output folder holds (`output`: its identity and its
+folders' stats, the manifest's stat, the shadow set and how it differs from the live set). The
+manifest's entries are not in it: `manifest.json` holds them, and a build reads it back as pieces
+(`ManifestDoc.read`) when its stat is the one recorded. It is an optimisation only: a stale,
+corrupt or missing state (or manifest) means a full build, never a wrong one, and it is keyed by a
+fingerprint of the compiler's own files and the configuration.
 
 The file is a journal of JSON lines, so that saving costs what the build changed: a header (format,
 fingerprint), the base (every record), then one line per later build holding only the records it
@@ -27,31 +29,37 @@ import hashlib
 import os
 import stat as stat_module
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..backend.meter import TokenizerError, meter
-from ..compile.pipeline import CompiledPrompt, name_of
+from ..compile.prompt import CompiledPrompt, name_of
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 from ..facts.version import VERSION
 from ..passes.context import SourceTree
 from ..runtime.atomic import write_file
 from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
 from ..runtime.model import ManifestEntry
-from ..syntax.parse import grammar_text
-from .manifest import entry_of
 from .sources import RACY_WINDOW_NS
 
+if TYPE_CHECKING:
+    from ..backend import meter
+    from ..syntax import parse
+else:  # the compile stack, which a build that reuses every prompt never loads
+    meter = lazy_import("promptc.backend.meter")
+    parse = lazy_import("promptc.syntax.parse")
+
 #: the first line's `format`; a state of another format is no state
-STATE_FORMAT = "promptc-state/2"
+STATE_FORMAT = "promptc-state/3"
 #: the journal is merged into the base once its lines weigh this share of the base, or number this many
 COMPACT_SHARE = 0.5
 COMPACT_LINES = 500
@@ -110,8 +118,6 @@ class Plan:
     entries: dict[str, Any] = field(default_factory=dict)
     #: source → [size, mtime_ns, inode, ctime_ns, sha256, recorded_ns]
     files: dict[str, list[Any]] = field(default_factory=dict)
-    #: the manifest's prefix groups, each as its piece (`manifest.ManifestDoc`), by sha256
-    groups: dict[str, str] = field(default_factory=dict)
     #: what the output folder held after the build that saved the state (`buildfolder.output_record`)
     output: dict[str, Any] = field(default_factory=dict)
     #: [stat key of the compiler's files, their content digest, when it was computed]
@@ -124,9 +130,10 @@ class Plan:
     #: entries whose artifact file turned out to hold the recorded bytes under another stat
     refreshed: dict[str, Any] = field(default_factory=dict)
 
-    def reusable(self, rels: Iterable[str], tree: SourceTree, out: Path) -> dict[str, CompiledPrompt]:
-        """The prompts whose source, partials and artifact file are exactly what the state recorded."""
-        reused: dict[str, CompiledPrompt] = {}
+    def reusable(self, rels: Iterable[str], tree: SourceTree, out: Path) -> dict[str, dict[str, Any]]:
+        """The prompts whose source, partials and artifact file are exactly what the state
+        recorded, with their records (`reuse` makes a record the prompt a build hands out)."""
+        reused: dict[str, dict[str, Any]] = {}
         shas = tree.shas
         entries = self.entries
         base = os.path.join(str(out), "")
@@ -146,14 +153,12 @@ class Plan:
                     there = [st.st_size, st.st_mtime_ns, st.st_ino] == entry.get("stat")
                 except OSError:
                     continue
-                if not there and not self._artifact_is_there(rel, name, entry, path):
+                if not there and not self._artifact_is_there(rel, entry, path):
                     continue
-                prompt = reuse(rel, entry, name)
-                if prompt is not None:
-                    reused[rel] = prompt
+                reused[rel] = self.refreshed.get(rel, entry)
         return reused
 
-    def _artifact_is_there(self, rel: str, name: str, entry: dict[str, Any], path: str) -> bool:
+    def _artifact_is_there(self, rel: str, entry: dict[str, Any], path: str) -> bool:
         """The artifact file is the one the entry describes: the same stat, or (a copy of it, as a
         shadow set without hard links keeps) the same bytes, whose new stat is then recorded."""
         stat = output_stat(path)
@@ -162,9 +167,8 @@ class Plan:
         if stat == entry.get("stat"):
             return True
         try:
-            recorded = entry_of(name, entry["piece"]).sha256
             with open(path, "rb") as handle:
-                same = bool(hashlib.sha256(handle.read()).hexdigest() == recorded)
+                same = bool(hashlib.sha256(handle.read()).hexdigest() == entry["art"])
         except (OSError, KeyError, TypeError, ValueError):
             return False
         if same:
@@ -190,8 +194,8 @@ class Plan:
             if artifact is None:
                 continue
             try:
-                counter = meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
-            except TokenizerError:
+                counter = meter.meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
+            except meter.TokenizerError:
                 continue
             counts: dict[str, int] = {}
             for message in artifact.messages:
@@ -262,12 +266,10 @@ def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
     plan = Plan(fingerprint, package=package)
     if header.get("fingerprint") != fingerprint:
         return plan  # the compiler or the configuration changed: nothing is reused
-    files, entries, groups, output = base.get("files"), base.get("entries"), base.get("groups"), base.get("output")
-    if not (
-        isinstance(files, dict) and isinstance(entries, dict) and isinstance(groups, dict) and isinstance(output, dict)
-    ):
+    files, entries, output = base.get("files"), base.get("entries"), base.get("output")
+    if not (isinstance(files, dict) and isinstance(entries, dict) and isinstance(output, dict)):
         return plan
-    plan.files, plan.entries, plan.groups, plan.output = files, entries, groups, output
+    plan.files, plan.entries, plan.output = files, entries, output
     plan.base_size = (second if second >= 0 else len(data)) + 1
     clean = data.endswith(b"\n") and second >= 0
     at = second + 1 if second >= 0 else len(data)
@@ -290,7 +292,7 @@ def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
 
 
 def _apply(plan: Plan, layer: dict[str, Any]) -> None:
-    for name in ("files", "entries", "groups"):
+    for name in ("files", "entries"):
         target: dict[str, Any] = getattr(plan, name)
         for key, value in layer[name].items():
             if value is None:
@@ -312,25 +314,24 @@ class Changes:
 
     files: dict[str, Any] = field(default_factory=dict)
     entries: dict[str, Any] = field(default_factory=dict)
-    groups: dict[str, Any] = field(default_factory=dict)
     #: the prompts that have an entry after the build
     present: set[str] = field(default_factory=set)
 
 
 def changes_of(
     plan: Plan,
-    prompts: Iterable[CompiledPrompt],
+    compiled: Iterable[CompiledPrompt],
+    reused: Collection[str],
     tree: SourceTree,
     fresh: Iterable[str],
     out: Path,
-    pieces: Mapping[str, str],
     *,
     now_ns: int,
 ) -> Changes:
     """The state's changes after a build: the source records of the files read and hashed this
     time (`fresh`, recorded as of `now_ns`) and of the files gone, the entries of the prompts
     compiled now (with the stat of the artifact file written), the entries refreshed, and those
-    gone or failing now. Prompts reused as they were cost a lookup each."""
+    gone or failing now. The prompts `reused` as they were (their sources) keep their entries."""
     changes = Changes()
     stats, shas = tree.stats, tree.shas
     for rel in fresh:
@@ -341,11 +342,9 @@ def changes_of(
     base = str(out)
     entries = plan.entries
     present = changes.present
-    for prompt in prompts:
+    present.update(rel for rel in reused if rel in entries)
+    for prompt in compiled:
         rel = prompt.source
-        if prompt.reused and not prompt.diagnostics and rel in entries:
-            present.add(rel)  # the common case: reused as it was, without a warning
-            continue
         if prompt.entry is None or has_errors(prompt.diagnostics):
             continue
         if prompt.reused and rel in entries:
@@ -355,7 +354,7 @@ def changes_of(
         if stat is None:
             continue
         present.add(rel)
-        record: dict[str, Any] = {"sha": shas[rel], "piece": pieces[prompt.name], "stat": stat}
+        record: dict[str, Any] = {"sha": shas[rel], "art": prompt.entry.sha256, "stat": stat}
         # empty fields are left out: at 100,000 prompts each costs a container to decode
         if prompt.deps:
             record["deps"] = {dep: shas.get(dep) for dep in prompt.deps}
@@ -376,7 +375,7 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
     """Record what this build wrote, for the next one to plan with: one line appended to the
     journal, or the whole state rewritten when the journal has grown (or cannot be appended to).
     `plan` is brought up to date either way (a watch session keeps it for its next build)."""
-    layer = {"files": changes.files, "entries": changes.entries, "groups": changes.groups, "output": output}
+    layer = {"files": changes.files, "entries": changes.entries, "output": output}
     _apply(plan, layer)
     plan.refreshed = {}
     path = state_path(out)
@@ -393,9 +392,7 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
             plan.where = (plan.where[0], plan.where[1], plan.where[2] + len(line))
             return
         header = {"format": STATE_FORMAT, "fingerprint": plan.fingerprint, "package": plan.package}
-        base = orjson.dumps(
-            {"files": plan.files, "entries": plan.entries, "groups": plan.groups, "output": plan.output}
-        )
+        base = orjson.dumps({"files": plan.files, "entries": plan.entries, "output": plan.output})
         data = orjson.dumps(header) + b"\n" + base + b"\n"
         # atomic (a killed build leaves the old state or the new), not fsynced: it is an
         # optimisation a crash may lose, and never written through a link
@@ -437,25 +434,28 @@ def last_good(prompt: CompiledPrompt, entry: ManifestEntry | None, out: Path) ->
     return replace(prompt, entry=entry, reused=True, data=None)
 
 
-def reuse(rel: str, entry: dict[str, Any], name: str | None = None) -> CompiledPrompt | None:
-    """The prompt of a state entry, as an incremental build reuses it."""
-    name = name_of(rel) if name is None else name
+def reuse(rel: str, record: dict[str, Any], entry: ManifestEntry | None) -> CompiledPrompt:
+    """The prompt of a state record and its manifest entry, as an incremental build reuses it.
+    Raises ValueError for a record this promptc did not write (the fingerprint says it did)."""
     try:
-        rows = entry.get("warnings")
-        warnings = tuple([_diag_from_state(row, entry["lines"]) for row in rows]) if rows else ()
-        deps, includes = entry.get("deps") or {}, entry.get("includes") or []
+        deps, includes = record.get("deps") or {}, record.get("includes") or []
         return CompiledPrompt(
-            name,
+            name_of(rel),
             rel,
-            warnings,
+            warnings_of(record),
             includes=tuple(includes),
-            # written by this very promptc (the fingerprint says so): taken as it is
-            entry=entry_of(name, entry["piece"]),
+            entry=entry,
             resources=tuple([dep for dep in deps if dep not in includes]) if deps else (),
             reused=True,
         )
-    except (KeyError, TypeError, ValueError, IndexError):  # ArtifactError is a ValueError
-        return None
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise ValueError(f"a state record of {rel} that promptc did not write") from exc
+
+
+def warnings_of(record: dict[str, Any]) -> tuple[Diagnostic, ...]:
+    """The warnings a state record keeps (a prompt reused with them reports them again)."""
+    rows = record.get("warnings")
+    return tuple([_diag_from_state(row, record["lines"]) for row in rows]) if rows else ()
 
 
 def output_stat(path: Path | str) -> list[int] | None:
@@ -566,7 +566,7 @@ def _grammar_path() -> str:
 def _package_digest() -> str:
     # Read once per process: a watch loop rebuilds many times, the compiler's files do not change.
     digest = hashlib.sha256(VERSION.encode())
-    digest.update(grammar_text().encode())
+    digest.update(parse.grammar_text().encode())
     for path in _package_files():
         with open(path, "rb") as handle:
             digest.update(os.path.relpath(path, _PACKAGE).replace(os.sep, "/").encode() + b"\0" + handle.read())

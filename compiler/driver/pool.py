@@ -2,26 +2,41 @@
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import multiprocessing
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import InvalidStateError, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool, _ExecutorManagerThread
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..compile.pipeline import CompiledPrompt, PartialLoader, compile_prompt
+from ..compile.prompt import CompiledPrompt
 from ..facts.config import Config
+from ..facts.lazy import lazy_import
 from ..passes.context import SourceTree
 from ..runtime.buildfolder import artifact_path, write_new_file
-from ..syntax.parse import warm as warm_parser
+
+if TYPE_CHECKING:
+    import ctypes
+    import multiprocessing
+    from concurrent import futures
+    from concurrent.futures import process as futures_process
+
+    from ..compile import pipeline
+    from ..compile.pipeline import PartialLoader
+    from ..syntax import parse
+else:
+    # What a build that compiles nothing, or only a few prompts in this process, never needs: the
+    # compile stack, and the process pool's machinery (fork, pipes, pickling, threads).
+    pipeline = lazy_import("promptc.compile.pipeline")
+    parse = lazy_import("promptc.syntax.parse")
+    ctypes = lazy_import("ctypes")
+    multiprocessing = lazy_import("multiprocessing")
+    futures = lazy_import("concurrent.futures")
+    futures_process = lazy_import("concurrent.futures.process")
 
 
 def _compile_one(rel: str) -> CompiledPrompt:
@@ -33,7 +48,7 @@ def _compile_one(rel: str) -> CompiledPrompt:
 
 def _compile(rel: str, tree: SourceTree, config: Config, partials: PartialLoader) -> CompiledPrompt:
     # a source listed, then gone: E106 in whichever process found it, nothing cached
-    return compile_prompt(rel, config, tree, partials=partials).compiled
+    return pipeline.compile_prompt(rel, config, tree, partials=partials).compiled
 
 
 def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
@@ -136,7 +151,7 @@ def stop_on_sigterm() -> Iterator[None]:
             signal.signal(number, previous)
 
 
-def _stop(executor: ProcessPoolExecutor, finished: bool) -> None:
+def _stop(executor: futures.ProcessPoolExecutor, finished: bool) -> None:
     """Shut the executor down; after an interruption, without waiting for chunks in progress: the
     workers are killed (they hold nothing that needs cleaning up, their spool files go with the
     spool folder)."""
@@ -168,7 +183,9 @@ def _quiet_manager_thread() -> None:
         return
 
     def hook(args: threading.ExceptHookArgs) -> None:
-        if isinstance(args.thread, _ExecutorManagerThread) and isinstance(args.exc_value, InvalidStateError):
+        if isinstance(args.thread, futures_process._ExecutorManagerThread) and isinstance(
+            args.exc_value, futures.InvalidStateError
+        ):
             return
         previous(args)
 
@@ -199,13 +216,15 @@ def compile_many(
     """Compile prompts, on every core when there are enough of them. Output order is `rels` order,
     and each artifact's bytes do not depend on which process compiled it. With `spool`, artifacts
     go to files in that folder as they are made instead of staying in memory."""
-    partials = PartialLoader(config, tree)  # each partial is parsed once per process
+    if not rels:
+        return []
+    partials = pipeline.PartialLoader(config, tree)  # each partial is parsed once per process
     jobs = jobs if jobs is not None else _workers()
     if jobs > 1 and len(rels) >= PARALLEL_THRESHOLD and _can_fork():
         # The parser's lexer is loaded once here and inherited by the forked workers. The tokenizer is not:
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE
         # tables out of the main process, the one that holds the whole build's results.
-        warm_parser()
+        parse.warm()
         _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
         # Everything the workers inherit is frozen out of the collector's reach: a collection in a
         # worker would otherwise write to the header of every inherited object (the source tree,
@@ -217,7 +236,7 @@ def compile_many(
             # Pool.terminate() waits forever for a queue lock the dead worker held.
 
             ctx = multiprocessing.get_context("fork")
-            executor = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init)
+            executor = futures.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init)
             finished = False
             try:
                 with stop_on_sigterm():
@@ -237,7 +256,7 @@ def compile_many(
                             on_progress(len(compiled), len(rels))
                     finished = True
                     return compiled
-            except BrokenProcessPool:
+            except futures_process.BrokenProcessPool:
                 # the workers were killed under us: by a signal to the group (which reaches this
                 # process too, an instant later) or by the OOM killer
                 raise Interrupted(signal.SIGTERM) from None

@@ -18,7 +18,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +35,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from ..facts.config import Config, find_pyproject
-from ..facts.diagnostics import has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
+from ..facts.records import dataclass
 from ..runtime.buildfolder import CACHE_DIR, STAGING_MARK
 from . import Session, build
 
@@ -126,7 +125,7 @@ class WatchBuild:
         if self.result is None:
             return 0
 
-        return sum(1 for p in self.result.prompts if not p.reused or has_errors(p.diagnostics))
+        return len(self.result.compiled)
 
     @property
     def ok(self) -> bool:

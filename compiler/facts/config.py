@@ -18,7 +18,7 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +28,7 @@ from .codes import CODES
 from .diagnostics import Diagnostic, SourceText, Span, file_span, make
 from .language import APPROX_TOKENIZER, CACHE_TTLS, OFFLINE_TOKENIZERS, ROLES
 from .profiles import Profile, providers, resolve
+from .records import dataclass
 from .suggest import did_you_mean
 
 T = TypeVar("T")
@@ -348,10 +349,20 @@ class Config:
             return profile
         return replace(profile, min_cacheable_tokens=overrides[best], family=best)
 
+    def bindings(self) -> tuple[str, ...]:
+        """The bindings options that name a file (`BINDINGS_OPTIONS` order): what every build
+        writes after the artifacts (`promptc.bindings`)."""
+        return tuple(key for key in BINDINGS_OPTIONS if getattr(self, key))
+
     def fingerprint(self) -> str:
         """What in the config can change what the compile makes: every option declared with
         `fingerprint=True` (for incremental build caches)."""
         return "\x1f".join(repr((o.name, getattr(self, o.name))) for o in options() if o.fingerprint)
+
+
+#: the options naming a bindings file every build writes, each with its generator in
+#: `promptc.bindings.GENERATORS` (in this order)
+BINDINGS_OPTIONS = ("python_bindings", "typescript_bindings")
 
 
 @cache

@@ -11,13 +11,14 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import codes
 from .codes import CODES, Code, Severity
+from .records import dataclass
 from .version import VERSION
 
 

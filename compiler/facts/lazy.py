@@ -1,14 +1,17 @@
-"""Deferred imports of heavy or optional third-party libraries, declared at the top of the module
-that uses them: `tiktoken = lazy_import("tiktoken")` is PEP 810's `lazy import tiktoken`.
+"""Deferred imports, declared at the top of the module that uses them: `tiktoken =
+lazy_import("tiktoken")` is PEP 810's `lazy import tiktoken`.
 
 promptc imports at the top of its files, so the import graph can be read and checked
 (`tests/test_structure.py`); only the front ends (`cli/`, `lsp/`) import inside functions, at their
-lazy edges. A few libraries cost too much to load for runs that never use them (tiktoken's BPE
-tables, lark, jsonschema) or are optional (the engines `import --check` compares with,
-OpenTelemetry, filelock on Windows): a module declares those with `lazy_import`, and the library is
-imported on the first attribute read. A missing optional one raises its ImportError then, where
-the caller handles it. Type checkers see the real module through a `TYPE_CHECKING` import beside
-the declaration. The structure test counts a `lazy_import` call as an import of its module.
+lazy edges. What costs too much to load for runs that never use it is declared with `lazy_import`
+and imported on the first attribute read: a few heavy or optional libraries (tiktoken's BPE tables,
+lark, jsonschema; the engines `import --check` compares with, OpenTelemetry, filelock on Windows),
+the process pool's machinery, and — so that a `promptc build` that finds nothing to compile loads
+nothing of the compile stack — the compile stack itself where the build reaches it (the test lists
+each of these edges). A missing optional library raises its ImportError then, where the caller
+handles it. Type checkers see the real module through a `TYPE_CHECKING` import beside the
+declaration. The structure test counts a `lazy_import` call as an import of its module (its layer
+rules apply).
 """
 
 from __future__ import annotations

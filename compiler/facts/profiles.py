@@ -24,10 +24,11 @@ Standard library only: the runtime imports it to render shapes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from .records import dataclass
 
 __all__ = [
     "Profile",

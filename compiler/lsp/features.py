@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import resources
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from ..compile.pipeline import HEADER_PASSES, Compilation, PartialLoader, run
 from ..driver.sources import is_prompt
 from ..facts.diagnostics import Diagnostic, SourceText, Span
 from ..facts.language import BOUNDARIES, PARTIAL_PREFIX, RESOURCE_SUFFIX, ROLES, SOURCE_SUFFIX, STD_PREFIX, TARGETS
+from ..facts.records import dataclass
 from ..passes.context import Context, SourceTree
 from ..passes.directives import RESERVED_KEYS
 from ..passes.includes import resolve as resolve_include

@@ -15,7 +15,7 @@ import re
 import time
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts.config import Config, find_pyproject, load_config
 from ..facts.diagnostics import Diagnostic, SourceText, deduplicated
 from ..facts.language import SOURCE_SUFFIX
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..syntax.source import decode
 

@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
 from ..facts.language import CACHE_DIR, MANIFEST
 from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 from .atomic import ABSENT, read_file, write_file
 from .model import Artifact, ArtifactError, Manifest, ManifestEntry
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Self, cast, get_args
 
 from ..facts.language import (
@@ -47,6 +47,7 @@ from ..facts.language import (
     Role,
     Target,
 )
+from ..facts.records import dataclass
 from ..facts.version import VERSION
 
 __all__ = [
@@ -1186,7 +1187,7 @@ class Manifest:
     """`build/manifest.json`: every artifact of a build (by name) and the prefixes they share (by
     prefix sha256).
 
-    `artifacts` and `prefixes` are excluded from hashing (dicts are not hashable).
+    `artifacts` and `prefixes` are excluded from hashing (mappings are not hashable).
     """
 
     schema: str
@@ -1195,8 +1196,9 @@ class Manifest:
     #: the configured tokenizer, or None when each prompt's profile picks (entries name their own)
     tokenizer: str | None
     provider: str | None
-    artifacts: dict[str, ManifestEntry] = field(hash=False)
-    prefixes: dict[str, PrefixGroup] = field(hash=False)
+    #: read-only (a build's manifest decodes each entry and group when first read)
+    artifacts: Mapping[str, ManifestEntry] = field(hash=False)
+    prefixes: Mapping[str, PrefixGroup] = field(hash=False)
 
     @classmethod
     def of(

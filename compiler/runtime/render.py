@@ -48,11 +48,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES
+from ..facts.records import dataclass
 from ..facts.suggest import suggestions
 from . import shapes, template, usage
 from .buildfolder import BuildFolder, BuildFolderError

@@ -41,11 +41,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 
 #: the OpenTelemetry API, imported only by `to_current_span` (`otel=True`): an optional dependency
 opentelemetry_trace = lazy_import("opentelemetry.trace")

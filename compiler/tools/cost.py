@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from dataclasses import replace as copy
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cache
@@ -41,6 +41,7 @@ from ..backend.meter import meter
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
 from ..facts.profiles import provider_of_model, resolve
+from ..facts.records import dataclass
 from ..facts.suggest import did_you_mean
 from ..runtime.buildfolder import BuildFolder
 from ..runtime.model import Artifact, Manifest

@@ -21,13 +21,14 @@ What counts as what:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from ..facts.config import Config
 from ..facts.diagnostics import github_escape
 from ..facts.diagnostics import markdown_escape as esc
 from ..facts.language import FAIL_KINDS
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime.inputtypes import accepts, describe
 from ..runtime.model import ArtifactError, Manifest

@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import json as _json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..backend.prefix import block_sections
@@ -25,6 +24,7 @@ from ..compile.pipeline import Compilation, compile_prompt
 from ..facts.config import Config
 from ..facts.diagnostics import SourceText, Span
 from ..facts.language import JOINER
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime import requestmodel
 from ..runtime.model import Artifact

@@ -42,17 +42,19 @@ import os
 import posixpath
 from collections import ChainMap, Counter
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 from ..compile import compile_source
-from ..compile.pipeline import CompiledPrompt, read_source
+from ..compile.pipeline import read_source
+from ..compile.prompt import CompiledPrompt
 from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
 from ..facts.language import DIRECTIVE, DIRECTIVE_ORDER, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime.atomic import ChangedOnDisk, reason, write_file
 from ..syntax.nodes import Block, Comment, Directive, Separator

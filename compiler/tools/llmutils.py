@@ -6,12 +6,13 @@ prompt assembled in application code follows the same rules as one compiled from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..compile.pipeline import HEADER_PASSES, PartialLoader, run
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText
+from ..facts.records import dataclass
 from ..passes.context import Context, SourceTree
 from ..passes.roles import trim
 from ..syntax.nodes import (

@@ -27,9 +27,9 @@ Iterative over the schema's depth.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from ..facts.records import dataclass
 from ..runtime.inputtypes import ANNOTATIONS, json_text, normalize
 
 __all__ = ["OutputChange", "classify"]

@@ -37,7 +37,7 @@ import codecs
 import heapq
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Span, file_span, github_escape, make
 from ..facts.language import MANIFEST
 from ..facts.profiles import resolve_model
+from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime import requestmodel
 from ..runtime.buildfolder import BuildFolder, BuildFolderError

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from decimal import Decimal
 from html import escape
 from typing import Any
 
+from ..facts.records import dataclass
 from ..runtime.requestmodel import of_artifact
 from .cost import money
 from .reconcile import CAUSES

@@ -20,13 +20,14 @@ over a `context.SourceTree`), so its prefix analysis is the build's. See docs/im
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ...facts import codes
 from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, has_errors, make, ordered
 from ...facts.language import SOURCE_SUFFIX
+from ...facts.records import dataclass
 from .audit import AuditReport, audit
 from .check import run_checks
 from .common import Converted, owned

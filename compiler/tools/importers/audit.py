@@ -14,7 +14,7 @@ real build wrote and compare.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ...driver.manifest import manifest_for
 from ...facts.codes import CODES
 from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, make, ordered
+from ...facts.records import dataclass
 from ...passes.context import SourceTree
 from .common import Converted
 from .convert import CACHE_CODES, compile_converted, convert, read_folder

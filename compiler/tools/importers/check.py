@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ...compile.pipeline import CompiledPrompt
+from ...compile.prompt import CompiledPrompt
 from ...facts import codes
 from ...facts.diagnostics import Diagnostic, file_span, make
 from ...facts.language import IDENTIFIER_PATTERN, SOURCE_SUFFIX

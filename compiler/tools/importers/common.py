@@ -7,13 +7,14 @@ import bisect
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ...facts import codes
 from ...facts.codes import Code
 from ...facts.diagnostics import Diagnostic, SourceText, make
 from ...facts.language import IDENTIFIER
+from ...facts.records import dataclass
 from ..fmt import layout
 from .ir import Refusal
 

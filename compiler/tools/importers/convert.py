@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ...compile import compile_source
-from ...compile.pipeline import CompiledPrompt, PartialLoader
+from ...compile.pipeline import PartialLoader
+from ...compile.prompt import CompiledPrompt
 from ...facts import codes
 from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, SourceText, file_span, make

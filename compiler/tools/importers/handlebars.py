@@ -31,12 +31,13 @@ import builtins
 import keyword
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NoReturn
 
 from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import IDENTIFIER
+from ...facts.records import dataclass
 from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, walk
 
 MAX_DEPTH = 64

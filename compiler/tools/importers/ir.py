@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import SEPARATOR
+from ...facts.records import dataclass
 
 #: a path into a foreign file's header (keys and list indices)
 JsonPath = tuple[str | int, ...]

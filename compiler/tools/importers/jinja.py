@@ -27,12 +27,13 @@ import builtins
 import keyword
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NoReturn
 
 from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import IDENTIFIER_PATTERN
+from ...facts.records import dataclass
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string, walk
 
 #: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)

@@ -15,10 +15,12 @@ lists, mappings); tags such as `!!python/object` are refused by it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
+
+from ...facts.records import dataclass
 
 MAX_HEADER_CHARS = 256 * 1024
 MAX_DEPTH = 64
