@@ -618,3 +618,35 @@ def test_a_section_without_blocks_analyses_as_the_general_path_does(text: str) -
     events = items_of(text)
     assert _facts(inference._placeholders_only(events)) == _facts(inference._analyse_template(events))
     assert inference._placeholders_only(events) == inference._analyse_template(events)
+
+
+def _placed(result: Analysis) -> tuple:
+    """`_facts` with every span's line and column too."""
+
+    def at(span):
+        return None if span is None else (span.start, span.end, span.line, span.col)
+
+    return (
+        _facts(result),
+        [(n, at(s)) for n, s in result.first_uses],
+        [(n, at(s)) for n, s in result.all_uses],
+        [at(u.span) for u in result.shape_uses],
+    )
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    st.one_of(guarded_templates(), templates(valid_only=True)),
+    st.sampled_from(["", "Some words\n", "x ", "line one\n  line two ", "é\n\n\t"]),
+    st.sampled_from(["", "Some words\n", "x ", "line one\n  line two ", "é\n\n\t"]),
+)
+def test_a_section_written_again_elsewhere_analyses_as_when_analysed_alone(text: str, before: str, again: str) -> None:
+    """The inference keeps a section's analysis (`_SECTIONS`) for the sections written the same way:
+    the kept one, its spans moved to where the section now stands, says exactly what a fresh
+    analysis of it says, positions included."""
+    inference._SECTIONS.clear()
+    inference._TREES.clear()
+    fresh = _placed(analyse(items_of(again + text)))
+    inference._SECTIONS.clear()
+    analyse(items_of(before + text))  # kept, at other positions
+    assert _placed(analyse(items_of(again + text))) == fresh

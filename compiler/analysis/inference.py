@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -1712,7 +1713,82 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
     events = list(_flatten(items))
     if not any(item.__class__ is Block for item in events):
         return _placeholders_only(events)
-    return _analyse_template(events)
+    key, starts, src = _section_key(events)
+    if key is not None and src is not None:
+        found = _SECTIONS.pop(key, None)
+        if found is not None:
+            _SECTIONS[key] = found  # used last: forgotten last
+            return _relocated(found[0], found[1], starts, src)
+    result = _analyse_template(events)
+    if key is not None and result.surely_compiles and not result.diagnostics:
+        _SECTIONS[key] = (result, starts)
+        if len(_SECTIONS) > _SECTIONS_MAX:
+            del _SECTIONS[next(iter(_SECTIONS))]
+    return result
+
+
+#: A section's analysis by what it depends on (`_section_key`), with where its blocks and
+#: placeholders stood, for the sections written the same way elsewhere (a build's prompts repeat
+#: their dynamic sections: the same loops over the same inputs): the 1,024 used last. The analysis
+#: of a section moved in its file is the same analysis with every span moved along with the item
+#: it lies in (each comes from one block's code or one placeholder), so a kept one is handed out
+#: with its spans moved (`_relocated`). Kept only when it reported nothing and its compile check
+#: is skipped (its trees are never handed over), and only for a section of one file.
+_SECTIONS: dict[tuple[object, ...], tuple[Analysis, list[int]]] = {}
+_SECTIONS_MAX = 1024
+#: a section whose blocks and placeholders are longer is analysed every time
+_SECTION_KEY_MAX = 4000
+
+
+def _section_key(events: Sequence[Item]) -> tuple[tuple[object, ...] | None, list[int], SourceText | None]:
+    """What a section's analysis depends on (each block's kind, keyword, code and where its code
+    starts and it ends relative to it, each placeholder's path and length, in order), with where each
+    stands; None when the section mixes files or is too long to keep."""
+    key: list[object] = []
+    starts: list[int] = []
+    src: SourceText | None = None
+    size = 0
+    for item in events:
+        if item.__class__ is Block:
+            span, code_span = item.span, item.code_span
+            if code_span.src is not span.src:
+                return None, starts, None
+            key.append((item.kind, item.keyword, item.code, code_span.start - span.start, span.end - span.start))
+            size += len(item.code)
+        elif item.__class__ is Placeholder:
+            span = item.span
+            key.append((item.path, span.end - span.start))
+            size += len(item.path)
+        else:
+            continue
+        if span.src is None or (src is not None and span.src is not src) or size > _SECTION_KEY_MAX:
+            return None, starts, None
+        src = span.src
+        starts.append(span.start)
+    return tuple(key), starts, src
+
+
+def _relocated(found: Analysis, was: list[int], now: list[int], src: SourceText) -> Analysis:
+    """`found`, the analysis of a section whose blocks and placeholders started at `was`, for the
+    same section with them at `now` in `src`: every span moved with the item it lies in."""
+
+    def move(span: Span) -> Span:
+        index = bisect_right(was, span.start) - 1
+        delta = now[index] - was[index]
+        return src.span(span.start + delta, span.end + delta)
+
+    return Analysis(
+        found.inputs,
+        found.helpers,
+        found.has_template,
+        found.diagnostics,
+        tuple((name, move(span)) for name, span in found.first_uses),
+        tuple((name, move(span)) for name, span in found.all_uses),
+        tuple(use if use.span is None else use._replace(span=move(use.span)) for use in found.shape_uses),
+        found.optional,
+        found.blocks,
+        found.surely_compiles,
+    )
 
 
 def _analyse_template(events: Sequence[Item]) -> Analysis:
