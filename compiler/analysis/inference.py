@@ -22,6 +22,11 @@ work list, so neither recurses per nesting level. Statement recursion is bounded
 limit of 100 indentation levels; a `RecursionError`/`MemoryError` anyway (from `ast.parse` on
 pathological input) becomes E210 at the block. Any other surprise inside one block becomes a
 diagnostic, never an exception.
+
+Work kept across sections (a build's prompts repeat their blocks and their dynamic sections): the
+trees of each distinct block code are parsed once per process (`_TREES`), and the analysis of a
+section is handed out again, its spans moved, for a section written the same way (`_SECTIONS`).
+Both are bounded, and what they hand out is what a fresh analysis would find (property tests).
 """
 
 from __future__ import annotations

@@ -18,14 +18,15 @@ What is here, and who uses it:
   offset of every character kept, and the way back from a (line, column) to an offset (inference,
   `generate`).
 * `parse_header(keyword, text)` / `parse_code(kind, text)` — a block's Python → `ast`, with the
-  block rules and positioned `TemplateSyntaxError`s (inference, `generate`).
+  block rules and positioned `TemplateSyntaxError`s (inference, `generate`); `walk(trees)` — their
+  nodes, once, for the inference's uses and `certain_block`.
 * `generate(tokens)` → `Program`, `compile_program(program)` → code object, `compile_section(text)`
   (cached) and `run`/`execute` — a section's template → one Python module and its output (the
   runtime renders with them; the build compiles exactly the same module to catch what CPython's
   compiler rejects, e.g. `def f(a, a)`, before an artifact ships: `check_section(text, parsed)`,
   which takes over the block trees the inference already parsed and keeps nothing but the fact;
-  `surely_compiles(blocks)` (of `certain_block`s) says when a section's blocks cannot fail there, so the
-  check is skipped).
+  `surely_compiles(blocks)` (of `certain_block`s) says when a section's blocks cannot fail there,
+  so the check is skipped).
 
 Semantics of the generated code (`generate`). A section compiles into one module::
 
