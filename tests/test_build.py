@@ -15,6 +15,7 @@ import pytest
 
 from promptc.driver import build, check
 from promptc.facts.config import Config
+from promptc.runtime.buildfolder import BuildFolder
 
 from .conftest import ROOT, snapshot, write
 
@@ -176,12 +177,20 @@ def test_parallel_compile_matches_serial(project: Path, monkeypatch) -> None:
             f"prompts_src/p{i:02d}.prompt",
             f"/// section: s{i} stable\nPrompt {i}.\n/// section: d\n${{x{i}}}\n",
         )
+    write(project, "prompts_src/p07.prompt", "/// sectoin: x\nPrompt 7 ${x7}.\n")  # a warning (W303)
     monkeypatch.setattr(pool_module, "_workers", lambda: 2)
     parallel = build("prompts_src", "par", APPROX, incremental=False)
     monkeypatch.setattr(pool_module, "_workers", lambda: 1)
     serial = build("prompts_src", "ser", APPROX, incremental=False)
     assert parallel.ok and serial.ok
     assert snapshot(project / "par") == snapshot(project / "ser")
+    # a large build gets each entry back as its manifest piece: the prompts and the manifest it
+    # hands out are still the ones on disk, and the warning is reported
+    on_disk = BuildFolder(project / "par").manifest_or_none()
+    assert on_disk is not None and parallel.manifest == on_disk == serial.manifest
+    assert [p.entry for p in parallel.prompts] == [on_disk.artifacts[p.name] for p in parallel.prompts]
+    assert [d.code for d in parallel.diagnostics] == [d.code for d in serial.diagnostics] == ["W303"]
+    assert len(parallel.compiled) == 60 and all(p.ok and not p.reused for p in parallel.compiled)
 
 
 def test_unwritable_output_is_a_diagnostic_and_keeps_the_old_build(project: Path, monkeypatch) -> None:

@@ -16,7 +16,7 @@ import pytest
 import promptc.driver as driver
 from promptc.backend.emit import dumps
 from promptc.driver import Session, build
-from promptc.driver.manifest import ManifestDoc
+from promptc.driver.manifest import ManifestDoc, piece_of
 from promptc.driver.sources import RACY_WINDOW_NS, read_tree
 from promptc.facts.config import Config
 from promptc.runtime.buildfolder import state_path
@@ -67,10 +67,16 @@ def test_the_manifest_patched_piece_by_piece_is_the_one_a_clean_build_serialises
             doc.remove(name, current.pop(name))
         else:
             entry = _entry(name, rng.choice(prefixes), rng.randint(1, 4), tuple(rng.sample("xyz", rng.randint(0, 3))))
-            doc.put(name, entry, current.get(name))
+            if rng.random() < 0.5:
+                doc.put(name, entry, current.get(name))
+            else:  # as a large build's workers send it back: the piece alone
+                doc.put_piece(name, piece_of(name, entry))
             current[name] = entry
         expected = dumps(Manifest.of(current, tokenizer=APPROX.tokenizer, provider=None))
         assert doc.bytes() == expected, f"step {step}"
+        half = {name: piece_of(name, entry) for name, entry in current.items() if rng.random() < 0.5}
+        typed = {name: entry for name, entry in current.items() if name not in half}
+        assert ManifestDoc.of(typed, APPROX, half).bytes() == expected
         assert doc.manifest(current) == Manifest.of(current, tokenizer=APPROX.tokenizer, provider=None)
         restored = ManifestDoc.restore(dict(doc.entries), dict(doc.groups), APPROX)
         assert restored is not None and restored.bytes() == expected

@@ -65,7 +65,7 @@ from ..runtime.buildfolder import (
     write_output,
 )
 from ..runtime.model import Artifact, Manifest, ManifestEntry
-from .manifest import ManifestDoc, collisions, manifest_for
+from .manifest import ManifestDoc, collisions, entry_of, manifest_for, piece_fields
 from .plan import (
     Plan,
     acyclic,
@@ -181,6 +181,8 @@ class _Compiled:
     removed_paths: list[str] = field(default_factory=list)
     #: the prompts of the tree, sorted
     rels: list[str] = field(default_factory=list)
+    #: artifact sha256 by name, of the prompts compiled without their entry (a large build's)
+    arts: dict[str, str] = field(default_factory=dict)
     #: the state's records this build changed, as they were before it (by source)
     state_changes: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
@@ -226,6 +228,9 @@ class _Prompts(Sequence[CompiledPrompt]):
         prompt = self._made.get(rel)
         if prompt is None:
             prompt = self._made[rel] = reuse(rel, self._records[rel], self._entries[name_of(rel)])
+        elif prompt.entry is None and prompt.name in self._entries and not has_errors(prompt.diagnostics):
+            # compiled by a large build, which kept its entry as a piece of the manifest
+            prompt = self._made[rel] = replace(prompt, entry=self._entries[prompt.name])
         return prompt
 
     @overload
@@ -247,10 +252,28 @@ class _Prompts(Sequence[CompiledPrompt]):
 
     def made_now(self) -> tuple[CompiledPrompt, ...]:
         """The prompts compiled by the build (not those reused), without making the others."""
-        return tuple(self._made[rel] for rel in self._rels if rel not in self._records)
+        return tuple(self._at(rel) for rel in self._rels if rel not in self._records)
 
     def __repr__(self) -> str:
         return f"<{len(self._rels)} prompts, {len(self._rels) - len(self._records)} compiled>"
+
+
+class _PieceEntries(Mapping[str, ManifestEntry]):
+    """The entries of a build that wrote no manifest: those its workers sent back as pieces, then
+    those of the manifest it started from."""
+
+    def __init__(self, pieces: dict[str, bytes], previous: Mapping[str, ManifestEntry]) -> None:
+        self._pieces, self._previous = dict(pieces), previous
+
+    def __getitem__(self, name: str) -> ManifestEntry:
+        piece = self._pieces.get(name)
+        return entry_of(name, piece) if piece is not None else self._previous[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*self._pieces, *self._previous}))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class Session:
@@ -514,10 +537,18 @@ def _write(out: Path, project: _Compiled, known: _Known | None) -> bool:
             return False  # nothing this build made differs from what is there
         # the hashes of the kept files serve only a shadow set brought up to date by listing it
         patchable = known.output.matches(out) and known.output.shadow == shadow_identity(out)
-        shas = {} if patchable else {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
-        return write_output(out, project.files, project.keep, shas, known=known.output)
-    shas = {entry.path: entry.sha256 for entry in project.manifest.artifacts.values()}
-    return write_output(out, project.files, project.keep, shas)
+        return write_output(
+            out, project.files, project.keep, {} if patchable else _kept_shas(project), known=known.output
+        )
+    return write_output(out, project.files, project.keep, _kept_shas(project))
+
+
+def _kept_shas(project: _Compiled) -> dict[str, str]:
+    """The sha256 of every artifact the build keeps as the output folder has it, by path: those
+    reused (their records have it) and the last-good ones a failing prompt keeps."""
+    shas = {artifact_path(name_of(rel)): record["art"] for rel, record in project.reused.items()}
+    shas.update((p.entry.path, p.entry.sha256) for p in project.compiled.values() if p.reused and p.entry is not None)
+    return shas
 
 
 def _on_disk(out: Path, files: dict[str, bytes | Path]) -> bool:
@@ -541,7 +572,14 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
     doc = project.doc
     assert doc is not None
     changes = changes_of(
-        plan, project.compiled.values(), project.reused, project.tree, fresh, out, now_ns=project.walked_ns
+        plan,
+        project.compiled.values(),
+        project.reused,
+        project.tree,
+        fresh,
+        out,
+        arts=project.arts,
+        now_ns=project.walked_ns,
     )
     present = changes.present
     # the last-good artifacts a watch build kept for prompts that fail now
@@ -788,14 +826,22 @@ def _compile(
     # the entries of the previous manifest, decoded when a reused prompt is read
     last_entries = doc.manifest().artifacts if doc is not None else {}
 
-    # 3. compile the rest
+    # 3. compile the rest (a large build gets each manifest entry back as its piece)
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
+    pieces: dict[str, bytes] = {}
     with collecting():
-        compiled = compile_many(to_compile, tree, config, spool=use_spool, on_progress=on_progress)
+        compiled = compile_many(
+            to_compile, tree, config, spool=use_spool, pieces=pieces if use_spool else None, on_progress=on_progress
+        )
+    if isinstance(tree.files, LazyFiles) and len(to_compile) >= PARALLEL_THRESHOLD:
+        tree.files.forget()  # the sources' bytes served the compiles: a 20,000-file build held them all
     # a reused prompt's warnings are reported again (and fail it, under `strict`)
     warned = {rel: warnings_of(record) for rel, record in reused.items() if record.get("warnings")}
     if strict:
         compiled = [_failed_by_strict(p) for p in compiled]
+        for p in compiled:
+            if has_errors(p.diagnostics):
+                pieces.pop(p.name, None)
         for rel in warned:  # a reused prompt with a warning fails as a compiled one does
             compiled.append(_failed_by_strict(reuse(rel, reused.pop(rel), None)))
         warned = {}
@@ -815,7 +861,8 @@ def _compile(
     made = {p.source: p for p in compiled}
     project.compiled = made
     project.reused = reused
-    project.prompts = _Prompts(rels, dict(made), reused, last_entries)
+    # the artifacts' sha256 of the prompts whose entry came back as a piece (for the state)
+    project.arts = {name: piece_fields(piece)[0] for name, piece in pieces.items()}
     for rel in rels:
         prompt = made.get(rel)
         found = prompt.diagnostics if prompt is not None else warned.get(rel)
@@ -828,34 +875,39 @@ def _compile(
     project.report(collisions(compiled, tree))
 
     # 4. the manifest, and the set of files to write
+    entries: Mapping[str, ManifestEntry] = _PieceEntries(pieces, last_entries)
     if keep_last_good or project.ok:
-        writable = [p for p in compiled if p.entry is not None]
+        writable = [p for p in compiled if p.entry is not None or p.name in pieces]
         typed = {p.name: p.entry for p in writable if p.entry is not None}
         if doc is None:
-            doc = ManifestDoc.of(typed, config)  # nothing was reused
+            doc = ManifestDoc.of(typed, config, pieces)  # nothing was reused
         else:
             for p in writable:
-                if not p.reused or p.name not in doc:
-                    assert p.entry is not None
+                if p.entry is None:
+                    doc.put_piece(p.name, pieces[p.name])
+                elif not p.reused or p.name not in doc:
                     doc.put(p.name, p.entry, doc.entry(p.name))
-            kept = len(reused) + sum(1 for name in typed if name in doc)
+            kept = len(reused) + len(writable)
             if kept != len(doc):  # some entry of the last build has no prompt now
-                now = {*typed, *(name_of(rel) for rel in reused)}
+                now = {*(p.name for p in writable), *(name_of(rel) for rel in reused)}
                 gone = [name for name in doc.entries if name not in now]
                 project.removed_paths = [artifact_path(name) for name in gone]
                 for name in gone:
                     doc.remove(name, doc.entry(name))
+        pieces.clear()  # the document holds them (until it joins them)
         project.doc = doc
-        project.manifest = doc.manifest(typed)
         files: dict[str, bytes | Path] = {}
         for p in writable:
             if not p.reused and (p.data or p.spooled):
                 files[artifact_path(p.name)] = p.data or Path(p.spooled or "")
-        files[MANIFEST] = doc.bytes()
+        files[MANIFEST] = doc.bytes()  # first: the pieces are let go once joined
+        project.manifest = doc.manifest(typed)
+        entries = project.manifest.artifacts
         project.files = dict(sorted(files.items()))
         project.keep = sorted(
             [artifact_path(name_of(rel)) for rel in reused] + [artifact_path(p.name) for p in writable if p.reused]
         )
+    project.prompts = _Prompts(rels, dict(made), reused, entries)
     return project
 
 

@@ -227,11 +227,13 @@ class _Members:
         return parts
 
     def rebase(self, data: bytes, start: int, end: int) -> None:
-        """The object now stands at [start, end) in `data` (the document written): patches become
-        the base."""
-        if self._keys is None:
-            self._base, self._patched, self._spans = data, {}, {}
-            self._start, self._end = (start + len(_OPEN), end - len(_CLOSE)) if end - start > 2 else (start + 1,) * 2
+        """The object now stands at [start, end) in `data` (the document written): it is read from
+        there from now on, and the pieces it held are let go (a build of 100,000 prompts would
+        otherwise hold each entry twice, as a piece and in the document)."""
+        count = len(self)
+        self._keys, self._pieces, self._base, self._patched, self._spans = None, {}, data, {}, {}
+        self._start, self._end = (start + len(_OPEN), end - len(_CLOSE)) if end - start > 2 else (start + 1,) * 2
+        self._count = count
 
     def copy(self) -> _Members:
         """A snapshot that later patches of this one do not change."""
@@ -291,16 +293,26 @@ class ManifestDoc:
     # ---- making one
 
     @classmethod
-    def of(cls, entries: Mapping[str, ManifestEntry], config: Config) -> ManifestDoc:
-        """The document of these entries, every piece serialised."""
+    def of(
+        cls, entries: Mapping[str, ManifestEntry], config: Config, pieces: Mapping[str, bytes] | None = None
+    ) -> ManifestDoc:
+        """The document of these entries, every piece serialised; with `pieces`, more entries
+        given as the pieces their workers made (`piece_of`)."""
         doc = cls(config.tokenizer, config.provider)
         groups: dict[str, tuple[int, list[str]]] = {}
-        pieces: dict[str, bytes] = {}
-        for name in sorted(entries):
-            entry = entries[name]
-            pieces[name] = _piece(name, entry.to_json())
-            if entry.prefix_sha256:
-                groups.setdefault(entry.prefix_sha256, (entry.prefix_tokens, []))[1].append(name)
+        given = pieces or {}
+        made: dict[str, bytes] = {}
+        for name in sorted({*entries, *given}):
+            entry = entries.get(name)
+            if entry is not None:
+                piece, sha, tokens = _piece(name, entry.to_json()), entry.prefix_sha256, entry.prefix_tokens
+            else:
+                piece = given[name]
+                _, sha, tokens = piece_fields(piece)
+            made[name] = piece
+            if sha:
+                groups.setdefault(sha, (tokens, []))[1].append(name)
+        pieces = made
         doc._entries = _Members.of(pieces)
         doc._groups = _Members.of(
             {sha: _piece(sha, {"tokens": groups[sha][0], "artifacts": groups[sha][1]}) for sha in sorted(groups)}
@@ -390,13 +402,22 @@ class ManifestDoc:
     def put(self, name: str, entry: ManifestEntry, old: ManifestEntry | None) -> None:
         """Set the entry of `name` (`old` is the entry the document held for it, if any)."""
         piece = _piece(name, entry.to_json())
+        self._put(name, piece, entry.prefix_sha256, entry.prefix_tokens, old.prefix_sha256 if old is not None else None)
+
+    def put_piece(self, name: str, piece: bytes) -> None:
+        """Set the entry of `name` as its piece (`piece_of`), as a large build's workers made it."""
+        _, sha, tokens = piece_fields(piece)
+        old = self._entries.get(name)
+        self._put(name, piece, sha, tokens, piece_fields(old)[1] if old is not None else None)
+
+    def _put(self, name: str, piece: bytes, sha: str | None, tokens: int, old_sha: str | None) -> None:
         if self._entries.get(name) == piece:
             return
         self._entries.set(name, piece)
-        if old is not None and old.prefix_sha256:
-            self._leave(old.prefix_sha256, name)
-        if entry.prefix_sha256:
-            self._join(entry.prefix_sha256, entry.prefix_tokens, name)
+        if old_sha:
+            self._leave(old_sha, name)
+        if sha:
+            self._join(sha, tokens, name)
         self._bytes = None
         self.changed = True
 
@@ -431,8 +452,8 @@ class ManifestDoc:
             self._typed.pop(sha, None)
             return
         if first:
-            head = self.entry(names[0])
-            tokens = head.prefix_tokens if head is not None else tokens
+            head = self._entries.get(names[0])
+            tokens = piece_fields(head)[2] if head is not None else tokens
         self._set_group(sha, tokens, names)
 
     def _join(self, sha: str, tokens: int, name: str) -> None:
@@ -532,6 +553,30 @@ def _group_of(piece: bytes) -> tuple[int, list[str]]:
     """The length and members of a group piece (`"<sha256>": {…}`)."""
     group = orjson.loads(memoryview(piece)[68:])
     return int(group["tokens"]), list(group["artifacts"])
+
+
+def piece_of(name: str, entry: ManifestEntry) -> bytes:
+    """The manifest piece of one entry, as `ManifestDoc` holds it."""
+    return _piece(name, entry.to_json())
+
+
+#: the lines of an entry's piece (depth 3 of the document) that `piece_fields` reads
+_SHA = b'\n      "sha256": "'
+_PREFIX = b'\n      "prefix_sha256": '
+_TOKENS = b'\n      "prefix_tokens": '
+
+
+def piece_fields(piece: bytes) -> tuple[str, str | None, int]:
+    """An entry piece's artifact sha256, prefix sha256 and prefix length, read from its lines
+    (promptc's own layout: each field of the entry on its own line, six spaces in, before any
+    line of its schemas, which are indented further)."""
+    at = piece.find(_SHA) + len(_SHA)
+    sha = piece[at : at + 64].decode("ascii")
+    at = piece.find(_PREFIX) + len(_PREFIX)
+    prefix = piece[at + 1 : at + 65].decode("ascii") if piece[at : at + 1] == b'"' else None
+    at = piece.find(_TOKENS) + len(_TOKENS)
+    end = piece.find(b",", at)
+    return sha, prefix, int(piece[at:end])
 
 
 def entry_of(name: str, piece: bytes) -> ManifestEntry:

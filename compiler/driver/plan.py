@@ -29,7 +29,7 @@ import hashlib
 import os
 import stat as stat_module
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import field, replace
 from functools import cache
@@ -326,6 +326,7 @@ def changes_of(
     fresh: Iterable[str],
     out: Path,
     *,
+    arts: Mapping[str, str] | None = None,
     now_ns: int,
 ) -> Changes:
     """The state's changes after a build: the source records of the files read and hashed this
@@ -343,18 +344,21 @@ def changes_of(
     entries = plan.entries
     present = changes.present
     present.update(rel for rel in reused if rel in entries)
+    arts = arts or {}
     for prompt in compiled:
         rel = prompt.source
-        if prompt.entry is None or has_errors(prompt.diagnostics):
+        # a large build's workers sent the entry back as a manifest piece: its sha256 is in `arts`
+        art = prompt.entry.sha256 if prompt.entry is not None else arts.get(prompt.name)
+        if art is None or has_errors(prompt.diagnostics):
             continue
         if prompt.reused and rel in entries:
             present.add(rel)
             continue
-        stat = output_stat(os.path.join(base, prompt.entry.path))
+        stat = output_stat(os.path.join(base, artifact_path(prompt.name)))
         if stat is None:
             continue
         present.add(rel)
-        record: dict[str, Any] = {"sha": shas[rel], "art": prompt.entry.sha256, "stat": stat}
+        record: dict[str, Any] = {"sha": shas[rel], "art": art, "stat": stat}
         # empty fields are left out: at 100,000 prompts each costs a container to decode
         if prompt.deps:
             record["deps"] = {dep: shas.get(dep) for dep in prompt.deps}
@@ -380,10 +384,11 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
     plan.refreshed = {}
     path = state_path(out)
     try:
-        line = orjson.dumps(layer) + b"\n"
+        # a line is made only when it may be appended (a first build's would be the whole state)
+        line = orjson.dumps(layer) + b"\n" if plan.where is not None and plan.journal_lines < COMPACT_LINES else b""
         if (
-            plan.where is not None
-            and plan.journal_lines < COMPACT_LINES
+            line
+            and plan.where is not None
             and plan.journal_size + len(line) <= COMPACT_SHARE * plan.base_size
             and _append(path, plan.where, line)
         ):
@@ -391,9 +396,16 @@ def save_state(out: Path, plan: Plan, changes: Changes, output: dict[str, Any]) 
             plan.journal_lines += 1
             plan.where = (plan.where[0], plan.where[1], plan.where[2] + len(line))
             return
+        del line
         header = {"format": STATE_FORMAT, "fingerprint": plan.fingerprint, "package": plan.package}
-        base = orjson.dumps({"files": plan.files, "entries": plan.entries, "output": plan.output})
-        data = orjson.dumps(header) + b"\n" + base + b"\n"
+        data = b"".join(
+            (
+                orjson.dumps(header),
+                b"\n",
+                orjson.dumps({"files": plan.files, "entries": plan.entries, "output": plan.output}),
+                b"\n",
+            )
+        )
         # atomic (a killed build leaves the old state or the new), not fsynced: it is an
         # optimisation a crash may lose, and never written through a link
         write_file(path, data, symlinks="refuse", durable=False)

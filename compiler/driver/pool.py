@@ -18,6 +18,7 @@ from ..facts.config import Config
 from ..facts.lazy import lazy_import
 from ..passes.context import SourceTree
 from ..runtime.buildfolder import artifact_path, write_new_file
+from .manifest import piece_of
 
 if TYPE_CHECKING:
     import ctypes
@@ -39,11 +40,11 @@ else:
     futures_process = lazy_import("concurrent.futures.process")
 
 
-def _compile_one(rel: str) -> CompiledPrompt:
+def _compile_one(rel: str) -> tuple[CompiledPrompt, bytes | None]:
     tree, config = _WORKER_STATE["tree"], _WORKER_STATE["config"]
     result = _compile(rel, tree, config, _WORKER_STATE["partials"])
     # Send back bytes, not the dict: pickling the artifact twice would cost more than compiling it.
-    return _spool(replace(result, artifact=None), _WORKER_STATE.get("spool"))
+    return _spool(replace(result, artifact=None), _WORKER_STATE.get("spool"), _WORKER_STATE.get("pieces", False))
 
 
 def _compile(rel: str, tree: SourceTree, config: Config, partials: PartialLoader) -> CompiledPrompt:
@@ -51,15 +52,19 @@ def _compile(rel: str, tree: SourceTree, config: Config, partials: PartialLoader
     return pipeline.compile_prompt(rel, config, tree, partials=partials).compiled
 
 
-def _spool(prompt: CompiledPrompt, spool: str | None) -> CompiledPrompt:
+def _spool(prompt: CompiledPrompt, spool: str | None, pieces: bool) -> tuple[CompiledPrompt, bytes | None]:
     """Write the artifact into the spool folder and drop its bytes from memory: a 20,000-prompt
-    build would otherwise hold every artifact until the end."""
+    build would otherwise hold every artifact until the end. With `pieces`, the manifest entry
+    goes back as its piece of the manifest (`manifest.piece_of`), made here, in parallel, and
+    the prompt without it: the build holds a piece per prompt, not an entry's objects."""
     if spool is None or prompt.data is None:
-        return prompt
+        return prompt, None
     path = os.path.join(spool, artifact_path(prompt.name))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_new_file(Path(path), prompt.data)
-    return replace(prompt, data=None, spooled=path)
+    if pieces and prompt.entry is not None:
+        return replace(prompt, data=None, spooled=path, entry=None), piece_of(prompt.name, prompt.entry)
+    return replace(prompt, data=None, spooled=path), None
 
 
 _WORKER_STATE: dict[str, Any] = {}
@@ -211,11 +216,14 @@ def compile_many(
     *,
     jobs: int | None = None,
     spool: str | None = None,
+    pieces: dict[str, bytes] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[CompiledPrompt]:
     """Compile prompts, on every core when there are enough of them. Output order is `rels` order,
     and each artifact's bytes do not depend on which process compiled it. With `spool`, artifacts
-    go to files in that folder as they are made instead of staying in memory."""
+    go to files in that folder as they are made instead of staying in memory; with `pieces` too,
+    so do the manifest entries: a prompt comes back without its entry, whose manifest piece
+    (`manifest.piece_of`) is put in `pieces` by name."""
     if not rels:
         return []
     partials = pipeline.PartialLoader(config, tree)  # each partial is parsed once per process
@@ -225,7 +233,7 @@ def compile_many(
         # each worker loads its own, in parallel, which costs no wall time and keeps ~60 MB of BPE
         # tables out of the main process, the one that holds the whole build's results.
         parse.warm()
-        _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool)
+        _WORKER_STATE.update(tree=tree, config=config, partials=partials, spool=spool, pieces=pieces is not None)
         # Everything the workers inherit is frozen out of the collector's reach: a collection in a
         # worker would otherwise write to the header of every inherited object (the source tree,
         # the parser, every module) and so copy each page of them, in each worker.
@@ -250,8 +258,10 @@ def compile_many(
                     # has not yet installed its handlers; it arrives, whole, right after.
                     with _signals_held():
                         results = executor.map(_compile_one, rels, chunksize=chunk)
-                    for prompt in results:
+                    for prompt, piece in results:
                         compiled.append(prompt)
+                        if piece is not None and pieces is not None:
+                            pieces[prompt.name] = piece
                         if on_progress is not None:
                             on_progress(len(compiled), len(rels))
                     finished = True
@@ -267,7 +277,10 @@ def compile_many(
             gc.unfreeze()
     compiled = []
     for rel in rels:
-        compiled.append(_spool(_compile(rel, tree, config, partials), spool))
+        prompt, piece = _spool(_compile(rel, tree, config, partials), spool, pieces is not None)
+        compiled.append(prompt)
+        if piece is not None and pieces is not None:
+            pieces[prompt.name] = piece
         if on_progress is not None:
             on_progress(len(compiled), len(rels))
     return compiled

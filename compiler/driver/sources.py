@@ -57,18 +57,25 @@ class LazyFiles(Mapping[str, bytes]):
         *,
         order: list[str] | None = None,
         links: bool = False,
+        root: str | None = None,
     ) -> None:
         self._data = loaded
         self._paths = dict(deferred or {})
         self._order = order
         self.fresh: frozenset[str] = frozenset(loaded)
         self.links = links
+        #: the source folder: a file read by the walk and forgotten since is read again from there
+        self._root = root
 
     def __getitem__(self, rel: str) -> bytes:
         data = self._data.get(rel)
         if data is not None:
             return data
-        path = self._paths[rel]
+        path = self._paths.get(rel)
+        if path is None:
+            if self._root is None or rel not in self.fresh:
+                raise KeyError(rel)
+            path = os.path.join(self._root, *rel.split("/"))
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
@@ -80,7 +87,7 @@ class LazyFiles(Mapping[str, bytes]):
         return data
 
     def __contains__(self, rel: object) -> bool:
-        return rel in self._data or rel in self._paths
+        return rel in self._data or rel in self._paths or rel in self.fresh
 
     @property
     def order(self) -> list[str]:
@@ -100,7 +107,8 @@ class LazyFiles(Mapping[str, bytes]):
 
     def forget(self) -> None:
         """Drop the bytes read so far (a session keeps the tree for its paths and records, not
-        for its contents: the next build reads what it needs again)."""
+        for its contents; a large build lets them go once compiled): a file asked for again is
+        read again."""
         self._order = self.order  # listed before the bytes go: the listing is made of both
         self._data = {}
 
@@ -203,6 +211,7 @@ class _Walk:
     paths a watcher saw change (`update_tree`)."""
 
     def __init__(self, src: Path, out: Path | None, known: Mapping[str, list[Any]], known_at_ns: int) -> None:
+        self.root = str(src)
         self.root_display = _display_root(src)
         self.root_real = os.path.realpath(src)
         self.out_real = os.path.realpath(out) if out is not None else None
@@ -381,7 +390,7 @@ def read_tree(
 
 
 def _tree_of(walk: _Walk, order: list[str] | None = None) -> SourceTree:
-    files = LazyFiles(walk.files, walk.deferred, order=order, links=walk.links)
+    files = LazyFiles(walk.files, walk.deferred, order=order, links=walk.links, root=walk.root)
     return SourceTree(
         files=files, outside=walk.outside, root_display=walk.root_display, shas=walk.shas, stats=walk.stats
     )
