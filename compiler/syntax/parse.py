@@ -28,7 +28,6 @@ from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
 from ..facts.language import (
     CLOSERS,
     DELIMITERS,
-    DIRECTIVE,
     INLINE_COMMENT,
     PLACEHOLDER_PATH,
     SECTION_DIRECTIVE,
@@ -159,17 +158,19 @@ def _tokens_to_items(tokens: Iterable[Lexeme], src: SourceText, sink: Diagnostic
         line = line_of(starts, start)
         col = start - starts[line - 1] + 1
         if kind == "DIRECTIVE":
-            match = DIRECTIVE.match(value)
-            assert match is not None  # the terminal guarantees the shape
-            raw_value = match.group(2).rstrip("\n")
+            # the terminal guarantees `DIRECTIVE`'s shape, `[ \t]*///[ \t]*KEY[ \t]*:VALUE` with no
+            # `:` in KEY: its groups are read with string methods
+            key_at = value.index("///") + 3
+            colon = value.index(":", key_at)
+            raw_value = value[colon + 1 :].rstrip("\n")
             if "///" in raw_value:
                 raw_value = INLINE_COMMENT.sub("", raw_value)  # comments first
-            value_at = start + match.start(2)
+            value_at = start + colon + 1
             lead = len(raw_value) - len(raw_value.lstrip())
             clean = raw_value.strip()
             append(
                 Directive(
-                    match.group(1),
+                    value[key_at:colon].strip(" \t"),
                     clean,
                     Span(start, end, line, col, src),
                     at(value_at + lead, value_at + lead + len(clean)),
