@@ -650,3 +650,16 @@ def test_a_section_written_again_elsewhere_analyses_as_when_analysed_alone(text:
     inference._SECTIONS.clear()
     analyse(items_of(before + text))  # kept, at other positions
     assert _placed(analyse(items_of(again + text))) == fresh
+
+
+def test_the_kept_trees_stay_within_their_bounds(monkeypatch) -> None:
+    """`_TREES` forgets the trees used longest ago past its number of blocks or of nodes."""
+    monkeypatch.setattr(inference, "_TREES_NODES", 100)
+    monkeypatch.setattr(inference, "_TREES_MAX", 30)
+    inference._TREES.clear()
+    for round_ in range(3):
+        analyse(items_of("".join(f"{{{{ item{round_}_{i}.name.upper() }}}}\n" for i in range(60))))
+        kept = list(inference._TREES.values())
+        assert 0 < len(kept) <= 30
+        assert sum(len(trees.nodes) + 1 for trees in kept) <= 100
+        assert inference._kept_nodes == sum(len(trees.nodes) + 1 for trees in kept)

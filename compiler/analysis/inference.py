@@ -96,7 +96,8 @@ class Analysis:
     #: None`): left out, they render as None and nothing fails. The others are required.
     optional: frozenset[str] = frozenset()
     #: each block of the section, in order, as parsed here (`template.Parsed`): the inference pass
-    #: hands them to the section's compile, which takes the nodes over, so no block is parsed twice
+    #: hands them to the section's compile, which takes the nodes over, so no block is parsed twice.
+    #: Empty for an analysis kept from a section written the same way (its check is skipped).
     blocks: tuple[template.Parsed, ...] = ()
     #: the section's program is certain to compile (`template.surely_compiles` of `blocks`): the
     #: inference pass skips its compile check
@@ -486,13 +487,16 @@ class _Trees(NamedTuple):
 
 
 #: (kind, keyword, unwrapped code) → its `_Trees`, for the blocks a build writes again and again
-#: (`{% endif %}`, `{% else %}`, `{{ turn.text }}`): each is parsed once per process, the 4,096
-#: used last kept. Sharing is sound because nothing the analysis keeps holds a node (only spans
+#: (`{% endif %}`, `{% else %}`, `{{ turn.text }}`): each is parsed once per process, those used
+#: last kept, at most 4,096 blocks and 40,000 nodes (about 10 MB). Sharing is sound because nothing the analysis keeps holds a node (only spans
 #: and names), no tree is changed by it, and the trees handed to the section's compile check
 #: (which takes them over) are never kept nor taken from here (`analyse`); a block written twice in
 #: one section gets its own trees the second time (the analysis tells nodes apart by `id`).
 _TREES: dict[tuple[str, str, str], _Trees] = {}
 _TREES_MAX = 4096
+_TREES_NODES = 40_000
+#: the nodes `_TREES` holds (recounted when it was cleared)
+_kept_nodes = 0
 #: longer code is parsed every time (it is rare, and a kept tree holds its text's worth of nodes)
 _TREES_CODE_MAX = 1000
 
@@ -538,12 +542,17 @@ def _parse_block(block: Block, seen: set[tuple[str, str, str]] | None = None) ->
 def _keep(entries: Iterable[_Parsed | None]) -> None:
     """Keep the trees of a section's blocks that were parsed here, for the blocks written the same
     way later (`_TREES`)."""
+    global _kept_nodes
+    if not _TREES:
+        _kept_nodes = 0
     for entry in entries:
-        if entry is None or entry.key is None or entry.shared:
+        if entry is None or entry.key is None or entry.shared or entry.trees is None:
             continue
-        _TREES[entry.key] = entry.trees  # type: ignore[assignment]
-    while len(_TREES) > _TREES_MAX:
-        del _TREES[next(iter(_TREES))]
+        old = _TREES.get(entry.key)
+        _TREES[entry.key] = entry.trees
+        _kept_nodes += len(entry.trees.nodes) + 1 - (len(old.nodes) + 1 if old is not None else 0)
+    while _TREES and (len(_TREES) > _TREES_MAX or _kept_nodes > _TREES_NODES):
+        _kept_nodes -= len(_TREES.pop(next(iter(_TREES))).nodes) + 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1723,23 +1732,40 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
         found = _SECTIONS.pop(key, None)
         if found is not None:
             _SECTIONS[key] = found  # used last: forgotten last
-            return _relocated(found[0], found[1], starts, src)
+            return _relocated(found, starts, src)
     result = _analyse_template(events)
     if key is not None and result.surely_compiles and not result.diagnostics:
-        _SECTIONS[key] = (result, starts)
+        _SECTIONS[key] = _kept(result, starts)
         if len(_SECTIONS) > _SECTIONS_MAX:
             del _SECTIONS[next(iter(_SECTIONS))]
     return result
 
 
-#: A section's analysis by what it depends on (`_section_key`), with where its blocks and
-#: placeholders stood, for the sections written the same way elsewhere (a build's prompts repeat
-#: their dynamic sections: the same loops over the same inputs): the 1,024 used last. The analysis
-#: of a section moved in its file is the same analysis with every span moved along with the item
-#: it lies in (each comes from one block's code or one placeholder), so a kept one is handed out
-#: with its spans moved (`_relocated`). Kept only when it reported nothing and its compile check
-#: is skipped (its trees are never handed over), and only for a section of one file.
-_SECTIONS: dict[tuple[object, ...], tuple[Analysis, list[int]]] = {}
+#: where a span stood in a kept analysis: (index of the block or placeholder it lies in, its start
+#: relative to that item's, its length)
+_Place = tuple[int, int, int]
+
+
+class _Kept(NamedTuple):
+    """An analysis as `_SECTIONS` keeps it: its facts, with each span as a `_Place` (no span, so
+    nothing of the file it came from is kept alive), and no trees (no compile check wants them)."""
+
+    inputs: frozenset[str]
+    helpers: frozenset[str]
+    optional: frozenset[str]
+    first_uses: tuple[tuple[str, _Place], ...]
+    all_uses: tuple[tuple[str, _Place], ...]
+    shape_uses: tuple[tuple[ShapeUse, _Place | None], ...]
+
+
+#: A section's analysis by what it depends on (`_section_key`), for the sections written the same
+#: way elsewhere (a build's prompts repeat their dynamic sections: the same loops over the same
+#: inputs): the 1,024 used last. The analysis of a section moved in its file is the same analysis
+#: with every span moved along with the item it lies in (each comes from one block's code or one
+#: placeholder), so a kept one is handed out with its spans placed where the section now stands
+#: (`_relocated`). Kept only when it reported nothing and its compile check is skipped (its trees
+#: are never handed over), and only for a section of one file.
+_SECTIONS: dict[tuple[object, ...], _Kept] = {}
 _SECTIONS_MAX = 1024
 #: a section whose blocks and placeholders are longer is analysed every time
 _SECTION_KEY_MAX = 4000
@@ -1747,8 +1773,8 @@ _SECTION_KEY_MAX = 4000
 
 def _section_key(events: Sequence[Item]) -> tuple[tuple[object, ...] | None, list[int], SourceText | None]:
     """What a section's analysis depends on (each block's kind, keyword, code and where its code
-    starts and it ends relative to it, each placeholder's path and length, in order), with where each
-    stands; None when the section mixes files or is too long to keep."""
+    starts and it ends relative to it, each placeholder's path and length, in order), with where
+    each stands; None when the section mixes files or is too long to keep."""
     key: list[object] = []
     starts: list[int] = []
     src: SourceText | None = None
@@ -1773,26 +1799,46 @@ def _section_key(events: Sequence[Item]) -> tuple[tuple[object, ...] | None, lis
     return tuple(key), starts, src
 
 
-def _relocated(found: Analysis, was: list[int], now: list[int], src: SourceText) -> Analysis:
-    """`found`, the analysis of a section whose blocks and placeholders started at `was`, for the
-    same section with them at `now` in `src`: every span moved with the item it lies in."""
+def _kept(result: Analysis, starts: list[int]) -> _Kept:
+    """`result`, the analysis of a section whose blocks and placeholders start at `starts`, as
+    `_SECTIONS` keeps it."""
 
-    def move(span: Span) -> Span:
-        index = bisect_right(was, span.start) - 1
-        delta = now[index] - was[index]
-        return src.span(span.start + delta, span.end + delta)
+    def place(span: Span) -> _Place:
+        index = bisect_right(starts, span.start) - 1
+        return index, span.start - starts[index], span.end - span.start
+
+    return _Kept(
+        result.inputs,
+        result.helpers,
+        result.optional,
+        tuple((name, place(span)) for name, span in result.first_uses),
+        tuple((name, place(span)) for name, span in result.all_uses),
+        tuple(
+            (use, None) if use.span is None else (use._replace(span=None), place(use.span)) for use in result.shape_uses
+        ),
+    )
+
+
+def _relocated(kept: _Kept, starts: list[int], src: SourceText) -> Analysis:
+    """The analysis `kept` for the same section with its blocks and placeholders at `starts` in
+    `src`: every span placed with the item it lies in."""
+
+    def span(place: _Place) -> Span:
+        index, offset, length = place
+        start = starts[index] + offset
+        return src.span(start, start + length)
 
     return Analysis(
-        found.inputs,
-        found.helpers,
-        found.has_template,
-        found.diagnostics,
-        tuple((name, move(span)) for name, span in found.first_uses),
-        tuple((name, move(span)) for name, span in found.all_uses),
-        tuple(use if use.span is None else use._replace(span=move(use.span)) for use in found.shape_uses),
-        found.optional,
-        found.blocks,
-        found.surely_compiles,
+        kept.inputs,
+        kept.helpers,
+        True,
+        (),
+        tuple((name, span(place)) for name, place in kept.first_uses),
+        tuple((name, span(place)) for name, place in kept.all_uses),
+        tuple(use if place is None else use._replace(span=span(place)) for use, place in kept.shape_uses),
+        kept.optional,
+        (),
+        True,
     )
 
 
