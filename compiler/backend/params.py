@@ -82,14 +82,15 @@ def _value_span(doc: Document, name: str, fallback: Span | None) -> Span | None:
 
 #: `check_value` of a scalar param value against a profile's schema, worked out once per process
 #: (a project writes the same few `temperature=0.2` over and over): (id of the schema, name, type,
-#: value) → (the schema, kept so its id stays its own; the problems). The 1,024 asked for last.
+#: value) → (the schema, kept so its id stays its own; the problems). The 1,024 asked for last;
+#: a string of over 200 characters is checked every time.
 _CHECKED: dict[tuple[int, str, type, object], tuple[Any, list[str]]] = {}
 _SCALARS = (bool, int, float, str, type(None))
 
 
 def _problems(schema: Any, value: Any, name: str) -> list[str]:
     """`check_value(schema, value, name)`, remembered for scalar values."""
-    if type(value) not in _SCALARS:
+    if type(value) not in _SCALARS or (type(value) is str and len(value) > 200):
         return check_value(schema, value, name)
     key = (id(schema), name, type(value), value)
     found = _CHECKED.pop(key, None)
