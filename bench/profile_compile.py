@@ -4,11 +4,12 @@
 
 Generates (or reuses) the benchmark corpus (`bench/corpus.py`, seed 1) under `bench/corpus/`, reads it into a
 `SourceTree` the way the driver does, and compiles every prompt with `compile_prompt`, one after the other, as one
-pool worker does. Each round starts with cold caches (the section compile check's, the token meters' memos, the
+pool worker does. Each round starts with cold caches (the section compile check's, the blocks read and parsed, the
+sections analysed, the params' checks and values, the directive keys' suggestions, the token meters' memos, the
 partial loader): a cold build's worker starts with none of them either. Every stage of `STAGES` and every pass of
 `PASSES` is timed; the table shows milliseconds a file for the fastest round. `--cprofile N` adds cProfile's top N
-functions by own time (one round, not timed); `--jinja2` times Jinja2's `parse` + `find_undeclared_variables`
-over the same files in the same process (the reference the cold-build target compares with).
+functions by own time (one round, not timed); `--jinja2` times Jinja2's `parse` + `find_undeclared_variables` over
+the same files in the same process (the reference the cold-build target compares with).
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ sys.path.insert(0, str(HERE))
 
 import corpus  # noqa: E402
 
+from promptc.analysis import inference  # noqa: E402
 from promptc.backend import meter as meter_module  # noqa: E402
+from promptc.backend import params  # noqa: E402
 from promptc.compile import pipeline  # noqa: E402
 from promptc.facts.config import Config  # noqa: E402
+from promptc.passes import directives  # noqa: E402
 from promptc.passes.context import SourceTree  # noqa: E402
 from promptc.runtime import template  # noqa: E402
 from promptc.syntax.parse import warm  # noqa: E402
@@ -52,6 +56,12 @@ def _tree(folder: Path) -> SourceTree:
 def _cold() -> None:
     """Forget what an earlier round cached: a worker of a cold build starts without it."""
     template._CHECKED.clear()
+    inference._TREES.clear()
+    inference._SECTIONS.clear()
+    template._read_short.cache_clear()
+    params._CHECKED.clear()
+    directives._reserved_key_like.cache_clear()
+    directives._TYPED.clear()
     template.compile_section.cache_clear()
     for name in list(meter_module.OFFLINE_ENCODINGS) + [meter_module.APPROX]:
         known = meter_module.meter(name)  # the encoding stays loaded (a worker loads it once)

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from promptc.analysis import inference
 from promptc.analysis.inference import BUILTIN_NAMES, Analysis, analyse
 from promptc.facts.codes import CODES
 from promptc.runtime.template import unwrap as _unwrap
@@ -559,3 +560,106 @@ def test_no_input_inference_leaves_optional_fails_the_render_when_left_out(text:
         values[name] = _VALUES[role[name]] if role[name] != "flag" else data.draw(st.booleans())
     # every optional input left out: each renders as None, and nothing fails
     render_artifact(artifact, values)
+
+
+def _facts(result: Analysis) -> tuple:
+    """Everything an analysis says, without the trees it hands over."""
+    return (
+        result.inputs,
+        result.helpers,
+        result.has_template,
+        [(d.code, d.message, d.line, d.col, d.hint) for d in result.diagnostics],
+        [(n, s.start, s.end) for n, s in result.first_uses],
+        [(n, s.start, s.end) for n, s in result.all_uses],
+        [(u.name, u.kind, u.attrs, u.span and (u.span.start, u.span.end), u.guarded) for u in result.shape_uses],
+        result.optional,
+        result.surely_compiles,
+    )
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.one_of(guarded_templates(), templates(valid_only=False)), guarded_templates())
+def test_blocks_parsed_once_and_shared_analyse_as_when_parsed_alone(text: str, other: str) -> None:
+    """The inference keeps the trees of the blocks it parsed (`_TREES`) and shares them with every
+    block written the same way: a section analysed with every tree shared (after `other` and the
+    section itself were analysed) says exactly what it says with none kept."""
+    inference._TREES.clear()
+    alone = _facts(analyse(items_of(text)))
+    analyse(items_of(other))
+    analyse(items_of(text))
+    shared = analyse(items_of(text))
+    assert _facts(shared) == alone
+    doubled = text + text  # the same blocks twice in one section: each occurrence on its own
+    inference._TREES.clear()
+    alone = _facts(analyse(items_of(doubled)))
+    analyse(items_of(doubled))
+    assert _facts(analyse(items_of(doubled))) == alone
+
+
+def test_a_block_written_twice_in_a_section_keeps_its_own_guard() -> None:
+    """`id`s tell the analysis's nodes apart: the second `{{ user.name }}` below is not guarded,
+    even when the trees of the first were kept."""
+    text = "{% if user %}{{ user.name }}{% endif %}{{ user.name }}\n"
+    inference._TREES.clear()
+    for _ in range(3):
+        result = analyse(items_of(text))
+        assert [u.guarded for u in result.shape_uses if u.kind == "attr"] == [True, False]
+        assert "user" not in result.optional
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["text ", "${a}", "${b.c}", "${a.b.c}", "${user.name}", "\n", "\\${x}", "${ bad }", "${}"]),
+        max_size=12,
+    ).map("".join)
+)
+def test_a_section_without_blocks_analyses_as_the_general_path_does(text: str) -> None:
+    events = items_of(text)
+    assert _facts(inference._placeholders_only(events)) == _facts(inference._analyse_template(events))
+    assert inference._placeholders_only(events) == inference._analyse_template(events)
+
+
+def _placed(result: Analysis) -> tuple:
+    """`_facts` with every span's line and column too."""
+
+    def at(span):
+        return None if span is None else (span.start, span.end, span.line, span.col)
+
+    return (
+        _facts(result),
+        [(n, at(s)) for n, s in result.first_uses],
+        [(n, at(s)) for n, s in result.all_uses],
+        [at(u.span) for u in result.shape_uses],
+    )
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    st.one_of(guarded_templates(), templates(valid_only=True)),
+    st.sampled_from(["", "Some words\n", "x ", "line one\n  line two ", "é\n\n\t"]),
+    st.sampled_from(["", "Some words\n", "x ", "line one\n  line two ", "é\n\n\t"]),
+)
+def test_a_section_written_again_elsewhere_analyses_as_when_analysed_alone(text: str, before: str, again: str) -> None:
+    """The inference keeps a section's analysis (`_SECTIONS`) for the sections written the same way:
+    the kept one, its spans moved to where the section now stands, says exactly what a fresh
+    analysis of it says, positions included."""
+    inference._SECTIONS.clear()
+    inference._TREES.clear()
+    fresh = _placed(analyse(items_of(again + text)))
+    inference._SECTIONS.clear()
+    analyse(items_of(before + text))  # kept, at other positions
+    assert _placed(analyse(items_of(again + text))) == fresh
+
+
+def test_the_kept_trees_stay_within_their_bounds(monkeypatch) -> None:
+    """`_TREES` forgets the trees used longest ago past its number of blocks or of nodes."""
+    monkeypatch.setattr(inference, "_TREES_NODES", 100)
+    monkeypatch.setattr(inference, "_TREES_MAX", 30)
+    inference._TREES.clear()
+    for round_ in range(3):
+        analyse(items_of("".join(f"{{{{ item{round_}_{i}.name.upper() }}}}\n" for i in range(60))))
+        kept = list(inference._TREES.values())
+        assert 0 < len(kept) <= 30
+        assert sum(len(trees.nodes) + 1 for trees in kept) <= 100
+        assert inference._kept_nodes == sum(len(trees.nodes) + 1 for trees in kept)

@@ -126,3 +126,18 @@ def test_the_types_agree_with_the_pinned_sdks(shape: str):
         elif schema.get("type") in kinds.values():
             expected = {kinds[leaf] for leaf in leaves if leaf in kinds}
             assert schema["type"] in expected, (shape, name, annotation)
+
+
+def test_remembered_checks_tell_equal_values_of_other_types_apart():
+    """The checks of scalar values are remembered per (schema, name, type, value): `1`, `1.0`
+    and `True` hash alike but are checked each as itself."""
+    from promptc.backend import params
+
+    schema = {"type": "integer", "minimum": 0, "maximum": 2}
+    params._CHECKED.clear()
+    for _ in range(2):  # the second time from what was remembered
+        assert params._problems(schema, 1, "n") == []
+        assert params._problems(schema, 1.5, "n") != []
+        assert params._problems(schema, True, "n") != []  # a boolean is no integer in JSON Schema
+        assert params._problems(schema, 3, "n") != []
+    assert params._problems({"type": "boolean"}, 1, "n") != []  # another schema, the same value

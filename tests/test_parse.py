@@ -135,3 +135,32 @@ def test_the_lexer_loads_from_the_cache_folder_without_importing_lark(tmp_path: 
     assert first[0] and not again[0] and damaged[0]
     assert first[1] == again[1] == damaged[1]
     assert [kind for kind, _, _ in first[1]][:3] == ["SEPARATOR", "TEXT", "PLACEHOLDER"]
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(
+    st.tuples(
+        st.sampled_from(["", " ", "\t "]),
+        st.sampled_from(["", " ", "\t"]),
+        st.from_regex(r"[a-z][a-z0-9_.\-]{0,5}", fullmatch=True),
+        st.sampled_from(["", " ", "\t"]),
+        st.text(alphabet=" \t/:ab\\é#", max_size=12),
+    ).map(lambda p: f"{p[0]}///{p[1]}{p[2]}{p[3]}:{p[4]}\n")
+)
+def test_a_directive_item_is_what_the_directive_pattern_reads(line):
+    """The parser reads a directive line's key and value with string methods; they are what
+    `language.DIRECTIVE` matches (the value without its inline comment, stripped)."""
+    from promptc.facts.language import DIRECTIVE, INLINE_COMMENT
+    from promptc.syntax.nodes import Directive
+
+    src = SourceText.of("t.prompt", line)
+    items = [item for item in parse(src, DiagnosticSink(src)) if isinstance(item, Directive)]
+    match = DIRECTIVE.match(line)
+    if match is None or not items:
+        return  # not a directive line (`//` right after the colon makes it a comment)
+    (item,) = items
+    raw = INLINE_COMMENT.sub("", match.group(2).rstrip("\n"))
+    assert (item.key, item.value) == (match.group(1), raw.strip())
+    lead = len(raw) - len(raw.lstrip())
+    assert item.value_span.start == match.start(2) + lead
+    assert item.value_span.end == item.value_span.start + len(raw.strip())

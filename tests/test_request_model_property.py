@@ -597,3 +597,28 @@ def test_a_model_change_is_a_bust_on_its_param_line(tmp_path) -> None:
     assert run_promptc("build", "-q", cwd=tmp_path).returncode == 0
     same = run_promptc("diff", "old.json", "--old-src", "old", "--fail-on", "bust", cwd=tmp_path)
     assert same.returncode == 0 and "0 cache busts" in same.stdout, same.stdout
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=prompts())
+def test_the_walks_stop_is_the_prefixs_stop(drawn: Drawn) -> None:
+    """`Request.stop` (which hashes nothing) is where `prefix()` stops, in every provider's view;
+    the compile's cut, located by emit, is where the artifact's request model stops."""
+    from promptc.runtime import requestmodel
+
+    artifact = compiled(drawn)
+    if artifact is None:
+        return
+    for profile in (True, None, requestmodel.anthropic_view(None)):
+        request = requestmodel.of_artifact(artifact, profile=profile)
+        assert request.stop() is request.prefix().stop
+    # the cut the compile keeps is emit's (what `cache.prefix_end` records): the artifact's own
+    from promptc.backend.prefix import locate
+    from promptc.compile import pipeline
+    from promptc.facts.config import Config
+    from promptc.passes.context import SourceTree
+
+    files = {"p.prompt": drawn.source.encode(), **{k: v.encode() for k, v in drawn.files.items()}}
+    state = pipeline.compile_prompt("p.prompt", Config(), SourceTree(files=files))
+    assert state.artifact is not None and state.document is not None and state.cut is not None
+    assert state.cut == locate(state.document, state.rel, state.root, state.artifact)

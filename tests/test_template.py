@@ -33,6 +33,7 @@ from promptc.runtime.template import (
     Structure,
     TemplateSyntaxError,
     Token,
+    certain_block,
     compile_program,
     compile_section,
     execute,
@@ -43,7 +44,9 @@ from promptc.runtime.template import (
     read_block,
     run,
     scan,
+    surely_compiles,
     unwrap,
+    walk,
 )
 
 from .conftest import examples
@@ -1069,21 +1072,32 @@ def test_compile_section_is_cached_and_registers_the_listing():
 def test_the_build_parses_each_block_once(monkeypatch):
     """The inference parses every block of a section, and the section's compile check (the program
     the runtime will run) takes those trees over instead of parsing the blocks again."""
+    from promptc.analysis import inference
     from promptc.compile import compile_text
     from promptc.facts.config import Config
     from promptc.runtime import template
 
+    inference._TREES.clear()
     parsed: list[str] = []
     real = template._parse
     monkeypatch.setattr(
         template, "_parse", lambda source, text, lines: parsed.append(text) or real(source, text, lines)
     )
-    body = "".join(f"{{% if flag{i} %}}{{{{ item{i}.name }}}}{{# n{i} = {i} #}}{{% endif %}}\n" for i in range(5))
+    # a lambda: a section `surely_compiles` does not vouch for, so the check compiles it
+    body = "".join(
+        f"{{% if flag{i} %}}{{{{ item{i}.name }}}}{{# n{i} = lambda: {i} #}}{{% endif %}}\n" for i in range(5)
+    )
     result = compile_text(body, config=Config(tokenizer="approx-bytes/4"))
     assert result.ok, result.diagnostics
     assert sorted(parsed) == sorted(
-        [*(f"if flag{i}" for i in range(5)), *(f"item{i}.name" for i in range(5)), *(f"n{i} = {i}" for i in range(5))]
+        [
+            *(f"if flag{i}" for i in range(5)),
+            *(f"item{i}.name" for i in range(5)),
+            *(f"n{i} = lambda: {i}" for i in range(5)),
+        ]
     )
+    # the trees the check took over are not kept for other blocks (it changed them)
+    assert not inference._TREES
     # what the check remembers is that the text compiles, not its program (nothing is kept for a render)
     (section,) = [s for m in result.artifact.messages for b in m.blocks for s in b.sections]
     assert section.text in template._CHECKED
@@ -1094,3 +1108,213 @@ def test_generate_is_linear_and_iterative():
     text = "".join(f"{{% for i{k % 7} in [1] %}}{{{{ i{k % 7} }}}}${{v}}{{% endfor %}}\n" for k in range(5000))
     compiled = compile_section(text)
     assert run(compiled.code, {"v": "."}, lambda path: ".") == "1.\n" * 5000
+
+
+# ---------------------------------------------------------------------------------------------
+# surely_compiles: when the build may skip its compile check
+
+
+def _blocks_of(text: str) -> list[tuple[str, str, Any, list[ast.AST]]] | None:
+    """(kind, keyword, parsed, nodes) of each block of a section, as the inference reads them;
+    None when a block does not parse (the build reports that, and never asks)."""
+    out: list[tuple[str, str, Any, list[ast.AST]]] = []
+    for tok in scan(text):
+        if tok.block is None:
+            continue
+        code, _ = unwrap(tok.block.code, 0)
+        try:
+            if tok.kind == "stmt":
+                header = parse_header(tok.block.keyword, code)
+                out.append(("stmt", tok.block.keyword, header, walk([header] if header is not None else [])))
+            else:
+                body = parse_code(tok.kind, code).body
+                out.append((tok.kind, "", body, walk(body)))
+        except TemplateSyntaxError:
+            return None
+    return out
+
+
+def _sure(blocks: list[tuple[str, str, Any, list[ast.AST]]]) -> bool:
+    """`surely_compiles` as the inference asks it."""
+    return surely_compiles(
+        (kind, keyword, certain_block(kind, keyword, parsed, nodes)) for kind, keyword, parsed, nodes in blocks
+    )
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "{{ a.b(c, *d, k=e[1:2]) }}",
+                "{# def f(x, *y, z=1, **w): return [q for q in x] #}",
+                "{# try:\n  import os as o\nexcept E as e:\n  pass #}",
+                "{# match a:\n  case [1, *r] | {'k': v, **m}: pass #}",
+                "{{ f'{x!r:>{w} }' }}",
+                "{% for i, j in k %}",
+            ]
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_walk_is_ast_walk_without_contexts_and_operators(codes_):
+    """`walk` yields the nodes `ast.walk` does, in its order, less the shared contexts and operators."""
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    for code in codes_:
+        kind, keyword, parsed, nodes = _blocks_of(code)[0]
+        roots = [parsed] if kind == "stmt" else parsed
+        expected = [n for root in roots for n in ast.walk(root) if not isinstance(n, leaves)]
+        assert nodes == expected
+
+
+def _compiles(text: str) -> bool:
+    try:
+        compile_program(generate(scan(text)))
+    except TemplateSyntaxError:
+        return False
+    return True
+
+
+_NAMES = st.sampled_from(["a", "b", "x", "__debug__", "f"])
+
+
+def _expressions(risky: bool) -> st.SearchStrategy[str]:
+    """Expressions `surely_compiles` vouches for, and (`risky`) with what it must not: scopes,
+    `await`/`yield`, starred values, deep nesting; `__debug__` and repeated keywords come from
+    the names."""
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        plain = [
+            st.tuples(inner, _NAMES).map(lambda p: f"{p[0]}.{p[1]}"),
+            st.tuples(inner, inner).map(lambda p: f"({p[0]} + {p[1]})"),
+            st.tuples(inner, inner).map(lambda p: f"{p[0]}[{p[1]}]"),
+            st.tuples(inner, inner, inner).map(lambda p: f"({p[0]} if {p[1]} else {p[2]})"),
+            st.tuples(inner, inner).map(lambda p: f"[{p[0]}, {p[1]}]"),
+            st.tuples(inner, inner).map(lambda p: f"{{ {p[0]}: {p[1]} }}"),
+            st.tuples(inner, _NAMES, inner).map(lambda p: f"{p[0]}({p[1]}={p[2]})"),
+            st.tuples(inner, _NAMES, _NAMES).map(lambda p: f"f({p[0]}, {p[1]}=1, {p[2]}=2)"),
+            inner.map(lambda e: f"not {e}"),
+        ]
+        odd = [
+            inner.map(lambda e: f"[*{e}]"),
+            inner.map(lambda e: f"(lambda {e}, {e}: 1)" if e.isidentifier() else f"(lambda: {e})"),
+            inner.map(lambda e: f"[y for y in {e}]"),
+            inner.map(lambda e: f"[y for x in (y := {e})]"),
+            inner.map(lambda e: f"(await {e})"),
+            inner.map(lambda e: f"(yield {e})"),
+            inner.map(lambda e: "(" * 40 + e + ")" * 40),
+        ]
+        return st.one_of(*plain, *(odd if risky else ()))
+
+    leaves = st.one_of(_NAMES, st.sampled_from(["(1)", "'s'", "None"]), _NAMES.map(lambda n: f'f"{{{n}!r:>{{b}} }}"'))
+    return st.recursive(leaves, extend, max_leaves=6)
+
+
+def _sections() -> st.SearchStrategy[str]:
+    """Section texts: mostly well-nested `{% %}` constructs around blocks `surely_compiles` may
+    vouch for, with a risky fragment or a stray tag now and then."""
+    plain, risky = _expressions(False), _expressions(True)
+    expression = st.one_of(plain, plain, plain, risky)
+    target = st.sampled_from(["i", "i, j", "x.a", "x[0]", "i", "__debug__", "*i"])
+    leaf = st.one_of(
+        st.sampled_from(["text ", "${a} ", "\n"]),
+        expression.map(lambda e: f"{{{{ {e} }}}}"),
+        st.tuples(_NAMES, st.sampled_from(["=", "+="]), expression).map(lambda p: f"{{# {p[0]} {p[1]} {p[2]} #}}"),
+        st.sampled_from(
+            [
+                "{# break #}",
+                "{# continue #}",
+                "{# return #}",
+                "{# return a #}",
+                "{# pass #}",
+                "{# del a #}",
+                "{# global a #}",
+                "{# nonlocal a #}",
+                "{# import os #}",
+                "{# def f(p, p): pass #}",
+                "{# x: int = 1 #}",
+                "{# *a, b = c #}",
+                "{{ x; y }}",
+                "{{ }}",
+                "{# x = 1\n  y = 2 #}",
+                "{% else %}",
+                "{% endif %}",
+                "{% for i in a %}" * 21,
+            ]
+        ),
+    )
+
+    def nest(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        body = st.lists(inner, max_size=3).map("".join)
+        branch = st.tuples(expression, body).map(lambda p: f"{{% elif {p[0]} %}}{p[1]}")
+        return st.one_of(
+            st.lists(inner, min_size=2, max_size=4).map("".join),
+            st.tuples(expression, body, st.lists(branch, max_size=2), st.none() | body).map(
+                lambda p: (
+                    f"{{% if {p[0]} %}}{p[1]}{''.join(p[2])}"
+                    + ("" if p[3] is None else f"{{% else %}}{p[3]}")
+                    + "{% endif %}"
+                )
+            ),
+            st.tuples(target, expression, body, st.none() | body).map(
+                lambda p: (
+                    f"{{% for {p[0]} in {p[1]} %}}{p[2]}"
+                    + ("" if p[3] is None else f"{{% else %}}{p[3]}")
+                    + "{% endfor %}"
+                )
+            ),
+            st.tuples(expression, body).map(lambda p: f"{{% while {p[0]} %}}{p[1]}{{% endwhile %}}"),
+        )
+
+    return st.recursive(leaf, nest, max_leaves=24)
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(_sections())
+def test_surely_compiles_is_never_wrong(text):
+    """Where `surely_compiles` vouches for a section, CPython's `compile()` of its program succeeds:
+    the build's compile check may be skipped there without accepting what cannot render."""
+    blocks = _blocks_of(text)
+    if blocks is not None and _sure(blocks):
+        assert _compiles(text), text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hi {{ order.status.upper() }} {% for turn in transcript %}{{ turn.role }}{% endfor %}", True),
+        ("{% if a %}A{% elif b.c %}B{% else %}{# x = f(k=1)[0] #}{% endif %}{% while n %}{% endwhile %}", True),
+        ("{{ f(a=1, a=2) }}", False),  # keyword argument repeated
+        ("{# __debug__ = 1 #}", False),
+        ("{{ f(__debug__=1) }}", False),
+        ("{# def f(a, a): pass #}", False),
+        ("{{ (lambda a, a: 1) }}", False),
+        ("{{ [*a] }}{% for *i in a %}{% endfor %}", False),
+        ("{{ [y for x in (y := [1])] }}", False),
+        ("{# break #}", False),
+        ("{% for i in a %}" * 17 + "{% endfor %}" * 17, False),  # deeper than it vouches for
+        ("{{ " + "a." * 70 + "b }}", False),
+        ("{% if a %}", False),  # a structure problem: the check decides
+    ],
+)
+def test_surely_compiles_vouches_for_plain_templates_only(text, expected):
+    blocks = _blocks_of(text)
+    assert blocks is not None
+    assert _sure(blocks) is expected
+    if expected:
+        assert _compiles(text)
+
+
+def test_the_build_skips_the_compile_check_of_a_section_it_is_sure_of(monkeypatch):
+    from promptc.compile import compile_text
+    from promptc.facts.config import Config
+    from promptc.runtime import template
+
+    checked: list[str] = []
+    real = template.check_section
+    monkeypatch.setattr(template, "check_section", lambda text, parsed=None: checked.append(text) or real(text, parsed))
+    config = Config(tokenizer="approx-bytes/4")
+    assert compile_text("{% for t in turns %}{{ t.text }}{% endfor %}", config=config).ok
+    assert checked == []
+    result = compile_text("{{ [t for t in turns] }}", config=config)
+    assert result.ok and checked == ["{{ [t for t in turns] }}"]

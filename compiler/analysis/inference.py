@@ -22,12 +22,18 @@ work list, so neither recurses per nesting level. Statement recursion is bounded
 limit of 100 indentation levels; a `RecursionError`/`MemoryError` anyway (from `ast.parse` on
 pathological input) becomes E210 at the block. Any other surprise inside one block becomes a
 diagnostic, never an exception.
+
+Work kept across sections (a build's prompts repeat their blocks and their dynamic sections): the
+trees of each distinct block code are parsed once per process (`_TREES`), and the analysis of a
+section is handed out again, its spans moved, for a section written the same way (`_SECTIONS`).
+Both are bounded, and what they hand out is what a fresh analysis would find (property tests).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -63,6 +69,11 @@ _MAX_STATIC_BLOCKS = 20
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: the statements that hold statements (their bodies are a level deeper)
+_COMPOUND = frozenset(
+    {ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match, *_FUNCTIONS, ast.ClassDef}
+    | ({ast.TryStar} if hasattr(ast, "TryStar") else set())
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +96,12 @@ class Analysis:
     #: None`): left out, they render as None and nothing fails. The others are required.
     optional: frozenset[str] = frozenset()
     #: each block of the section, in order, as parsed here (`template.Parsed`): the inference pass
-    #: hands them to the section's compile, which takes the nodes over, so no block is parsed twice
+    #: hands them to the section's compile, which takes the nodes over, so no block is parsed twice.
+    #: Empty for an analysis kept from a section written the same way (its check is skipped).
     blocks: tuple[template.Parsed, ...] = ()
+    #: the section's program is certain to compile (`template.surely_compiles` of `blocks`): the
+    #: inference pass skips its compile check
+    surely_compiles: bool = False
 
 
 class ShapeUse(NamedTuple):
@@ -111,43 +126,48 @@ class _Mapper:
     """Maps positions in the text handed to `ast.parse` back to offsets in the source file.
 
     promplate does `dedent(inner).strip()` before parsing, so columns shift per line; we keep, for
-    every character of the parsed text, the source offset it came from. `prefix` is synthetic text
-    put before it (to parse `{% elif %}` as part of an `if`), which maps to the code's start.
+    every character of the parsed text, the source offset it came from.
     """
 
-    __slots__ = ("src", "text", "prefix", "positions", "full", "line_starts", "fallback")
+    __slots__ = ("src", "text", "positions", "_line_starts", "ascii", "fallback")
 
-    def __init__(
-        self, src: SourceText | None, text: str, positions: list[int], prefix: str, suffix: str, fallback: Span
-    ) -> None:
+    def __init__(self, src: SourceText | None, text: str, positions: list[int], fallback: Span) -> None:
         self.src = src
         self.text = text
-        self.prefix = prefix
         self.positions = positions  # len(text) + 1 entries
-        self.full = prefix + text + suffix
-        starts = [0]
-        find = self.full.find
-        pos = find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find("\n", pos + 1)
-        self.line_starts = starts
+        self._line_starts: list[int] | None = None  # made when a position is first asked for
+        self.ascii = text.isascii()  # then a UTF-8 byte column is a character column
         self.fallback = fallback
 
+    @property
+    def line_starts(self) -> list[int]:
+        starts = self._line_starts
+        if starts is None:
+            starts = [0]
+            find = self.text.find
+            pos = find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            self._line_starts = starts
+        return starts
+
     def _index(self, lineno: int | None, col: int | None, byte_col: bool) -> int:
-        """Index into the parsed text (without prefix) of a 1-based line and 0-based column."""
+        """Index into the parsed text of a 1-based line and 0-based column."""
         if lineno is None or lineno < 1:
             return 0
-        if lineno > len(self.line_starts):
+        starts = self.line_starts
+        if lineno > len(starts):
             return len(self.text)
-        start = self.line_starts[lineno - 1]
-        end = self.full.find("\n", start)
-        line = self.full[start : end if end != -1 else len(self.full)]
+        text = self.text
+        start = starts[lineno - 1]
+        end = text.find("\n", start)
+        if end == -1:
+            end = len(text)
         col = max(0, col or 0)
-        if byte_col:  # ast node columns count UTF-8 bytes
-            col = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
-        index = start + min(col, len(line)) - len(self.prefix)
-        return max(0, min(index, len(self.text)))
+        if byte_col and not self.ascii:  # ast node columns count UTF-8 bytes
+            col = len(text[start:end].encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        return start + min(col, end - start)
 
     def offset(self, lineno: int | None, col: int | None, byte_col: bool = False) -> int:
         return self.positions[self._index(lineno, col, byte_col)]
@@ -174,6 +194,21 @@ class _Mapper:
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             return self.fallback
+        if self.ascii and self.src is not None and "\n" not in self.text:
+            # one ASCII line (most blocks): `span` with every column a character of line 1
+            size = len(self.text)
+            start = self.positions[
+                0 if lineno < 1 else size if lineno > 1 else min(max(0, getattr(node, "col_offset", 0) or 0), size)
+            ]
+            end_lineno = getattr(node, "end_lineno", None)
+            end_col = getattr(node, "end_col_offset", None)
+            end = start + 1
+            if end_lineno is not None and end_col is not None:
+                index = 0 if end_lineno < 1 else size if end_lineno > 1 else min(max(0, end_col), size)
+                end = max(self.positions[index], start)
+                if end == start:
+                    end = start + 1
+            return self.src.span(start, end)
         return self.span(
             lineno,
             getattr(node, "col_offset", 0),
@@ -370,6 +405,8 @@ def _irrefutable(case: ast.match_case) -> bool:
 
 def _nesting(body: Sequence[ast.stmt]) -> tuple[int, int]:
     """(deepest indentation level, deepest loop nesting outside functions) of statements."""
+    if not any(statement.__class__ in _COMPOUND for statement in body):
+        return 0, 0  # simple statements only (most blocks): nothing is nested
     deepest = 0
     loops = 0
     stack: list[tuple[ast.AST, int, int, bool]] = [(s, 0, 0, True) for s in body]
@@ -404,6 +441,15 @@ class _Parsed(NamedTuple):
     header: ast.If | ast.For | ast.While | None  # stmt blocks: the statement the header opens
     keyword: str
     problem: Diagnostic | None = None  # E602: reported, but the statements are still analysed
+    #: every node of `body` and `header`, each tree breadth first (`template.walk`): the one walk
+    #: of the block that the attribute uses and `template.surely_compiles` share
+    nodes: Sequence[ast.AST] = ()
+    #: the key under which `analyse` may keep the trees in `_TREES` (None: not to be kept)
+    key: tuple[str, str, str] | None = None
+    #: the trees, as `_TREES` keeps them
+    trees: _Trees | None = None
+    #: the trees came from `_TREES`, shared with other blocks written the same way
+    shared: bool = False
 
 
 class _BlockError(Exception):
@@ -427,20 +473,86 @@ def _problem(error: template.TemplateSyntaxError, mapper: _Mapper, block: Block)
     return make(CODES[error.code], error.message, span, error.hint)
 
 
-def _parse_block(block: Block) -> _Parsed:
-    """Read one block with the same functions the runtime's code generator uses."""
+class _Trees(NamedTuple):
+    """What parsing a block's unwrapped code gives, wherever the block is written: the statements
+    (or the `{% %}` header), their nodes (`template.walk`) and the E602 problem, positioned in the
+    code."""
+
+    body: list[ast.stmt]
+    header: ast.If | ast.For | ast.While | None
+    nodes: list[ast.AST]
+    problem: template.TemplateSyntaxError | None
+    #: `template.certain_block` of it
+    certain: bool
+
+
+#: (kind, keyword, unwrapped code) → its `_Trees`, for the blocks a build writes again and again
+#: (`{% endif %}`, `{% else %}`, `{{ turn.text }}`): each is parsed once per process, those used
+#: last kept, at most 4,096 blocks and 40,000 nodes (about 10 MB). Sharing is sound because nothing the analysis keeps holds a node (only spans
+#: and names), no tree is changed by it, and the trees handed to the section's compile check
+#: (which takes them over) are never kept nor taken from here (`analyse`); a block written twice in
+#: one section gets its own trees the second time (the analysis tells nodes apart by `id`).
+_TREES: dict[tuple[str, str, str], _Trees] = {}
+_TREES_MAX = 4096
+_TREES_NODES = 40_000
+#: the nodes `_TREES` holds (recounted when it was cleared)
+_kept_nodes = 0
+#: longer code is parsed every time (it is rare, and a kept tree holds its text's worth of nodes)
+_TREES_CODE_MAX = 1000
+
+
+def _read(kind: str, keyword: str, text: str) -> _Trees:
+    if kind == "stmt":
+        header = template.parse_header(keyword, text)
+        nodes = [] if header is None else template.walk((header,))
+        return _Trees([], header, nodes, None, template.certain_block(kind, keyword, header, nodes))
+    parsed = template.parse_code(kind, text)
+    nodes = template.walk(parsed.body)
+    return _Trees(parsed.body, None, nodes, parsed.problem, template.certain_block(kind, keyword, parsed.body, nodes))
+
+
+def _parse_block(block: Block, seen: set[tuple[str, str, str]] | None = None) -> _Parsed:
+    """Read one block with the same functions the runtime's code generator uses. `seen`: the
+    `_TREES` keys already used in this section (then the trees may come from `_TREES`)."""
     src = block.code_span.src or block.span.src
     text, positions = template.unwrap(block.code, block.code_span.start)
     keyword = _block_keyword(block) if block.kind == "stmt" else ""
-    mapper = _Mapper(src, text, positions, "", "", block.span)
-    try:
-        if block.kind == "stmt":
-            return _Parsed(block, mapper, [], template.parse_header(keyword, text), keyword)
-        parsed = template.parse_code(block.kind, text)
-    except template.TemplateSyntaxError as error:
-        raise _BlockError(_problem(error, mapper, block)) from None
-    problem = _problem(parsed.problem, mapper, block) if parsed.problem is not None else None
-    return _Parsed(block, mapper, parsed.body, None, "", problem)
+    mapper = _Mapper(src, text, positions, block.span)
+    key: tuple[str, str, str] | None = None
+    trees = None
+    if seen is not None and len(text) <= _TREES_CODE_MAX:
+        key = (block.kind, keyword, text)
+        if key in seen:
+            key = None  # written twice in the section: trees of its own
+        else:
+            seen.add(key)
+            trees = _TREES.pop(key, None)
+            if trees is not None:
+                _TREES[key] = trees  # used last: forgotten last
+    shared = trees is not None
+    if trees is None:
+        try:
+            trees = _read(block.kind, keyword, text)
+        except template.TemplateSyntaxError as error:
+            raise _BlockError(_problem(error, mapper, block)) from None
+    problem = _problem(trees.problem, mapper, block) if trees.problem is not None else None
+    return _Parsed(block, mapper, trees.body, trees.header, keyword, problem, trees.nodes, key, trees, shared)
+
+
+def _keep(entries: Iterable[_Parsed | None]) -> None:
+    """Keep the trees of a section's blocks that were parsed here, for the blocks written the same
+    way later (`_TREES`)."""
+    global _kept_nodes
+    if not _TREES:
+        _kept_nodes = 0
+    for entry in entries:
+        if entry is None or entry.key is None or entry.shared or entry.trees is None:
+            continue
+        old = _TREES.get(entry.key)
+        _TREES[entry.key] = entry.trees
+        _kept_nodes += len(entry.trees.nodes) + 1 - (len(old.nodes) + 1 if old is not None else 0)
+    while _TREES and (len(_TREES) > _TREES_MAX or _kept_nodes > _TREES_NODES):
+        _kept_nodes -= len(_TREES.pop(next(iter(_TREES))).nodes) + 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1563,24 +1675,30 @@ class _Template:
 def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] = frozenset()) -> list[ShapeUse]:
     """`name.attr` in template code where `name` is bound nowhere in the section (no assignment,
     parameter or loop target of any scope): the attribute of an input itself (kind "attr")."""
-    parsed = [e for e in entries if e is not None]
-    roots: list[tuple[_Parsed, ast.AST]] = [(e, n) for e in parsed for n in (*e.body, e.header) if n is not None]
     bound: set[str] = set()
     found: list[tuple[_Parsed, ast.Attribute, str]] = []
-    for entry, root in roots:
-        for node in ast.walk(root):  # iterative
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                bound.add(node.id)
-            elif isinstance(node, ast.arg):
-                bound.add(node.arg)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound.add(node.name)
-            elif isinstance(node, (ast.alias, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    aliased = (ast.alias, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+    for entry in entries:
+        if entry is None:
+            continue
+        for node in entry.nodes:  # the statements, then the header: each breadth first, as ast.walk
+            cls = node.__class__
+            if cls is ast.Name:
+                if node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+                    bound.add(node.id)  # type: ignore[attr-defined]
+            elif cls is ast.Attribute:
+                value = node.value  # type: ignore[attr-defined]
+                if value.__class__ is ast.Name:
+                    found.append((entry, node, value.id))  # type: ignore[arg-type]
+            elif cls is ast.arg:
+                bound.add(node.arg)  # type: ignore[attr-defined]
+            elif cls in named:
+                bound.add(node.name)  # type: ignore[attr-defined]
+            elif cls in aliased:
                 name = getattr(node, "asname", None) or getattr(node, "name", None)
                 if isinstance(name, str):
                     bound.add(name.split(".", 1)[0])
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                found.append((entry, node, node.value.id))
     return [
         ShapeUse(name, "attr", (node.attr,), entry.mapper.node_span(node), id(node.value) in guarded)
         for entry, node, name in found
@@ -1588,19 +1706,154 @@ def _attribute_uses(entries: Iterable[_Parsed | None], guarded: frozenset[int] =
     ]
 
 
+def _placeholders_only(events: Sequence[Item]) -> Analysis:
+    """`analyse` of a section without template blocks (most sections): what `_Template.run` and
+    `result` come to when only placeholders read names, every read a plain, unguarded input."""
+    first: dict[str, Span] = {}
+    every: list[tuple[str, Span]] = []
+    shapes: list[ShapeUse] = []
+    for item in events:
+        if item.__class__ is Placeholder and item.root:
+            root, span = item.root, item.span
+            every.append((root, span))
+            first.setdefault(root, span)
+            shapes.append(ShapeUse(root, "path", tuple(item.path.split(".")[1:]), span, False))
+    return Analysis(frozenset(first), frozenset(), False, (), tuple(sorted(first.items())), tuple(every), tuple(shapes))
+
+
 def analyse(items: Sequence[Item | Spliced]) -> Analysis:
     """Infer the inputs and helpers of one section's items. Never raises for any input:
     problems come back as diagnostics."""
     events = list(_flatten(items))
+    if not any(item.__class__ is Block for item in events):
+        return _placeholders_only(events)
+    key, starts, src = _section_key(events)
+    if key is not None and src is not None:
+        found = _SECTIONS.pop(key, None)
+        if found is not None:
+            _SECTIONS[key] = found  # used last: forgotten last
+            return _relocated(found, starts, src)
+    result = _analyse_template(events)
+    if key is not None and result.surely_compiles and not result.diagnostics:
+        _SECTIONS[key] = _kept(result, starts)
+        if len(_SECTIONS) > _SECTIONS_MAX:
+            del _SECTIONS[next(iter(_SECTIONS))]
+    return result
+
+
+#: where a span stood in a kept analysis: (index of the block or placeholder it lies in, its start
+#: relative to that item's, its length)
+_Place = tuple[int, int, int]
+
+
+class _Kept(NamedTuple):
+    """An analysis as `_SECTIONS` keeps it: its facts, with each span as a `_Place` (no span, so
+    nothing of the file it came from is kept alive), and no trees (no compile check wants them)."""
+
+    inputs: frozenset[str]
+    helpers: frozenset[str]
+    optional: frozenset[str]
+    first_uses: tuple[tuple[str, _Place], ...]
+    all_uses: tuple[tuple[str, _Place], ...]
+    shape_uses: tuple[tuple[ShapeUse, _Place | None], ...]
+
+
+#: A section's analysis by what it depends on (`_section_key`), for the sections written the same
+#: way elsewhere (a build's prompts repeat their dynamic sections: the same loops over the same
+#: inputs): the 1,024 used last. The analysis of a section moved in its file is the same analysis
+#: with every span moved along with the item it lies in (each comes from one block's code or one
+#: placeholder), so a kept one is handed out with its spans placed where the section now stands
+#: (`_relocated`). Kept only when it reported nothing and its compile check is skipped (its trees
+#: are never handed over), and only for a section of one file.
+_SECTIONS: dict[tuple[object, ...], _Kept] = {}
+_SECTIONS_MAX = 1024
+#: a section whose blocks and placeholders are longer is analysed every time
+_SECTION_KEY_MAX = 4000
+
+
+def _section_key(events: Sequence[Item]) -> tuple[tuple[object, ...] | None, list[int], SourceText | None]:
+    """What a section's analysis depends on (each block's kind, keyword, code and where its code
+    starts and it ends relative to it, each placeholder's path and length, in order), with where
+    each stands; None when the section mixes files or is too long to keep."""
+    key: list[object] = []
+    starts: list[int] = []
+    src: SourceText | None = None
+    size = 0
+    for item in events:
+        if item.__class__ is Block:
+            span, code_span = item.span, item.code_span
+            if code_span.src is not span.src:
+                return None, starts, None
+            key.append((item.kind, item.keyword, item.code, code_span.start - span.start, span.end - span.start))
+            size += len(item.code)
+        elif item.__class__ is Placeholder:
+            span = item.span
+            key.append((item.path, span.end - span.start))
+            size += len(item.path)
+        else:
+            continue
+        if span.src is None or (src is not None and span.src is not src) or size > _SECTION_KEY_MAX:
+            return None, starts, None
+        src = span.src
+        starts.append(span.start)
+    return tuple(key), starts, src
+
+
+def _kept(result: Analysis, starts: list[int]) -> _Kept:
+    """`result`, the analysis of a section whose blocks and placeholders start at `starts`, as
+    `_SECTIONS` keeps it."""
+
+    def place(span: Span) -> _Place:
+        index = bisect_right(starts, span.start) - 1
+        return index, span.start - starts[index], span.end - span.start
+
+    return _Kept(
+        result.inputs,
+        result.helpers,
+        result.optional,
+        tuple((name, place(span)) for name, span in result.first_uses),
+        tuple((name, place(span)) for name, span in result.all_uses),
+        tuple(
+            (use, None) if use.span is None else (use._replace(span=None), place(use.span)) for use in result.shape_uses
+        ),
+    )
+
+
+def _relocated(kept: _Kept, starts: list[int], src: SourceText) -> Analysis:
+    """The analysis `kept` for the same section with its blocks and placeholders at `starts` in
+    `src`: every span placed with the item it lies in."""
+
+    def span(place: _Place) -> Span:
+        index, offset, length = place
+        start = starts[index] + offset
+        return src.span(start, start + length)
+
+    return Analysis(
+        kept.inputs,
+        kept.helpers,
+        True,
+        (),
+        tuple((name, span(place)) for name, place in kept.first_uses),
+        tuple((name, span(place)) for name, place in kept.all_uses),
+        tuple(use if place is None else use._replace(span=span(place)) for use, place in kept.shape_uses),
+        kept.optional,
+        (),
+        True,
+    )
+
+
+def _analyse_template(events: Sequence[Item]) -> Analysis:
+    """`analyse` of a section's items, spliced partials inlined."""
     parsed: dict[int, _Parsed | None] = {}
     problems: dict[int, Diagnostic] = {}
     has_template = False
+    seen: set[tuple[str, str, str]] = set()
     for index, item in enumerate(events):
         if not isinstance(item, Block):
             continue
         has_template = True
         try:
-            entry = _parse_block(item)
+            entry = _parse_block(item, seen)
         except _BlockError as error:
             problems[index] = error.diagnostic
             parsed[index] = None
@@ -1620,20 +1873,34 @@ def analyse(items: Sequence[Item | Spliced]) -> Analysis:
         parsed[index] = entry
         if entry.problem is not None:
             problems[index] = entry.problem
-    template = _Template(events, parsed, problems)
-    template.run()
-    inputs, helpers, diagnostics = template.result()
+    walker = _Template(events, parsed, problems)
+    walker.run()
+    inputs, helpers, diagnostics = walker.result()
     # a loop over a name the template assigns anywhere may be over its own value: no evidence
-    uses = [u for u in template.shape_uses if u.kind == "path" or u.name not in template.an.assigned]
-    uses += _attribute_uses(parsed.values(), frozenset(template.an.guarded_nodes))
+    uses = [u for u in walker.shape_uses if u.kind == "path" or u.name not in walker.an.assigned]
+    uses += _attribute_uses(parsed.values(), frozenset(walker.an.guarded_nodes))
+    entries = list(parsed.values())
+    blocks = tuple(None if e is None else e.header if e.block.kind == "stmt" else e.body for e in entries)
+    surely = (
+        has_template
+        and all(e is not None for e in entries)
+        and template.surely_compiles(
+            (e.block.kind, e.keyword, e.trees is not None and e.trees.certain) for e in entries if e is not None
+        )
+    )
+    if surely:  # no compile check takes these trees over: they may be shared
+        _keep(entries)
+    else:  # the check parses the shared blocks itself, and takes the others over
+        blocks = tuple(None if e is not None and e.shared else b for e, b in zip(entries, blocks, strict=True))
     return Analysis(
         inputs,
         helpers,
         has_template,
         diagnostics,
-        tuple(sorted(template.an.first.items())),
-        tuple(template.an.every),
+        tuple(sorted(walker.an.first.items())),
+        tuple(walker.an.every),
         tuple(uses),
-        frozenset(inputs - template.an.unguarded),
-        tuple(None if e is None else e.header if e.block.kind == "stmt" else e.body for e in parsed.values()),
+        frozenset(inputs - walker.an.unguarded),
+        blocks,
+        surely,
     )

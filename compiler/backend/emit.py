@@ -35,7 +35,7 @@ from ..syntax.nodes import Block as BlockNode
 from ..syntax.nodes import Document, Placeholder, section_text
 from ..syntax.nodes import Section as SectionNode
 from .meter import Meter
-from .prefix import locate, relative
+from .prefix import Cut, locate, relative
 
 if TYPE_CHECKING:
     from ..facts.profiles import Profile
@@ -95,9 +95,11 @@ def build_artifact(
     meter: Meter,
     request: Request | None = None,
     root: str = "",
+    cuts: list[Cut] | None = None,
 ) -> Artifact:
     """`root` is how diagnostics name the source folder (`prompts_src/`): stripped from the paths
-    the artifact records."""
+    the artifact records. `cuts`, when given, receives the cut of the prefix: where the request
+    model's walk stops, located in the sources (`prefix.locate`), which `cache.prefix_end` records."""
     request = request or Request(tokenizer=meter.name)
     messages_out: list[Message] = []
     has_template = False
@@ -148,6 +150,8 @@ def build_artifact(
 
     def where(stop: requestmodel.Part | None) -> tuple[str, int, int, str]:
         cut = locate(doc, rel_source, root, None if stop is None else (stop.message, stop.block))
+        if cuts is not None:
+            cuts.append(cut)
         return cut.source, cut.line, cut.column, cut.reason
 
     cache = requestmodel.cache(

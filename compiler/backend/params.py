@@ -80,6 +80,28 @@ def _value_span(doc: Document, name: str, fallback: Span | None) -> Span | None:
     return src.span(fallback.start + start, fallback.start + max(end, start + 1))
 
 
+#: `check_value` of a scalar param value against a profile's schema, worked out once per process
+#: (a project writes the same few `temperature=0.2` over and over): (id of the schema, name, type,
+#: value) → (the schema, kept so its id stays its own; the problems). The 1,024 asked for last;
+#: a string of over 200 characters is checked every time.
+_CHECKED: dict[tuple[int, str, type, object], tuple[Any, list[str]]] = {}
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _problems(schema: Any, value: Any, name: str) -> list[str]:
+    """`check_value(schema, value, name)`, remembered for scalar values."""
+    if type(value) not in _SCALARS or (type(value) is str and len(value) > 200):
+        return check_value(schema, value, name)
+    key = (id(schema), name, type(value), value)
+    found = _CHECKED.pop(key, None)
+    if found is None or found[0] is not schema:
+        found = (schema, check_value(schema, value, name))
+    _CHECKED[key] = found
+    if len(_CHECKED) > 1024:
+        del _CHECKED[next(iter(_CHECKED))]
+    return found[1]
+
+
 def _detail(problems: list[str], name: str) -> str:
     first = problems[0]
     return first[len(name) + 2 :] if first.startswith(f"{name}: ") else first
@@ -98,7 +120,7 @@ def check(doc: Document, request: Request) -> list[Diagnostic]:
             if typed is None:
                 continue  # not a parameter of this shape: W707
             schema, entry, family = typed
-            problems = check_value(schema, value, name)
+            problems = _problems(schema, value, name)
             if not problems:
                 continue
             label = f"{request.model} ({profile.name})" if request.model else profile.name
@@ -110,7 +132,7 @@ def check(doc: Document, request: Request) -> list[Diagnostic]:
             shapes = [(shape, entries[name]) for shape, entries in parameters().items() if name in entries]
             if not shapes:
                 continue
-            results = [(shape, check_value(entry["schema"], value, name)) for shape, entry in shapes]
+            results = [(shape, _problems(entry["schema"], value, name)) for shape, entry in shapes]
             if any(not problems for _, problems in results):
                 continue
             shape, problems = results[0]

@@ -94,7 +94,7 @@ def locate(
     walk stops (message, block), or read from `stop`'s request model when it is the artifact;
     None: the whole request is stable. `root` is stripped from source paths."""
     if isinstance(stop, Artifact):
-        part = requestmodel.of_artifact(stop).prefix().stop
+        part = requestmodel.of_artifact(stop).stop()
         stop = None if part is None else (part.message, part.block)
     if stop is None or stop[0] is None or stop[1] is None:
         return _end(doc, rel_source, root)

@@ -258,16 +258,19 @@ def settle(state: Compilation) -> None:
 
 
 def build_artifact(state: Compilation) -> None:
-    """emit: the artifact, when nothing before it failed."""
+    """emit: the artifact, when nothing before it failed (and the cut of its prefix, which emit
+    located for `cache.prefix_end`)."""
     if has_errors(state.diagnostics):
         state.stop()
         return
     assert state.document is not None and state.request is not None and state.data is not None
     try:
         state.meter = meter(state.request.tokenizer)
+        cuts: list[Cut] = []
         state.artifact = emit.build_artifact(
-            state.document, state.rel, state.data, state.meter, state.request, state.root
+            state.document, state.rel, state.data, state.meter, state.request, state.root, cuts
         )
+        state.cut = cuts[-1] if cuts else None
     except TokenizerError as exc:
         state.diagnostics.append(tokenizer_diagnostic(state.display, exc))
         state.stop()
@@ -284,9 +287,11 @@ def tokenizer_diagnostic(path: str, exc: Exception) -> Diagnostic:
 
 
 def locate(state: Compilation) -> None:
-    """Where the request model's walk stops, as a place in the sources."""
+    """Where the request model's walk stops, as a place in the sources: emit's, or else read from
+    the artifact's request model."""
     assert state.document is not None and state.artifact is not None
-    state.cut = locate_prefix(state.document, state.rel, state.root, state.artifact)
+    if state.cut is None:
+        state.cut = locate_prefix(state.document, state.rel, state.root, state.artifact)
 
 
 def check(state: Compilation) -> None:

@@ -101,7 +101,7 @@ def _leading_comment(doc: Document, ctx: Context) -> str | None:
 def strip_comments(doc: Document, ctx: Context) -> Document:
     kept = []
     text = ctx.source.text
-    doc = evolve(doc, doc_comment=_leading_comment(doc, ctx))
+    doc_comment = _leading_comment(doc, ctx)
     for item in doc.items:
         if not isinstance(item, Comment):
             kept.append(item)
@@ -121,4 +121,4 @@ def strip_comments(doc: Document, ctx: Context) -> Document:
                     hint,
                     [fix],
                 )
-    return evolve(doc, items=tuple(kept))
+    return evolve(doc, items=tuple(kept), doc_comment=doc_comment)

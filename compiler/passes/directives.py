@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
 from ..facts import codes
@@ -59,6 +60,15 @@ _ALIASES = {
     "ttl": "cache_ttl",
     "budgets": "budget",
 }
+
+
+@lru_cache(maxsize=1024)
+def _reserved_key_like(key: str) -> str | None:
+    """The reserved key a metadata key is a typo of, if any (asked for every metadata line of
+    every prompt, with a handful of distinct keys in a project: each is worked out once)."""
+    return did_you_mean(key, RESERVED_KEYS)
+
+
 #: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.backend.budget)
 _MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
@@ -75,6 +85,12 @@ def split_list_at(value: str) -> list[tuple[str, int]]:
     """`split_list` with each piece's offset in `value` (of its first non-blank character): one
     pass, so a directive with a million items costs a million steps."""
     parts: list[tuple[str, int]] = []
+    if not any(opener in value for opener in _NESTING):  # commas only (most lists): split on them
+        start = 0
+        for raw in value.split(","):
+            _piece(parts, raw, 0, len(raw), start)
+            start += len(raw) + 1
+        return parts
     depth = 0
     quote = ""
     escaped = False
@@ -101,11 +117,15 @@ def split_list_at(value: str) -> list[tuple[str, int]]:
     return parts
 
 
-def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int) -> None:
+#: what makes a comma not a separator: quotes and brackets (closers alone change nothing)
+_NESTING = ("'", '"', "[", "{", "(")
+
+
+def _piece(parts: list[tuple[str, int]], value: str, start: int, end: int, base: int | None = None) -> None:
     raw = value[start:end]
     text = raw.strip()
     if text:
-        parts.append((text, start + len(raw) - len(raw.lstrip())))
+        parts.append((text, (start if base is None else base) + len(raw) - len(raw.lstrip())))
 
 
 def _unrepresentable(value: object) -> tuple[list[str | int], str, str] | None:
@@ -116,8 +136,25 @@ def _unrepresentable(value: object) -> tuple[list[str | int], str, str] | None:
     return unrepresentable(value)
 
 
+#: `typed_value`s that are not containers, by their text: the same `0.2`s and `512`s come back
+#: in prompt after prompt (the 4,096 asked for last)
+_TYPED: dict[str, object] = {}
+
+
 def typed_value(raw: str) -> object:
     """A JSON literal where the text is one (`0.7`, `true`, `null`, `"a, b"`), else the string."""
+    found = _TYPED.get(raw, _TYPED)
+    if found is not _TYPED:
+        return found
+    value = _typed_value(raw)
+    if len(raw) <= 200 and not isinstance(value, (list, dict)):  # a container is the caller's own to change
+        _TYPED[raw] = value
+        if len(_TYPED) > 4096:
+            del _TYPED[next(iter(_TYPED))]
+    return value
+
+
+def _typed_value(raw: str) -> object:
     try:
         value = json.loads(raw)
     except ValueError:
@@ -397,7 +434,7 @@ class _HeaderBuilder:
             else:
                 self.role = (role, d.value_span)
         else:
-            close = did_you_mean(key, RESERVED_KEYS) or _ALIASES.get(key)
+            close = _reserved_key_like(key) or _ALIASES.get(key)
             if key in _PARAM_KEYS:
                 ctx.report(
                     codes.DIRECTIVE_TYPO,

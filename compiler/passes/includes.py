@@ -139,13 +139,13 @@ def _expand(
     includes: dict[str, None] = {}  # first-seen order
     chars = 0
     section: SectionMarker | None = None  # the includer's open section (None: the implicit body)
-    for item in items:
-        if isinstance(item, SectionMarker):
-            section = item if not item.resume else section
-        elif isinstance(item, Separator):
-            section = None
-        if not isinstance(item, Include):
-            if isinstance(item, ResourceRef) and not item.base:
+    for item in items:  # node classes have no subclasses: compared by identity, the cheaper test
+        if item.__class__ is not Include:
+            if item.__class__ is SectionMarker:
+                section = item if not item.resume else section
+            elif item.__class__ is Separator:
+                section = None
+            elif item.__class__ is ResourceRef and not item.base:
                 item = evolve(item, base=rel)  # its paths resolve against the file that holds it
             out.append(item)
             continue

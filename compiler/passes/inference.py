@@ -61,7 +61,8 @@ def _check_compiles(section: Section, ctx: Context, blocks: Sequence[template.Pa
     nothing to bind) and the template's (`return` with a value, `yield`). The error is located in
     the `.prompt` file through the block it came from. Nothing is executed. `blocks` are the
     section's blocks as the analysis parsed them (the k-th block item is the k-th block token of
-    the section's text), so the compile parses none of them again."""
+    the section's text), so the compile parses none of them again. Not called for a section the
+    analysis found `surely_compiles` (nothing in it can fail only at compile time)."""
     text, _ = section_text(section)
     try:
         template.check_section(text, blocks or None)
@@ -106,7 +107,12 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
             ambiguous = any(
                 d.code == codes.AMBIGUOUS_ADJACENCY for d in ctx.diagnostics
             )  # its text is not the source's
-            if analysis.has_template and not ambiguous and not any(d.severity == "error" for d in analysis.diagnostics):
+            if (
+                analysis.has_template
+                and not analysis.surely_compiles
+                and not ambiguous
+                and not any(d.severity == "error" for d in analysis.diagnostics)
+            ):
                 _check_compiles(section, ctx, analysis.blocks)
             inputs = tuple(sorted(set(section.inputs) | analysis.inputs))
             habits += jinja_habits.check(section, set(inputs), ctx, set(analysis.helpers) - set(inputs))

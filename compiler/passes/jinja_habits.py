@@ -160,7 +160,7 @@ def check(section: Section, inputs: set[str], ctx: Context, helpers: AbstractSet
         if not isinstance(item, Block) or item.code_span.src is None:
             continue
         src = item.code_span.src
-        if item.kind == "expr":
+        if item.kind == "expr" and "|" in item.code:  # a filter is written after a `|`
             flagged = {m.group(1) for m in _FILTER.finditer(item.code) if m.group(1) in JINJA_FILTERS}
             flagged &= names
             for match in _FILTER.finditer(item.code):
@@ -196,7 +196,7 @@ def check(section: Section, inputs: set[str], ctx: Context, helpers: AbstractSet
                         f"write a comment as `/// {name}` (on a line of its own, or at the end of a line)",
                     )
                 )
-        for match in _LOOP.finditer(item.code):
+        for match in _LOOP.finditer(item.code) if "loop" in inputs else ():
             if "loop" in inputs:
                 start = item.code_span.start + match.start()
                 found.append(

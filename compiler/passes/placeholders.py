@@ -39,6 +39,11 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
 
 
 _ESCAPED_OPENERS = tuple(ESCAPE + opener for opener in TEMPLATE_ESCAPES)
+#: the last characters of literal text that `_check_adjacency` must look at: a backslash, the
+#: characters an opener starts with, and those an escaped opener ends with
+_RISKY_ENDS = frozenset(
+    {ESCAPE, *(opener[0] for opener in TEMPLATE_ESCAPES), *(opener[-1] for opener in TEMPLATE_ESCAPES)}
+)
 
 
 def _check_adjacency(items: list[Item], ctx: Context) -> None:
@@ -49,6 +54,8 @@ def _check_adjacency(items: list[Item], ctx: Context) -> None:
     for before, after in zip(items, items[1:], strict=False):
         if not isinstance(before, (Text, Escape)) or not isinstance(after, (Placeholder, Block)):
             continue
+        if before.value[-1:] not in _RISKY_ENDS:
+            continue  # escaping inserts backslashes before openers: the last character stays
         # what emit writes for the literal run: an escaped opener at its end is unambiguous
         # (`\\{{` then `{{ x }}` reads back as a literal `{{` and a block)
         written = escape_literal(before.value)

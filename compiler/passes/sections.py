@@ -10,6 +10,7 @@ and disclaimer.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ..facts import codes
 from ..syntax.nodes import Block, Document, Message, Section, Text, evolve
@@ -48,12 +49,29 @@ DYNAMIC_LOOKING: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 _HEX_LETTER = re.compile(r"[a-f]")
 _DIGIT = re.compile(r"\d")
+#: for each pattern above, a test that is true of every text the pattern matches anywhere in, and
+#: far cheaper than its search (a literal the engine scans for, or one translation of the bytes):
+#: most texts skip most searches. The ISO date holds `-MM-`, the time `:MM:`, the UUID `-XXXX-`;
+#: the hex id 16 ASCII hex digits in a row, which are 16 such bytes in a row of its UTF-8 (every
+#: other character's bytes are above 0x7f); the Windows path `:\Users\`.
+_HEX_BYTES = bytes(0x78 if chr(i) in "0123456789abcdef" else 0x20 for i in range(256))
+_HINTS: tuple[Callable[[str], object] | None, ...] = (
+    re.compile(r"-[01]\d-").search,
+    re.compile(r":[0-5]\d:").search,
+    re.compile(r"-[0-9a-fA-F]{4}-").search,
+    lambda text: b"x" * 16 in text.encode("utf-8", "surrogatepass").translate(_HEX_BYTES),
+    None,  # starts with a literal: already as fast
+    None,
+    lambda text: ":\\Users\\" in text,
+)
 
 
 def dynamic_looking(text: str) -> list[tuple[int, int, str]]:
     """(start, end, what) of every run-to-run value in `text`, leftmost first, never overlapping."""
     found: list[tuple[int, int, str]] = []
-    for what, pattern, fence in DYNAMIC_LOOKING:
+    for (what, pattern, fence), hint in zip(DYNAMIC_LOOKING, _HINTS, strict=True):
+        if hint is not None and not hint(text):
+            continue
         for match in pattern.finditer(text):
             start, end = match.span()
             if fence and ((start and text[start - 1] in fence) or (end < len(text) and text[end] in fence)):
@@ -87,9 +105,9 @@ def _resolve_boundary(section: Section, ctx: Context) -> Section:
                 block.span if block else section.span,
                 "move the template block into a dynamic section",
             )
-        return evolve(section, boundary="stable")
+        return section if section.boundary == "stable" else evolve(section, boundary="stable")
     boundary = section.declared_boundary or ("dynamic" if dynamic else "stable")
-    return evolve(section, boundary=boundary)
+    return section if section.boundary == boundary else evolve(section, boundary=boundary)
 
 
 def _lint_stable_text(section: Section, ctx: Context) -> None:

@@ -190,6 +190,14 @@ class Request:
     def content(self) -> Iterator[Part]:
         return (p for p in self.parts if p.content)
 
+    def stop(self) -> Part | None:
+        """Where the walk stops: `prefix().stop`, without hashing the prefix (the first dynamic
+        content part; None: the whole request is stable)."""
+        for part in self.parts:
+            if part.content and part.text is None:
+                return part
+        return None
+
     def prefix(self) -> Prefix:
         """The walk in cache order (see the module docstring)."""
         included: list[Part] = []

@@ -18,12 +18,15 @@ What is here, and who uses it:
   offset of every character kept, and the way back from a (line, column) to an offset (inference,
   `generate`).
 * `parse_header(keyword, text)` / `parse_code(kind, text)` — a block's Python → `ast`, with the
-  block rules and positioned `TemplateSyntaxError`s (inference, `generate`).
+  block rules and positioned `TemplateSyntaxError`s (inference, `generate`); `walk(trees)` — their
+  nodes, once, for the inference's uses and `certain_block`.
 * `generate(tokens)` → `Program`, `compile_program(program)` → code object, `compile_section(text)`
   (cached) and `run`/`execute` — a section's template → one Python module and its output (the
   runtime renders with them; the build compiles exactly the same module to catch what CPython's
   compiler rejects, e.g. `def f(a, a)`, before an artifact ships: `check_section(text, parsed)`,
-  which takes over the block trees the inference already parsed and keeps nothing but the fact).
+  which takes over the block trees the inference already parsed and keeps nothing but the fact;
+  `surely_compiles(blocks)` (of `certain_block`s) says when a section's blocks cannot fail there,
+  so the check is skipped).
 
 Semantics of the generated code (`generate`). A section compiles into one module::
 
@@ -75,7 +78,7 @@ import re
 import types
 import warnings
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from types import CodeType
@@ -115,6 +118,9 @@ __all__ = [
     "CompiledSection",
     "compile_section",
     "check_section",
+    "surely_compiles",
+    "certain_block",
+    "walk",
     "execute",
     "run",
 ]
@@ -223,7 +229,13 @@ def read_block(raw: str) -> BlockParts:
 
     The dash rule (language.py): a `-` right after the opener trims left; a `-` right before the
     closer trims right unless it is the left dash itself; one dash per side at most. Used by the
-    parser for every block it meets and by `scan`. Raises ValueError for text that is not a block."""
+    parser for every block it meets and by `scan`. Raises ValueError for text that is not a block.
+    A `BlockParts` is immutable: the parts of a short block are read once per process (the 4,096
+    read last), since the same blocks come back in prompt after prompt."""
+    return _read_short(raw) if len(raw) <= 1000 else _read_block(raw)
+
+
+def _read_block(raw: str) -> BlockParts:
     opener = raw[:2]
     kind = BLOCK_KINDS.get(opener)
     if kind is None or len(raw) < 4 or not raw.endswith(DELIMITERS[opener]):
@@ -237,6 +249,9 @@ def read_block(raw: str) -> BlockParts:
         stripped = code.strip()
         keyword = _KEYWORD_END.split(stripped, maxsplit=1)[0] if stripped else ""
     return BlockParts(kind, code, 2 + trim_left, trim_left, trim_right, keyword)  # type: ignore[arg-type]
+
+
+_read_short = lru_cache(maxsize=4096)(_read_block)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,6 +582,10 @@ def unwrap(code: str, base: int) -> tuple[str, list[int]]:
     `positions[len(text)]` the offset just past its last character (len(text) + 1 entries). Mirrors
     textwrap exactly: lines of only spaces/tabs become empty, the margin is the longest common
     leading run of spaces/tabs of the other non-empty lines, and it is cut from each line."""
+    if "\n" not in code:  # one line (most blocks): dedent cuts a margin of the leading whitespace
+        text = code.strip()
+        first = base + len(code) - len(code.lstrip())
+        return text, [*range(first, first + len(text)), first + len(text) if text else base]
     lines = code.split("\n")
     starts: list[int] = []
     offset = 0
@@ -1335,6 +1354,136 @@ class _SectionCache:
 
 
 compile_section = _SectionCache(1024)
+
+
+#: The nodes a block may hold for `surely_compiles`: each is accepted by CPython's compiler (its
+#: symtable, its AST validator and optimizer, its code generator) in any arrangement that
+#: `ast.parse` produced, bar the three exceptions `surely_compiles` checks itself (a `__debug__`
+#: bound or passed by keyword, a keyword argument repeated, nesting deep enough for its recursion
+#: limit). Left out on purpose, so a section holding one is compiled: every scope (`def`, `lambda`,
+#: `class`, comprehensions: duplicate arguments, walrus rules, `nonlocal`), `yield`/`await`,
+#: `return`/`break`/`continue`, `global`/`nonlocal`, starred targets, `del`, imports, `try`/`with`/
+#: `match` and nested statements (their own nesting limits), annotations (`global` conflicts).
+_CERTAIN_NODES: frozenset[type[ast.AST]] = frozenset(
+    {
+        # statements of a `{{ }}` / `{# #}` block, and the headers `parse_header` makes (body `pass`)
+        ast.Expr,
+        ast.Assign,
+        ast.AugAssign,
+        ast.Pass,
+        ast.If,
+        ast.For,
+        ast.While,
+        # expressions
+        ast.Name,
+        ast.Constant,
+        ast.Attribute,
+        ast.Subscript,
+        ast.Slice,
+        ast.Call,
+        ast.keyword,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.BoolOp,
+        ast.Compare,
+        ast.IfExp,
+        ast.Tuple,
+        ast.List,
+        ast.Set,
+        ast.Dict,
+        ast.JoinedStr,
+        ast.FormattedValue,
+    }
+)
+#: how many nodes one block may hold, and how deep `{% %}` tags may nest in a section, for
+#: `surely_compiles` to vouch for it: far below CPython's limits (its compiler's recursion limit is
+#: thousands of levels, and a tree of N nodes is at most N deep; it refuses a 21st statically
+#: nested loop)
+_CERTAIN_SIZE = 64
+_CERTAIN_NESTING = 16
+
+#: fields that never hold a node worth walking: names, contexts, operators, flags
+_NOT_CHILDREN = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "type_comment", "level", "module", "is_async"}
+)
+#: per node class, the fields `walk` reads
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Name: ()}
+
+
+def walk(roots: Iterable[ast.AST]) -> list[ast.AST]:
+    """Every node of the trees, each tree breadth first as `ast.walk` yields them, without the
+    contexts and operators (`ast.Load()`, `ast.Add()`…, shared singletons that hold nothing).
+    Iterative; a list, so its callers (the inference's attribute uses, `surely_compiles`) walk
+    a block once between them."""
+    out: list[ast.AST] = []
+    fields = _CHILD_FIELDS
+    node_type = ast.AST
+    for root in roots:
+        at = len(out)
+        out.append(root)
+        while at < len(out):
+            node = out[at]
+            at += 1
+            cls = node.__class__
+            names = fields.get(cls)
+            if names is None:
+                names = fields[cls] = tuple(f for f in cls._fields if f not in _NOT_CHILDREN)
+            for name in names:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    out.extend(child for child in value if isinstance(child, node_type))
+                elif isinstance(value, node_type):
+                    out.append(value)
+    return out
+
+
+def certain_block(kind: str, keyword: str, parsed: Parsed, nodes: Sequence[ast.AST]) -> bool:
+    """What `surely_compiles` asks of each block on its own: (kind, `{% %}` keyword or "", what
+    parsing it gave: the header, None for an end tag, or the statements; and its nodes, `walk` of
+    those), parsed without error as `generate` takes it. False for a node not in `_CERTAIN_NODES`,
+    a `__debug__` bound or passed by keyword, a keyword argument repeated, a `{{ }}` not ending in
+    an expression, more than `_CERTAIN_SIZE` nodes. A function of the block's code alone, so the
+    inference works it out once per distinct block."""
+    if kind == "stmt":
+        if parsed is None:
+            return keyword in CLOSERS
+        if isinstance(parsed, list):
+            return False
+    elif not isinstance(parsed, list) or (kind == "expr" and (not parsed or parsed[-1].__class__ is not ast.Expr)):
+        return False
+    if len(nodes) > _CERTAIN_SIZE:
+        return False
+    certain = _CERTAIN_NODES
+    for node in nodes:
+        cls = node.__class__
+        if cls not in certain:
+            return False
+        if cls is ast.Name:
+            if node.id == "__debug__" or node.ctx.__class__ is ast.Del:  # type: ignore[attr-defined]
+                return False
+        elif cls is ast.Attribute:
+            if node.attr == "__debug__":  # type: ignore[attr-defined]
+                return False
+        elif cls is ast.Call:
+            names = [k.arg for k in node.keywords if k.arg is not None]  # type: ignore[attr-defined]
+            if "__debug__" in names or len(set(names)) != len(names):
+                return False
+    return True
+
+
+def surely_compiles(blocks: Iterable[tuple[str, str, bool]]) -> bool:
+    """True when the program `generate` makes for a section is certain to compile, so the build's
+    compile check (`check_section`) can be skipped: nothing in it can fail only at compile time.
+
+    `blocks` are the section's blocks in order, as (kind, `{% %}` keyword or "", `certain_block`
+    of it). Conservative: False when a block is not certain, on a `{% %}` structure problem, or
+    nesting deeper than `_CERTAIN_NESTING`; then the caller compiles. `tests/test_template.py`
+    checks it against CPython's `compile()` on drawn sections."""
+    structure: Structure[int] = Structure(max_nesting=_CERTAIN_NESTING)
+    for kind, keyword, certain in blocks:
+        if not certain or (kind == "stmt" and (structure.tag(keyword, 0) or structure.stopped)):
+            return False
+    return not structure.end()
 
 
 #: section texts `check_section` found to compile, least recently used first out

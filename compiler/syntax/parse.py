@@ -28,7 +28,6 @@ from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, Span
 from ..facts.language import (
     CLOSERS,
     DELIMITERS,
-    DIRECTIVE,
     INLINE_COMMENT,
     PLACEHOLDER_PATH,
     SECTION_DIRECTIVE,
@@ -118,6 +117,7 @@ def _block(
 #: UNTERMINATED_MARK reaches the items only from a text that holds the mark's private-use
 #: characters itself (then nothing was marked, see `_mark_unterminated`): they are its text
 _TEXT_KINDS = frozenset(("TEXT", "NEWLINE", "STRAY", "UNTERMINATED_MARK"))
+_BLOCK_KINDS = {"EXPR_BLOCK": "expr", "EXEC_BLOCK": "exec", "STMT_BLOCK": "stmt"}
 
 
 #: one token: (terminal, value, offset)
@@ -125,62 +125,68 @@ Lexeme = tuple[str, str, int]
 
 
 def _tokens_to_items(tokens: Iterable[Lexeme], src: SourceText, sink: DiagnosticSink) -> list[Item]:
+    """The parser's items from the lexer's tokens. Every offset a token gives is inside the text,
+    so spans are made here directly (`SourceText.span`'s clamping is not needed), each line found
+    by one bisection of the line starts."""
     items: list[Item] = []
+    append = items.append
     text_start = -1  # pending run of plain text, merged into one Text node
     text_end = -1
     text = src.text
-    line_starts = src.line_starts
+    starts = src.line_starts
+    line_of = bisect_right
 
-    def flush() -> None:
-        nonlocal text_start
-        if text_start != -1:
-            items.append(Text(text[text_start:text_end], src.span(text_start, text_end)))
-            text_start = -1
+    def at(start: int, end: int) -> Span:
+        line = line_of(starts, start)
+        return Span(start, end, line, start - starts[line - 1] + 1, src)
 
     for kind, value, start in tokens:
-        end = start + len(value)
         if kind in _TEXT_KINDS:
             if text_start == -1:
                 text_start = start
-            text_end = end
+            text_end = start + len(value)
             continue
-        flush()
-        if kind == "SEPARATOR":
-            match = SEPARATOR.match(value.rstrip("\n"))
-            role = match.group(1) if match else value.strip("- \t\n")
-            role_at = start + (match.start(1) if match else 0)
-            items.append(Separator(role, src.span(start, end), src.span(role_at, role_at + len(role))))
-        elif kind == "NEAR_SEPARATOR":
-            items.append(NearSeparator(value, src.span(start, end)))
-        elif kind == "DIRECTIVE":
-            match = DIRECTIVE.match(value)
-            assert match is not None  # the terminal guarantees the shape
-            raw_value = INLINE_COMMENT.sub("", match.group(2).rstrip("\n"))  # comments first
-            value_at = start + match.start(2)
-            lead = len(raw_value) - len(raw_value.lstrip())
-            clean = raw_value.strip()
-            items.append(
-                Directive(
-                    match.group(1),
-                    clean,
-                    src.span(start, end),
-                    src.span(value_at + lead, value_at + lead + len(clean)),
+        if text_start != -1:
+            line = line_of(starts, text_start)
+            append(
+                Text(
+                    text[text_start:text_end], Span(text_start, text_end, line, text_start - starts[line - 1] + 1, src)
                 )
             )
-        elif kind == "FULL_COMMENT":
-            items.append(Comment(True, src.span(start, end)))
-        elif kind == "INLINE_COMMENT":
-            items.append(Comment(False, src.span(start, end)))
-        elif kind == "ESCAPE":
-            items.append(Escape(value[1:], src.span(start, end)))
+            text_start = -1
+        end = start + len(value)
+        line = line_of(starts, start)
+        col = start - starts[line - 1] + 1
+        if kind == "DIRECTIVE":
+            # the terminal guarantees `DIRECTIVE`'s shape, `[ \t]*///[ \t]*KEY[ \t]*:VALUE` with no
+            # `:` in KEY: its groups are read with string methods
+            key_at = value.index("///") + 3
+            colon = value.index(":", key_at)
+            raw_value = value[colon + 1 :].rstrip("\n")
+            if "///" in raw_value:
+                raw_value = INLINE_COMMENT.sub("", raw_value)  # comments first
+            value_at = start + colon + 1
+            lead = len(raw_value) - len(raw_value.lstrip())
+            clean = raw_value.strip()
+            append(
+                Directive(
+                    value[key_at:colon].strip(" \t"),
+                    clean,
+                    Span(start, end, line, col, src),
+                    at(value_at + lead, value_at + lead + len(clean)),
+                )
+            )
+        elif kind in _BLOCK_KINDS:
+            block = _block(_BLOCK_KINDS[kind], value, start, line, col, src, sink)
+            append(block if block is not None else Text(value, Span(start, end, line, col, src)))
         elif kind == "PLACEHOLDER":
             name = value[2:-1]
-            span = src.span(start, end)
+            span = Span(start, end, line, col, src)
             if not name.strip():
                 sink.report(
                     codes.EMPTY_PLACEHOLDER, "empty placeholder `${}`", span, "write the input's name: `${name}`"
                 )
-                items.append(Text(value, span))
+                append(Text(value, span))
             elif not PLACEHOLDER_PATH.match(name):
                 hint = "a placeholder is `${name}` or `${name.attr}`: letters, digits and `_`"
                 if name.strip() != name and PLACEHOLDER_PATH.match(name.strip()):
@@ -188,26 +194,37 @@ def _tokens_to_items(tokens: Iterable[Lexeme], src: SourceText, sink: Diagnostic
                 elif "{" in name or "(" in name or " " in name.strip():
                     hint += "; use a `{{ }}` block for expressions"
                 sink.report(codes.INVALID_PLACEHOLDER, f"invalid placeholder name `{name}`", span, hint)
-                items.append(Text(value, span))
+                append(Text(value, span))
             else:
-                items.append(Placeholder(name, span))
-        elif kind in ("EXPR_BLOCK", "EXEC_BLOCK", "STMT_BLOCK"):
-            line = bisect_right(line_starts, start)
-            block = _block(kind[:4].lower(), value, start, line, start - line_starts[line - 1] + 1, src, sink)
-            items.append(block if block is not None else Text(value, src.span(start, end)))
+                append(Placeholder(name, span))
+        elif kind == "SEPARATOR":
+            match = SEPARATOR.match(value.rstrip("\n"))
+            role = match.group(1) if match else value.strip("- \t\n")
+            role_at = start + (match.start(1) if match else 0)
+            append(Separator(role, Span(start, end, line, col, src), at(role_at, role_at + len(role))))
+        elif kind == "FULL_COMMENT":
+            append(Comment(True, Span(start, end, line, col, src)))
+        elif kind == "INLINE_COMMENT":
+            append(Comment(False, Span(start, end, line, col, src)))
+        elif kind == "NEAR_SEPARATOR":
+            append(NearSeparator(value, Span(start, end, line, col, src)))
+        elif kind == "ESCAPE":
+            append(Escape(value[1:], Span(start, end, line, col, src)))
         elif kind == "UNTERMINATED":
             closer = DELIMITERS[value]
             where = " on the same line" if value == "{%" else ""
+            span = Span(start, end, line, col, src)
             sink.report(
                 codes.UNTERMINATED,
                 f"unterminated `{value}`: no `{closer}` follows{where}",
-                src.span(start, end),
+                span,
                 f"close it with `{closer}`, or write `\\{value}` for a literal `{value}`",
             )
-            items.append(Text(value, src.span(start, end)))
+            append(Text(value, span))
         else:  # pragma: no cover - the grammar has no other terminal
             raise AssertionError(kind)
-    flush()
+    if text_start != -1:
+        append(Text(text[text_start:text_end], at(text_start, text_end)))
     return items
 
 
@@ -215,12 +232,14 @@ def _check_nesting(items: list[Item], sink: DiagnosticSink) -> None:
     """The `{% %}` structure, checked once for the whole build (`template.Structure`): separators
     and section directives are barriers, since a block never spans them."""
     structure: Structure[Block] = Structure(position=lambda block: f"{block.span.line}:{block.span.col}")
-    for item in items:
-        if isinstance(item, Separator):
+    if not any(item.__class__ is Block and item.kind == "stmt" for item in items):
+        return  # no tag: nothing can be open, nothing can close
+    for item in items:  # node classes have no subclasses: compared by identity, the cheaper test
+        if item.__class__ is Separator:
             problems = structure.barrier(BEFORE_SEPARATOR)
-        elif isinstance(item, Directive) and item.key == "section":
+        elif item.__class__ is Directive and item.key == "section":
             problems = structure.barrier(BEFORE_SECTION)
-        elif isinstance(item, Block) and item.kind == "stmt":
+        elif item.__class__ is Block and item.kind == "stmt":
             problems = structure.tag(item.keyword, item)
         else:
             continue
