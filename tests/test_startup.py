@@ -176,3 +176,17 @@ def test_no_cache_is_written_where_bytecode_would_not_be(tmp_path: Path) -> None
     assert _import_fresh(tmp_path, env) > 0
     assert list(tmp_path.rglob("*.records")) == []
     assert _import_fresh(tmp_path, env) > 0
+
+
+def test_every_record_type_of_the_package_is_made_by_the_cached_dataclass() -> None:
+    """`facts.records.dataclass` everywhere: one `@dataclass` from the standard library would put
+    its compile back into every process's start-up."""
+    package = Path(records.__file__).resolve().parent.parent
+    plain = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "records.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if line.startswith("from dataclasses import") and "dataclass," in f"{line},".replace(" ", "").split("import")[1]
+    ]
+    assert plain == []

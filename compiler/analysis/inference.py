@@ -35,13 +35,13 @@ import ast
 import builtins
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
 from ..facts import codes
 from ..facts.codes import CODES, Code
 from ..facts.diagnostics import Diagnostic, SourceText, Span, make
+from ..facts.records import dataclass
 from ..runtime import template
 from ..syntax.nodes import Block, Item, Placeholder, Spliced
 

@@ -31,13 +31,13 @@ Pure: the artifact, the document and a token counter in, diagnostics out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, Span, make
 from ..facts.language import BUDGET_LIMITS
 from ..facts.profiles import context_window, window_includes_output
+from ..facts.records import dataclass
 from ..runtime.template import scan
 from ..syntax.nodes import Block, Item, Placeholder
 from .meter import APPROX

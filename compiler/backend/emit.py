@@ -11,12 +11,12 @@ those rendered bytes in the provider's cache order.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..facts.language import JOINER
+from ..facts.records import dataclass
 from ..runtime import requestmodel
 from ..runtime.inputtypes import optional
 from ..runtime.model import (

@@ -21,11 +21,10 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, Span, make
 from ..facts.language import CLOSERS, JOINER, OPENERS, unescape
+from ..facts.records import dataclass
 from ..runtime import requestmodel
 from ..runtime.model import Artifact
 from ..syntax.nodes import Block, Document, Escape, Item, Placeholder, Section, Text

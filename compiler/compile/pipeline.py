@@ -29,7 +29,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..backend import emit, suppress
 from ..backend.budget import check as check_budget
@@ -45,6 +45,7 @@ from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
 from ..facts.language import STD_PREFIX
+from ..facts.records import dataclass
 from ..passes.comments import strip_comments
 from ..passes.context import Context, SourceTree
 from ..passes.directives import collect, collect_directives

@@ -7,13 +7,14 @@ never makes one, so nothing here imports the front end or a pass.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Protocol
 
 from ..facts.codes import Code
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make
 from ..facts.language import SOURCE_SUFFIX
+from ..facts.records import dataclass
 
 if TYPE_CHECKING:
     from ..syntax.nodes import Header, Item

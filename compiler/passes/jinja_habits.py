@@ -23,11 +23,12 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..facts import codes
 from ..facts.diagnostics import Span
 from ..facts.language import IDENTIFIER_PATTERN
+from ..facts.records import dataclass
 from ..syntax.nodes import Block, Section
 from .context import Context
 

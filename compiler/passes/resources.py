@@ -23,13 +23,13 @@ import json
 import posixpath
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, Fix, SourceText, Span, make, replace_word
 from ..facts.language import RESOURCE_SUFFIX, TOOL_NAME
 from ..facts.lazy import lazy_import
+from ..facts.records import dataclass
 from ..facts.suggest import did_you_mean
 from ..runtime.inputtypes import normalize
 from ..syntax.jsonfile import locate, token_length

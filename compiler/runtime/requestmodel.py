@@ -40,12 +40,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..facts.language import JOINER, SYSTEM_ROLES, unescape
 from ..facts.profiles import Profile, resolve, resolve_model
+from ..facts.records import dataclass
 from .model import Breakpoint, CacheKey, HeadPart, PrefixEnd
 from .model import Cache as CacheModel
 

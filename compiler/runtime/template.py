@@ -79,7 +79,6 @@ import types
 import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass
 from functools import lru_cache
 from types import CodeType
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
@@ -87,6 +86,7 @@ from typing import Any, Generic, Literal, NamedTuple, TypeVar
 from ..facts import codes
 from ..facts.codes import Code
 from ..facts.language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, JINJA_TAGS, MAX_NESTING, OPENERS
+from ..facts.records import dataclass
 
 __all__ = [
     "APPEND",

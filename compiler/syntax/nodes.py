@@ -8,12 +8,13 @@ sections. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
 from ..facts import language as _language
 from ..facts.diagnostics import SourceText, Span
+from ..facts.records import dataclass
 
 _Node = TypeVar("_Node")
 #: each node class's fields: a getter of all their values (in order) and each one's position
