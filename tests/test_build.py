@@ -239,6 +239,32 @@ def test_comment_only_edit_rebuilds_without_loading_the_tokenizer(project: Path)
     assert "E901" in run("blocked")  # a new text does need the tokenizer: proof the block works
 
 
+def test_a_hand_edited_artifact_teaches_the_next_build_no_token_count(project: Path, monkeypatch) -> None:
+    """The counts preloaded from the previous artifact come only from the bytes the build wrote:
+    a count edited by hand in `build/` does not make its way into the rebuilt artifact."""
+    monkeypatch.chdir(project)
+    write(project, "prompts_src/a.prompt", "/// section: s stable\nStable text here.\n/// section: d\nHi ${x}.\n")
+    assert build("prompts_src", "build").ok
+    artifact = project / "build/a.json"
+    data = json.loads(artifact.read_text())
+    true_count = data["messages"][0]["blocks"][0]["sections"][0]["tokens"]
+    data["messages"][0]["blocks"][0]["sections"][0]["tokens"] = true_count + 1000
+    artifact.write_text(json.dumps(data, indent=2))
+    write(
+        project, "prompts_src/a.prompt", "/// c\n/// section: s stable\nStable text here.\n/// section: d\nHi ${x}.\n"
+    )
+    # a fresh process: this one's meter already knows the true count
+    done = subprocess.run(
+        [sys.executable, "-c", "from promptc.driver import build; assert build('prompts_src', 'build').ok"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    rebuilt = json.loads(artifact.read_text())
+    assert rebuilt["messages"][0]["blocks"][0]["sections"][0]["tokens"] == true_count
+
+
 def test_successive_incremental_builds_stay_identical_to_clean_builds(project: Path, monkeypatch) -> None:
     """The output is assembled from the previous build's shadow; after every kind of change
     (edit, delete, add, new folder, a hand-edited artifact) it must equal a clean build."""

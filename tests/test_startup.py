@@ -190,3 +190,17 @@ def test_every_record_type_of_the_package_is_made_by_the_cached_dataclass() -> N
         if line.startswith("from dataclasses import") and "dataclass," in f"{line},".replace(" ", "").split("import")[1]
     ]
     assert plain == []
+
+
+def test_the_cache_folder_is_the_one_platformdirs_names(tmp_path: Path, monkeypatch) -> None:
+    """On Linux the folder is worked out by the XDG rule without importing platformdirs: the same
+    folder platformdirs names, with and without `XDG_CACHE_HOME`."""
+    import platformdirs
+
+    from promptc.syntax.caches import cache_folder
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cache_folder() == platformdirs.user_cache_dir("promptc", appauthor=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_folder() == platformdirs.user_cache_dir("promptc", appauthor=False)

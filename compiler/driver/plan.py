@@ -47,7 +47,7 @@ from ..facts.records import dataclass
 from ..facts.version import VERSION
 from ..passes.context import SourceTree
 from ..runtime.atomic import write_file
-from ..runtime.buildfolder import BuildFolder, artifact_path, state_path
+from ..runtime.buildfolder import artifact_path, state_path
 from ..runtime.model import ManifestEntry
 from .sources import RACY_WINDOW_NS
 
@@ -193,24 +193,31 @@ class Plan:
     def preload_token_counts(self, out: Path, rels: list[str], config: Config) -> None:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
         rebuild after an edit that leaves the texts alone (a comment, a directive) or changes one
-        section never loads the tokenizer for the rest."""
-        folder = BuildFolder(out)
+        section never loads the tokenizer for the rest. Only an artifact whose bytes are the ones
+        the state recorded is read (an artifact edited by hand teaches the meter nothing), and it
+        is read as plain JSON: its texts and counts, not the whole model."""
         for rel in rels:
-            artifact = folder.artifact_file(name_of(rel))
-            if artifact is None:
+            record = self.entries.get(rel)
+            if not isinstance(record, dict):
                 continue
             try:
-                counter = meter.meter(artifact.tokenizer.name)  # the same tokenizer counts the same text alike
-            except meter.TokenizerError:
+                with open(os.path.join(out, artifact_path(name_of(rel))), "rb") as handle:
+                    data = handle.read()
+                if hashlib.sha256(data).hexdigest() != record.get("art"):
+                    continue
+                artifact = orjson.loads(data)
+                counter = meter.meter(artifact["tokenizer"]["name"])  # the same tokenizer counts the same text alike
+                counts: dict[str, int] = {}
+                for message in artifact["messages"]:
+                    counts[message["content"]] = message["tokens"]
+                    for block in message["blocks"]:
+                        counts[block["text"]] = block["tokens"]
+                        for section in block["sections"]:
+                            counts[section["text"]] = section["tokens"]
+            except (OSError, orjson.JSONDecodeError, KeyError, TypeError, meter.TokenizerError):
                 continue
-            counts: dict[str, int] = {}
-            for message in artifact.messages:
-                counts[message.content] = message.tokens
-                for block in message.blocks:
-                    counts[block.text] = block.tokens
-                    for section in block.sections:
-                        counts[section.text] = section.tokens
-            counter.preload(counts)
+            if all(isinstance(text, str) and type(tokens) is int for text, tokens in counts.items()):
+                counter.preload(counts)
 
 
 # ---------------------------------------------------------------------------------------------

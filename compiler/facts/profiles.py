@@ -24,11 +24,17 @@ Standard library only: the runtime imports it to render shapes.
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .lazy import lazy_import
 from .records import dataclass
+
+if TYPE_CHECKING:
+    from importlib import resources
+else:  # only for a package imported from a zip (its wheel)
+    resources = lazy_import("importlib.resources")
 
 __all__ = [
     "Profile",
@@ -45,6 +51,10 @@ __all__ = [
 ]
 
 
+#: `promptc/data/`, where the providers' data ships
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+
+
 class ProfileError(ValueError):
     """An unknown provider name."""
 
@@ -52,7 +62,13 @@ class ProfileError(ValueError):
 @cache
 def data() -> dict[str, Any]:
     """The decoded `providers.json` (read once per process)."""
-    text = resources.files("promptc.data").joinpath("providers.json").read_text(encoding="utf-8")
+    # the package's own data file, beside its code (importlib.resources would cost every process
+    # that reads it the import of tempfile, shutil and the compression modules), or in its wheel
+    if os.path.isdir(_DATA):
+        with open(os.path.join(_DATA, "providers.json"), encoding="utf-8") as handle:
+            text = handle.read()
+    else:
+        text = resources.files("promptc.data").joinpath("providers.json").read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

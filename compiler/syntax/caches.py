@@ -1,19 +1,31 @@
 """promptc's folder in the user's cache folder, shared by the caches that outlive a process (the
 analysed grammar, the parsed o200k_base ranks). Standard library and platformdirs only: cheap to
-import."""
+import (platformdirs is loaded where the standard's own rule does not say the folder)."""
 
 from __future__ import annotations
 
 import os
+import sys
+from typing import TYPE_CHECKING
 
-import platformdirs
+from ..facts.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import platformdirs
+else:
+    platformdirs = lazy_import("platformdirs")
 
 
 def cache_folder() -> str | None:
     """promptc's folder in the user's cache folder (platformdirs knows it on Linux, macOS and
     Windows; `XDG_CACHE_HOME` wins where set), created if needed, or None when it is unusable."""
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = os.path.join(xdg, "promptc") if xdg else platformdirs.user_cache_dir("promptc", appauthor=False)
+    if xdg:
+        base = os.path.join(xdg, "promptc")
+    elif sys.platform.startswith("linux"):  # the XDG rule, as platformdirs applies it there
+        base = os.path.join(os.path.expanduser("~"), ".cache", "promptc")
+    else:
+        base = platformdirs.user_cache_dir("promptc", appauthor=False)
     # Lark unpickles the cache file: only a folder of the user's own may hold it. When that folder
     # is unusable there is no cache (a shared temporary folder would let another user run code).
     try:

@@ -1056,9 +1056,11 @@ def _advise_group(
     best = _pick(options, current, choices)
     if current != "mixed":
         current_cost = next((o.cost for o in options if o.ttl == current), None)
+    elif traffic is not None:  # what the tree costs as it is: the cost model's own sum, prompt by prompt
+        current_cost = tree_cost([f for f, _ in members], traffic, table).day_with()
     else:  # the cost model keeps one entry per TTL: each TTL's prompts on their own
         current_cost = Decimal(0)
-        for ttl in set(owned):
+        for ttl in sorted(set(owned)):
             part = [(f, p) for (f, p), own in zip(members, owned, strict=True) if own == ttl]
             one = _advise_group([(replace(f, ttl=ttl), p) for f, p in part], traffic, times, table)
             current_cost += one.cost_of(ttl) or Decimal(0)
