@@ -204,3 +204,27 @@ def test_the_cache_folder_is_the_one_platformdirs_names(tmp_path: Path, monkeypa
     assert cache_folder() == platformdirs.user_cache_dir("promptc", appauthor=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_folder() == platformdirs.user_cache_dir("promptc", appauthor=False)
+
+
+def test_the_command_exits_hard_with_its_status_its_output_and_the_record_caches_saved(tmp_path: Path) -> None:
+    """`promptc` (and `python -m promptc`) skips the interpreter's teardown at exit: what it printed
+    is all there, the status is the command's, and the record types' cache is written."""
+    import promptc.runtime.model as model
+
+    cache = Path(model.__file__).parent / "__pycache__" / f"model.{sys.implementation.cache_tag}.records"
+    cache.unlink(missing_ok=True)
+    (tmp_path / "prompts_src").mkdir()
+    (tmp_path / "prompts_src" / "a.prompt").write_text("Hi ${name}.\n" * 2000)
+    built = subprocess.run(
+        [sys.executable, "-m", "promptc", "build", "--format", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        env=_environment(),
+        timeout=120,
+    )
+    assert built.returncode == 0 and b'"written": true' in built.stdout, built.stderr
+    assert cache.is_file()
+    failed = subprocess.run(
+        [sys.executable, "-m", "promptc", "build", "missing"], cwd=tmp_path, capture_output=True, env=_environment()
+    )
+    assert failed.returncode == 1 and b"error[E906]" in failed.stdout and failed.stdout.endswith(b"in 0 files\n")

@@ -58,7 +58,7 @@ def test_wheel_contains_package_data(wheel: Path) -> None:
         folder = init.parent.relative_to(ROOT / "compiler").as_posix()
         assert f"promptc/{folder}/__init__.py".replace("/./", "/") in names, folder
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "promptc = promptc.cli:main" in entry_points
+    assert "promptc = promptc.cli:run" in entry_points
 
 
 def test_compiles_from_the_wheel_alone(wheel: Path, tmp_path: Path) -> None:

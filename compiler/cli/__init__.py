@@ -10,14 +10,18 @@ compile stack. That import, in `LazyGroup.get_command`, is the CLI's lazy edge.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from typing import NoReturn
 
 import click
 
+from ..facts import records
 from ..facts.language import ARTIFACT_SCHEMA, MANIFEST_SCHEMA
 from ..facts.version import VERSION
 from .common import Settings
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 #: command → (its module in this package, the click command there), in `--help`'s order
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -112,5 +116,29 @@ def main(ctx: click.Context, color: str) -> None:
     ctx.default_map = settings.default_map()
 
 
+def run() -> NoReturn:
+    """The `promptc` command and `python -m promptc`: `main`, then an exit that skips tearing the
+    interpreter down. Freeing every object a build made, module by module, took a one-file
+    rebuild about 18 ms, an eighth of it (mypy's command ends the same way). What must happen at
+    exit does: the output is flushed and the record types' cache saved. An exception other than
+    the command's exit ends the process as Python ends it."""
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    else:  # pragma: no cover - click's standalone mode always exits
+        code = 0
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    records.save()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+            pass
+    os._exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

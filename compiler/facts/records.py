@@ -31,7 +31,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["dataclass", "compiled_texts"]
+__all__ = ["dataclass", "compiled_texts", "save"]
 
 T = TypeVar("T")
 
@@ -89,8 +89,9 @@ def _cache_path(module: str) -> str | None:
 
 
 @atexit.register
-def _save() -> None:
-    """Write the caches this process added to (once, at exit), each holding the texts it used."""
+def save() -> None:
+    """Write the caches this process added to (at exit, or before a hard exit), each holding the
+    texts it used; a second call writes nothing new."""
     if sys.dont_write_bytecode:
         return
     for cache in list(_CACHES.values()):
@@ -102,6 +103,7 @@ def _save() -> None:
             with open(temporary, "wb") as handle:
                 handle.write(marshal.dumps((_FORMAT, cache.used)))
             os.replace(temporary, cache.path)
+            cache.stored, cache.dirty = dict(cache.used), False
         except (OSError, ValueError):
             try:
                 os.remove(temporary)
