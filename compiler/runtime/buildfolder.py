@@ -406,6 +406,8 @@ class _Owned:
                 raise _not_ours(self.path, "records which folders promptc made") from None
             text = ""
         self.ids = set(text.split())
+        #: the ids as the file holds them (a save that would write them again writes nothing)
+        self._saved = set(self.ids)
 
     def holds(self, path: Path | str) -> bool:
         info = _real_dir(path)
@@ -422,9 +424,12 @@ class _Owned:
         self.add(*paths)
 
     def save(self) -> None:
+        if self.ids == self._saved and os.path.isfile(self.path):
+            return
         text = "".join(f"{ident}\n" for ident in sorted(self.ids))
         try:
             write_file(self.path, text.encode("ascii"), symlinks="refuse", durable=False)
+            self._saved = set(self.ids)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise _not_ours(self.path, "records which folders promptc made") from None
