@@ -313,6 +313,10 @@ class Session:
                 users.discard(rel)
 
 
+# The build's own bookkeeping (the state decoded, reused prompts, the manifest's pieces) makes
+# hundreds of thousands of objects and no cycle: the collector is paused around it (`acyclic`, a
+# context manager used as the decorator), and runs for the compiles (`collecting`).
+@acyclic()
 def build(
     src: Path | str | None = None,
     out: Path | str | None = None,
@@ -344,39 +348,6 @@ def build(
     too — the absolute paths created, modified, moved or deleted since the session's last build,
     as a watcher saw them — only those paths are read. Without `changes` every source is stat'ed.
     """
-    # The build's own bookkeeping (the state decoded, reused prompts, the manifest's pieces) makes
-    # hundreds of thousands of objects and no cycle: the collector is paused around it, and runs
-    # for the compiles (`collecting`).
-    with acyclic():
-        return _build(
-            src,
-            out,
-            config,
-            write=write,
-            incremental=incremental,
-            keep_last_good=keep_last_good,
-            strict=strict,
-            config_diagnostics=config_diagnostics,
-            on_progress=on_progress,
-            session=session,
-            changes=changes,
-        )
-
-
-def _build(
-    src: Path | str | None = None,
-    out: Path | str | None = None,
-    config: Config | None = None,
-    *,
-    write: bool = True,
-    incremental: bool = True,
-    keep_last_good: bool = False,
-    strict: bool = False,
-    config_diagnostics: Sequence[Diagnostic] = (),
-    on_progress: Progress | None = None,
-    session: Session | None = None,
-    changes: Collection[str] | None = None,
-) -> BuildResult:
     config, loaded = _config(config)
     reported = [*loaded, *config_diagnostics]
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)

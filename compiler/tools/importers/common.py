@@ -7,6 +7,7 @@ import bisect
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
@@ -17,6 +18,7 @@ from ...facts.language import IDENTIFIER
 from ...facts.records import dataclass
 from ..fmt import layout
 from .ir import Refusal
+from .yamlheader import YamlError, parse
 
 #: the first line of every `.prompt` file promptc import writes: `promptc import` rewrites a file
 #: only when this line is there and the sha256 in it is the one of the rest of the file
@@ -68,6 +70,30 @@ class Converted:
     origin: Any = None
     #: promptc param name → (line, column) of the header field it came from, in the foreign file
     param_origin: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+#: `where(*path)`: the (line, column) in the foreign file of a header value, by its path of keys
+Where = Callable[..., tuple[int, int]]
+
+
+def front_matter(header_text: str | None, header_line: int) -> tuple[dict[str, Any], Where]:
+    """The mapping a file's YAML front matter holds (empty without one) and where each of its
+    values stands in the file (`header_line` is the header's first line). A header that is not
+    YAML, or not a mapping, refuses the file (E960) at the place the YAML reader names."""
+    if header_text is None:
+        return {}, lambda *path: (header_line, 1)
+    try:
+        header = parse(header_text)
+    except YamlError as exc:
+        raise Refusal(codes.IMPORT_BAD_HEADER, exc.message, header_line + exc.line - 1, exc.column, exc.hint) from None
+    if not isinstance(header.data, dict):
+        raise Refusal(codes.IMPORT_BAD_HEADER, "the front matter is not a YAML mapping", header_line, 1)
+
+    def where(*path: str | int) -> tuple[int, int]:
+        line, column = header.where(*path)
+        return header_line + line - 1, column
+
+    return header.data, where
 
 
 def refusal_diagnostic(refusal: Refusal, src: SourceText) -> Diagnostic:

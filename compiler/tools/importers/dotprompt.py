@@ -16,6 +16,7 @@ from . import handlebars
 from .common import (
     Converted,
     assemble,
+    front_matter,
     input_decl,
     json_text,
     metadata_line,
@@ -26,7 +27,6 @@ from .common import (
     warning,
 )
 from .ir import Include, Node, Refusal, Role, Text, Where, emit, emit_marked, walk
-from .yamlheader import YamlError, parse
 
 #: a foreign file's path → its `.prompt` path (`partial`: a partial's)
 TargetOf = Callable[[str, bool], str]
@@ -255,25 +255,7 @@ def _prompt(
     target_of: TargetOf,
 ) -> None:
     header_text, header_line, body, body_line = split(src)
-    data: dict[str, Any] = {}
-
-    def where(*path: str | int) -> tuple[int, int]:
-        return header_line, 1
-
-    if header_text is not None:
-        try:
-            header = parse(header_text)
-        except YamlError as exc:
-            raise Refusal(
-                codes.IMPORT_BAD_HEADER, exc.message, header_line + exc.line - 1, exc.column, exc.hint
-            ) from None
-        if not isinstance(header.data, dict):
-            raise Refusal(codes.IMPORT_BAD_HEADER, "the front matter is not a YAML mapping", header_line, 1)
-        data = header.data
-
-        def where(*path: str | int) -> tuple[int, int]:  # noqa: F811
-            line, column = header.where(*path)
-            return header_line + line - 1, column
+    data, where = front_matter(header_text, header_line)
 
     def drop(message: str, *path: str | int) -> None:
         out.diagnostics.append(warning(codes.IMPORT_FIELD_DROPPED, message, src, *where(*path)))

@@ -15,6 +15,7 @@ from . import jinja
 from .common import (
     Converted,
     assemble,
+    front_matter,
     input_decl,
     json_text,
     metadata_line,
@@ -24,7 +25,6 @@ from .common import (
     warning,
 )
 from .ir import JsonPath, Refusal, Role, Text, Where, emit_marked
-from .yamlheader import YamlError, parse
 
 SUFFIXES = (".prompty",)
 _FRONT = re.compile(r"\s*(?:---|\+\+\+)(.*?)(?:---|\+\+\+)\s*(.+)$", re.S | re.M)
@@ -64,25 +64,7 @@ def convert(src: SourceText, rel: str, target: str, resolve_include: Callable[[s
 
 def _convert(src: SourceText, rel: str, out: Converted, resolve_include: Callable[[str], str | None]) -> None:
     header_text, header_line, body, body_line = split(src)
-    data: dict[str, Any] = {}
-
-    def where(*path: str | int) -> tuple[int, int]:
-        return header_line, 1
-
-    if header_text is not None:
-        try:
-            header = parse(header_text)
-        except YamlError as exc:
-            raise Refusal(
-                codes.IMPORT_BAD_HEADER, exc.message, header_line + exc.line - 1, exc.column, exc.hint
-            ) from None
-        if not isinstance(header.data, dict):
-            raise Refusal(codes.IMPORT_BAD_HEADER, "the front matter is not a YAML mapping", header_line, 1)
-        data = header.data
-
-        def where(*path: str | int) -> tuple[int, int]:  # noqa: F811
-            line, column = header.where(*path)
-            return header_line + line - 1, column
+    data, where = front_matter(header_text, header_line)
 
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
     stem = out.target.rsplit("/", 1)[-1].removesuffix(SOURCE_SUFFIX)
