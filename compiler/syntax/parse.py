@@ -18,7 +18,6 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,19 +40,31 @@ from .caches import cache_folder
 from .nodes import Block, Comment, Directive, Escape, Item, NearSeparator, Placeholder, Separator, Text
 
 if TYPE_CHECKING:
+    from importlib import resources
+
     import lark
 else:  # a build that compiles nothing (everything reused) never needs the parser
     lark = lazy_import("lark")
+    resources = lazy_import("importlib.resources")  # the grammar of a package imported from a zip
 
 
 def grammar_text() -> str:
     """The grammar ships inside the wheel as package data (`promptc.grammar`, from the top-level
-    `grammar/prompt.lark` of the repository)."""
+    `grammar/prompt.lark` of the repository): read as the file beside the package where it is one
+    (importlib.resources, and the imports it brings, only for a package imported from a zip)."""
     try:
-        return resources.files("promptc.grammar").joinpath("prompt.lark").read_text(encoding="utf-8")
-    except ModuleNotFoundError:  # running from a source checkout that is not installed
+        spec = importlib.util.find_spec("promptc.grammar")
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:  # running from a source checkout that is not installed
         root = Path(__file__).resolve().parent.parent.parent
         return (root / "grammar" / "prompt.lark").read_text(encoding="utf-8")
+    for folder in spec.submodule_search_locations or ():
+        path = os.path.join(folder, "prompt.lark")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+    return resources.files("promptc.grammar").joinpath("prompt.lark").read_text(encoding="utf-8")
 
 
 def _cache_path(grammar: str) -> str | None:
