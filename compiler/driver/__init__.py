@@ -80,7 +80,7 @@ from .plan import (
     save_state,
     warnings_of,
 )
-from .pool import PARALLEL_THRESHOLD, compile_many
+from .pool import PARALLEL_THRESHOLD, compile_many, load_compiler
 from .sources import LazyFiles, is_prompt, read_tree, update_tree
 
 if TYPE_CHECKING:
@@ -800,6 +800,8 @@ def _compile(
     # 3. compile the rest (a large build gets each manifest entry back as its piece)
     use_spool = spool() if spool is not None and len(to_compile) >= PARALLEL_THRESHOLD else None
     pieces: dict[str, bytes] = {}
+    if to_compile:
+        load_compiler()
     with collecting():
         compiled = compile_many(
             to_compile, tree, config, spool=use_spool, pieces=pieces if use_spool else None, on_progress=on_progress
