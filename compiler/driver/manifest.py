@@ -3,8 +3,9 @@
 `manifest_for` makes the `Manifest` of a build's prompts. `ManifestDoc` holds the bytes the build
 writes for it (exactly `backend.emit.dumps(manifest)`) as pieces — one per artifact entry and one
 per prefix group — so that a build that changed k prompts serialises k entries and the groups they
-left or joined, and joins the rest as they were: the previous build's pieces, kept in memory by a
-watch session or split out of the `manifest.json` that build wrote.
+left or joined, and keeps the rest as they were: the previous build's pieces, kept in memory by a
+watch session, or the bytes of the `manifest.json` that build wrote, read back (`ManifestDoc.read`),
+into which the changed pieces are spliced.
 """
 
 from __future__ import annotations
