@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import orjson
 
@@ -71,6 +71,8 @@ def _piece(key: str, value: Any) -> bytes:
     """`"key": value` as it appears at depth 2 of the indented document."""
     return orjson.dumps(key) + b": " + orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", _NEST)
 
+
+V = TypeVar("V")
 
 #: how many members `_Members` finds in its bytes one by one before it splits them all
 _SEARCHES = 32
@@ -306,7 +308,7 @@ class ManifestDoc:
         for name in sorted({*entries, *given}):
             entry = entries.get(name)
             if entry is not None:
-                piece, sha, tokens = _piece(name, entry.to_json()), entry.prefix_sha256, entry.prefix_tokens
+                piece, sha, tokens = piece_of(name, entry), entry.prefix_sha256, entry.prefix_tokens
             else:
                 piece = given[name]
                 _, sha, tokens = piece_fields(piece)
@@ -319,19 +321,6 @@ class ManifestDoc:
             {sha: _piece(sha, {"tokens": groups[sha][0], "artifacts": groups[sha][1]}) for sha in sorted(groups)}
         )
         doc._typed = {sha: PrefixGroup(tokens, tuple(names)) for sha, (tokens, names) in groups.items()}
-        return doc
-
-    @classmethod
-    def restore(cls, entries: Mapping[str, bytes], groups: Mapping[str, bytes], config: Config) -> ManifestDoc | None:
-        """The document of these pieces (by artifact name, by prefix sha256); None when they are
-        not pieces this promptc writes."""
-        doc = cls(config.tokenizer, config.provider)
-        if not all(isinstance(piece, bytes) and piece[:1] == b'"' for piece in (*entries.values(), *groups.values())):
-            return None
-        for name in sorted(entries):
-            doc._entries.set(name, entries[name])
-        for sha in sorted(groups):
-            doc._groups.set(sha, groups[sha])
         return doc
 
     @classmethod
@@ -402,7 +391,7 @@ class ManifestDoc:
 
     def put(self, name: str, entry: ManifestEntry, old: ManifestEntry | None) -> None:
         """Set the entry of `name` (`old` is the entry the document held for it, if any)."""
-        piece = _piece(name, entry.to_json())
+        piece = piece_of(name, entry)
         self._put(name, piece, entry.prefix_sha256, entry.prefix_tokens, old.prefix_sha256 if old is not None else None)
 
     def put_piece(self, name: str, piece: bytes) -> None:
@@ -484,30 +473,31 @@ class ManifestDoc:
         to `Manifest.of` of its entries. `typed` are entries the caller holds already (those it
         made); every other entry, and every group, is decoded from its piece when first read, so
         a build that reused 100,000 prompts never decodes the entries nobody asks for."""
-        entries = _Entries(self._entries.copy(), typed or {})
-        groups = _Groups(self._groups.copy(), dict(self._typed))
+        entries = _Decoded(self._entries.copy(), typed or {}, entry_of)
+        groups = _Decoded(self._groups.copy(), self._typed, _group)
         return Manifest(MANIFEST_SCHEMA, "promptc", VERSION, self.tokenizer, self.provider, entries, groups)
 
 
-class _Entries(Mapping[str, ManifestEntry]):
-    """A manifest's entries by name, in name order, each decoded from its piece when first read."""
+class _Decoded(Mapping[str, V]):
+    """One object of a manifest (its entries by name, or its prefix groups by sha256), in key
+    order, each value decoded from its piece when first read."""
 
-    __slots__ = ("_members", "_typed")
+    __slots__ = ("_members", "_typed", "_decode")
 
-    def __init__(self, members: _Members, typed: Mapping[str, ManifestEntry]) -> None:
-        self._members, self._typed = members, dict(typed)
+    def __init__(self, members: _Members, typed: Mapping[str, V], decode: Callable[[str, bytes], V]) -> None:
+        self._members, self._typed, self._decode = members, dict(typed), decode
 
-    def __getitem__(self, name: str) -> ManifestEntry:
-        entry = self._typed.get(name)
-        if entry is None:
-            piece = self._members.get(name)
+    def __getitem__(self, key: str) -> V:
+        value = self._typed.get(key)
+        if value is None:
+            piece = self._members.get(key)
             if piece is None:
-                raise KeyError(name)
-            entry = self._typed[name] = entry_of(name, piece)
-        return entry
+                raise KeyError(key)
+            value = self._typed[key] = self._decode(key, piece)
+        return value
 
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self._members
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._members
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._members.keys())
@@ -516,38 +506,12 @@ class _Entries(Mapping[str, ManifestEntry]):
         return len(self._members)
 
     def __repr__(self) -> str:
-        return f"{{{', '.join(f'{name!r}: {self[name]!r}' for name in self)}}}"
+        return f"{{{', '.join(f'{key!r}: {self[key]!r}' for key in self)}}}"
 
 
-class _Groups(Mapping[str, PrefixGroup]):
-    """A manifest's prefix groups by sha256, in order, each decoded from its piece when first read."""
-
-    __slots__ = ("_members", "_typed")
-
-    def __init__(self, members: _Members, typed: dict[str, PrefixGroup]) -> None:
-        self._members, self._typed = members, typed
-
-    def __getitem__(self, sha: str) -> PrefixGroup:
-        group = self._typed.get(sha)
-        if group is None:
-            piece = self._members.get(sha)
-            if piece is None:
-                raise KeyError(sha)
-            tokens, names = _group_of(piece)
-            group = self._typed[sha] = PrefixGroup(tokens, tuple(names))
-        return group
-
-    def __contains__(self, sha: object) -> bool:
-        return isinstance(sha, str) and sha in self._members
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._members.keys())
-
-    def __len__(self) -> int:
-        return len(self._members)
-
-    def __repr__(self) -> str:
-        return f"{{{', '.join(f'{sha!r}: {self[sha]!r}' for sha in self)}}}"
+def _group(sha: str, piece: bytes) -> PrefixGroup:
+    tokens, names = _group_of(piece)
+    return PrefixGroup(tokens, tuple(names))
 
 
 def _group_of(piece: bytes) -> tuple[int, list[str]]:
