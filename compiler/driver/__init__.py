@@ -793,7 +793,7 @@ def _compile(
         reused = plan.reusable(rels, tree, out)
     to_compile = [rel for rel in rels if rel not in reused]
     if incremental and 0 < len(to_compile) < PARALLEL_THRESHOLD:
-        plan.preload_token_counts(out, to_compile, config)
+        plan.preload_token_counts(out, to_compile)
     # the entries of the previous manifest, decoded when a reused prompt is read
     last_entries = doc.manifest().artifacts if doc is not None else {}
 

@@ -190,7 +190,7 @@ class Plan:
             return False
         return self.where == (info.st_dev, info.st_ino, info.st_size)
 
-    def preload_token_counts(self, out: Path, rels: list[str], config: Config) -> None:
+    def preload_token_counts(self, out: Path, rels: list[str]) -> None:
         """Feed the meter the counts the previous artifacts of these prompts recorded, so that a
         rebuild after an edit that leaves the texts alone (a comment, a directive) or changes one
         section never loads the tokenizer for the rest. Only an artifact whose bytes are the ones
