@@ -52,6 +52,24 @@ def _project(files: dict[str, str | bytes], *, config: Config = APPROX, action: 
     return run
 
 
+def _configured(option: str, prepare=None):
+    """A build of a project whose [tool.promptc] sets `option` (read as the CLI reads it)."""
+
+    def run(tmp_path: Path):
+        write(tmp_path, "prompts_src/a.prompt", "Hi\n")
+        write(tmp_path, "pyproject.toml", f'[tool.promptc]\ntokenizer = "approx-bytes/4"\n{option}\n')
+        if prepare:
+            prepare(tmp_path)
+        return build(config=load_config(tmp_path / "pyproject.toml")[0]).diagnostics
+
+    return run
+
+
+def _linked_app(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "app").symlink_to("elsewhere", target_is_directory=True)
+
+
 def _linked_output(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "build").symlink_to("elsewhere", target_is_directory=True)
@@ -322,6 +340,11 @@ CASES = {
         {"prompts_src/a.prompt": "Hi\n", "build/notes.md": "mine\n", "build/img/logo.png": "png"}, action="build"
     ),
     "E913": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_trash),
+    "E914": _configured('python_bindings = "../notes.txt"'),
+    "E915": _configured('python_bindings = "app/prompts.py"', prepare=_linked_app),
+    "E916": _configured(
+        'python_bindings = "app/prompts.py"', prepare=lambda t: write(t, "app/prompts.py", "def mine(): ...\n")
+    ),
     "E920": lambda tmp_path: (
         write(tmp_path, "prompts_src/a-b.prompt", "Hi.\n"),
         write(tmp_path, "prompts_src/a_b.prompt", "Hi.\n"),

@@ -12,7 +12,8 @@ from ..facts import codes
 from ..facts.config import BINDINGS_OPTIONS, Config
 from ..facts.diagnostics import Diagnostic, make
 from ..facts.records import dataclass
-from ..runtime.atomic import reason, write_file
+from ..runtime.atomic import read_file, reason, write_file
+from ..runtime.confine import option_refusal
 from ..runtime.model import Artifact
 from .python import python_module_of
 from .typescript import typescript_module_of
@@ -36,11 +37,20 @@ class Binding:
     path: str
     text: str
     diagnostics: tuple[Diagnostic, ...]
+    #: why the confinement rule refuses the path (E914, E915, E916: outside the project, through a
+    #: link, over a file promptc did not generate), or None; checked again when it is written
+    refused: Diagnostic | None = None
 
 
 def configured(config: Config) -> list[str]:
     """The bindings keys the configuration sets."""
     return list(config.bindings())
+
+
+def refusals(config: Config) -> list[Diagnostic]:
+    """Why the confinement rule refuses a configured bindings path (`promptc.runtime.confine`):
+    the driver asks before it writes anything, so a refused path leaves the previous build as it was."""
+    return [d for key in configured(config) if (d := option_refusal(config, key, generated=True)) is not None]
 
 
 def generate(config: Config, artifacts: Mapping[str, Artifact]) -> list[Binding]:
@@ -49,25 +59,29 @@ def generate(config: Config, artifacts: Mapping[str, Artifact]) -> list[Binding]
     for key in configured(config):
         target = getattr(config, key)
         text, diagnostics = GENERATORS[key](dict(artifacts), config.out, target)
-        found.append(Binding(key, target, text, tuple(diagnostics)))
+        found.append(Binding(key, target, text, tuple(diagnostics), option_refusal(config, key, generated=True)))
     return found
 
 
 def write(bindings: list[Binding]) -> list[Diagnostic]:
     """Write each bindings file whose bytes change, atomically (the old module or the new, never a
-    fragment). The diagnostics: the generators' (E920 stops a file, W921 is reported) and E910
-    for a file that cannot be written."""
+    fragment), never through a link and never over a file promptc did not generate. The
+    diagnostics: the generators' (E920 stops a file, W921 is reported), the confinement rule's
+    (E914, E915, E916) and E904 for a file that cannot be written."""
     diagnostics: list[Diagnostic] = []
     for binding in bindings:
         diagnostics += binding.diagnostics
         if not binding.text:
             continue
+        if binding.refused is not None:
+            diagnostics.append(binding.refused)
+            continue
         path = Path(binding.path)
         data = binding.text.encode("utf-8")
         try:
-            if not path.is_file() or path.read_bytes() != data:
+            if not path.is_file() or read_file(path, follow=False) != data:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                write_file(path, data)
+                write_file(path, data, symlinks="refuse")
         except OSError as exc:
             diagnostics.append(
                 make(
@@ -82,16 +96,17 @@ def write(bindings: list[Binding]) -> list[Diagnostic]:
 
 
 def stale(bindings: list[Binding]) -> list[tuple[Binding, Diagnostic]]:
-    """Each bindings file that is not what the build would write (E905: missing or stale), or
-    that cannot be generated (the generator's first error, E920)."""
+    """Each bindings file that is not what the build would write (E905: missing or stale), that
+    cannot be generated (the generator's first error, E920), or that the build would refuse to
+    write (E914, E915, E916: the confinement rule)."""
     problems = []
     for binding in bindings:
-        errors = [d for d in binding.diagnostics if d.severity == "error"]
-        if errors:
-            problems.append((binding, errors[0]))
+        first = next((d for d in binding.diagnostics if d.severity == "error"), binding.refused)
+        if first is not None:
+            problems.append((binding, first))
             continue
         path = Path(binding.path)
-        if path.is_file() and path.read_text(encoding="utf-8") == binding.text:
+        if path.is_file() and read_file(path, follow=False) == binding.text.encode("utf-8"):
             continue
         what = "is missing" if not path.is_file() else "is stale: it is not what `promptc build` would generate"
         problems.append(

@@ -21,6 +21,7 @@ from ..facts import codes
 from ..facts.diagnostics import github_escape, make, render_text, use_color
 from ..runtime.atomic import ChangedOnDisk, reason, write_file
 from ..runtime.buildfolder import BuildFolderError, manifest_path, read_document
+from ..runtime.confine import edit_refusal, source_folder_refusal
 from ..runtime.model import ArtifactError, Manifest
 from ..runtime.usage import parse_timestamp
 from ..tools.cost import (
@@ -276,6 +277,11 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         src = Path(config.src)
         if not src.is_dir():
             _fail("cost", f"--write needs the source folder ({config.src}) to change the `/// cache_ttl:` lines")
+        # the source folder [tool.promptc] names is written only inside the project
+        refused = source_folder_refusal(src, "src", project=config.project, setting=config.setting("src", src))
+        if refused is not None:
+            click.echo(render_text(refused), err=True)
+            sys.exit(1)
         tree, _ = read_tree(src, Path(folder))
         writes = plan_writes(advice, tree, config)
         writes = _apply(writes, src)
@@ -333,6 +339,10 @@ def _apply(writes: list[Any], src: Path) -> list[Any]:
         if w.diagnostic is None and w.text is not None:
             rel = Path(w.path)
             target = src / rel.relative_to(src) if rel.is_relative_to(src) else rel
+            refused = edit_refusal(target, src, "cost --advise --write", w.path)
+            if refused is not None:
+                done.append(replace(w, diagnostic=refused))
+                continue
             try:
                 write_file(target, w.text.encode("utf-8"), expect=w.original)
             except ChangedOnDisk:

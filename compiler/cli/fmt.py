@@ -11,6 +11,7 @@ from ..driver.sources import loose_tree, read_tree
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
 from ..facts.language import SOURCE_SUFFIX
+from ..runtime.confine import edit_refusal, source_folder_refusal
 from ..tools.fmt import FileResult, format_tree, unified_diff, write_results
 from .common import FORMATS, Reporter, project_config
 
@@ -50,9 +51,9 @@ def _targets(paths: tuple[str, ...], src: Path) -> tuple[dict[Path, list[tuple[s
             continue
         if _inside(path, src) and src.is_dir():
             root = src
-        else:
-            root = path if path.is_dir() else path.parent
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
+            rel = path.resolve().relative_to(src.resolve()).as_posix()
+        else:  # named as given: a file that is a link out of its folder is its folder's (and refused)
+            root, rel = (path, ".") if path.is_dir() else (path.parent, path.name)
         wanted.setdefault(root, []).append(("" if rel == "." else rel, is_file))
     return wanted, problems
 
@@ -75,6 +76,14 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
     results: list[FileResult] = []
     failed: set[str] = set()
     for root, picks in targets.items():
+        if not (check or diff):
+            # the source folder [tool.promptc] names is written only inside the project
+            outside = source_folder_refusal(
+                root, "src", project=config.project, setting=config.setting("src", root) if paths == () else None
+            )
+            if outside is not None:
+                diagnostics.append(outside)
+                continue
         if root != Path(config.src) and all(is_file for _, is_file in picks):
             # files outside the source folder, each on its own: their folder (`~`, say) is read
             # only as far as they need, never walked
@@ -86,6 +95,10 @@ def fmt_cmd(paths: tuple[str, ...], check: bool, diff: bool, fmt: str, quiet: bo
         for rel, is_file in picks:
             if is_file:
                 chosen = [rel] if rel in tree.files else []
+                # a file named that is a link out of its folder is not read, nor written: say so
+                outside = None if chosen else edit_refusal(root / rel, root, "fmt", (root / rel).as_posix())
+                if outside is not None:
+                    diagnostics.append(outside)
             else:
                 prefix = f"{rel}/" if rel else ""
                 chosen = [r for r in tree.files if r.endswith(SOURCE_SUFFIX) and r.startswith(prefix)]

@@ -17,6 +17,7 @@ from ..facts.codes import CODES
 from ..facts.diagnostics import Diagnostic, render_text
 from ..facts.suggest import did_you_mean
 from ..runtime.atomic import ABSENT, read_file, reason, write_file
+from ..runtime.confine import edit_refusal, refusal
 from ..runtime.render import RenderError, load
 from .common import config_options, envelope, settings
 
@@ -152,6 +153,15 @@ def init_cmd(src: str, out: str) -> None:
         prompt_bytes, config_bytes = STARTER_PROMPT.encode("utf-8"), body.encode("utf-8")
     except UnicodeEncodeError:
         raise click.UsageError("--src and --out must be valid UTF-8; nothing was changed") from None
+    # the project is the folder init sets up: nothing is written through a link in it, and the
+    # pyproject.toml it edits is the one here (a link to another folder's is refused)
+    for refused in (
+        edit_refusal(pyproject, ".", "init", "pyproject.toml") if pyproject.is_symlink() else None,
+        refusal(first, "init --src", project="."),
+    ):
+        if refused is not None:
+            click.echo(render_text(refused), err=True)
+            sys.exit(1)
     made = [p for p in (folder, *folder.parents) if not p.exists()]
     target = first
     try:
@@ -184,7 +194,7 @@ def gen_cmd() -> None:
 @click.option("--build", "build_dir", default=None, help="Build folder (default from config: out).")
 def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
     """A Python module with a typed function per prompt (`support/chat` → `support_chat(*, ...)`)."""
-    _generate(python_module, output, build_dir)
+    _generate("python", python_module, output, build_dir)
 
 
 @gen_cmd.command("typescript")
@@ -193,11 +203,14 @@ def gen_python_cmd(output: str | None, build_dir: str | None) -> None:
 def gen_typescript_cmd(output: str | None, build_dir: str | None) -> None:
     """A TypeScript module with an interface and a typed function per prompt (`support/chat` →
     `supportChat({...})`) over the JavaScript runtime (runtime-js/, the npm package promptc-runtime)."""
-    _generate(typescript_module, output, build_dir)
+    _generate("typescript", typescript_module, output, build_dir)
 
 
 def _generate(
-    generator: Callable[[str, str | None], tuple[str, list[Diagnostic]]], output: str | None, build_dir: str | None
+    language: str,
+    generator: Callable[[str, str | None], tuple[str, list[Diagnostic]]],
+    output: str | None,
+    build_dir: str | None,
 ) -> None:
     """Run a bindings generator: errors (E920) stop it with exit 1; warnings (W921) are printed."""
     folder = build_dir or settings().config.out
@@ -215,9 +228,14 @@ def _generate(
         return
 
     path = Path(output)
+    # the user's path, anywhere; but never through a link, nor over a file promptc did not write
+    refused = refusal(path, f"gen {language} -o", project=settings().config.project, generated=True)
+    if refused is not None:
+        click.echo(render_text(refused), err=True)
+        sys.exit(1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, text.encode("utf-8"))  # atomic: the old module or the new, never a fragment
+        write_file(path, text.encode("utf-8"), symlinks="refuse")  # atomic: the old module or the new
     except OSError as exc:
         click.echo(f"promptc gen: cannot write {path.as_posix()}: {reason(exc)}; it is unchanged", err=True)
         sys.exit(1)

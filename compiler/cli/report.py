@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from ..facts.diagnostics import render_text
 from ..runtime.atomic import reason, write_file
+from ..runtime.confine import refusal
 from ..tools.cost import diff_cost, tree_cost
 from ..tools.diff import diff_manifests
 from ..tools.report import report_html
@@ -68,9 +70,14 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
         observed = run_reconcile("report", records, folder)
     page = report_html(artifacts, diff=diff, cost=cost, diff_cost=money, traffic_label=traffic_path, observed=observed)
 
+    # the user's path, anywhere; but never through a link, nor over a file promptc did not write
+    refused = refusal(output, "report -o", project=settings().config.project, generated=True)
+    if refused is not None:
+        click.echo(render_text(refused), err=True)
+        sys.exit(1)
     try:
         # atomic: the previous report stays whole until the new one is complete on disk
-        write_file(Path(output), page.encode("utf-8"))
+        write_file(Path(output), page.encode("utf-8"), symlinks="refuse")
     except OSError as exc:
         click.echo(f"promptc report: cannot write {output}: {reason(exc)}; it is unchanged", err=True)
         sys.exit(1)

@@ -64,6 +64,7 @@ from ..runtime.buildfolder import (
     write_error,
     write_output,
 )
+from ..runtime.confine import option_refusal
 from ..runtime.model import Artifact, Manifest, ManifestEntry
 from .manifest import ManifestDoc, collisions, entry_of, manifest_for, piece_fields
 from .plan import (
@@ -354,8 +355,9 @@ def build(
     project = _Compiled(config=config, strict=strict)
     project.report(reported)
     problem = _output_problem(src, out)
-    if problem is not None:
-        project.report([problem])
+    refused = _refusals(config, out) if write and problem is None else []
+    if problem is not None or refused:
+        project.report([problem] if problem is not None else refused)
         return project.result()
     spools: list[Path] = []
     failed = True
@@ -619,9 +621,10 @@ def check(
     reported = [*loaded, *config_diagnostics]
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
     problem = _output_problem(src, out)
-    if problem is not None:
+    refused = _refusals(config, out) if locked and problem is None else []
+    if problem is not None or refused:
         failed = _Compiled(config=config, strict=strict)
-        failed.report([*reported, problem])
+        failed.report([*reported, *([problem] if problem is not None else refused)])
         return failed.result()
     project = _compile(src, out, config, reported=reported, strict=strict)
     if not (locked and project.ok):
@@ -987,6 +990,17 @@ def _output_problem(src: Path, out: Path) -> Diagnostic | None:
             path=str(out),
         )
     return None
+
+
+def _refusals(config: Config, out: Path) -> list[Diagnostic]:
+    """What the confinement rule (`promptc.runtime.confine`) refuses of what a build writes: the
+    output folder (with the cache and staging folders beside it) and each bindings file. Asked
+    before anything is read or written, so a refusal leaves the previous build as it was; `check
+    --locked` asks too, and reports the same."""
+    found = [d for d in (option_refusal(config, "out", out),) if d is not None]
+    if config.bindings():
+        found += bindings.refusals(config)
+    return found
 
 
 def _outside_symlinks(tree: SourceTree) -> list[Diagnostic]:

@@ -161,6 +161,23 @@ _BUILDS = ("build", "check", "watch")
 
 
 @dataclass(frozen=True, slots=True)
+class Setting:
+    """A path option as `[tool.promptc]` sets it. The file is committed with the project (and a
+    clone's may be hostile), so the paths it sets are held to the confinement rule
+    (`promptc.runtime.confine`), and a refusal points at the key's line."""
+
+    key: str
+    #: the value as the file writes it
+    written: str
+    #: the value as the config holds it (read against the file's folder)
+    value: str
+    #: the pyproject.toml, as shown, and the key's place and line in it
+    path: str
+    span: Span
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     src: str = option(
         "prompts_src",
@@ -175,7 +192,8 @@ class Config:
         "build",
         _string,
         "Output folder (config: out; default build).",
-        doc="folder the artifacts and `manifest.json` go to",
+        doc="folder the artifacts and `manifest.json` go to; set in the file, it must lie inside the project (E914), "
+        "while `-o` may name any folder; never one reached through a link (E915)",
         path=True,
         commands=(*_BUILDS, "render", "inspect", "list"),
         flag=("-o", "--out"),
@@ -245,9 +263,10 @@ class Config:
         "",
         _string,
         "Where every build writes the typed Python bindings.",
-        doc="a path (relative to the config) where every build (`promptc build`, `watch`, "
+        doc="a path (relative to the config, inside the project: E914) where every build (`promptc build`, `watch`, "
         "`promptc.build()`) writes the typed Python bindings (`promptc gen python`, `bindings.md`); "
-        "`check --locked` fails when the file is not what `build` would write",
+        "`check --locked` fails when the file is not what `build` would write. A link on the way (E915), or a "
+        "file there that promptc did not generate (E916), stops the build before it writes anything",
         path=True,
     )
     #: where every build writes the generated TypeScript bindings (`promptc gen typescript`)
@@ -255,7 +274,7 @@ class Config:
         "",
         _string,
         "Where every build writes the typed TypeScript bindings.",
-        doc="the same for the TypeScript bindings (`promptc gen typescript`, `bindings.md`)",
+        doc="the same for the TypeScript bindings (`promptc gen typescript`, `bindings.md`), held to the same rule",
         path=True,
     )
     default_role: str = option(
@@ -323,6 +342,12 @@ class Config:
     )
     #: where `pyproject.toml` was found (for messages only; never written into artifacts)
     origin: str | None = field(default=None, compare=False)
+    #: the project: the folder of the pyproject.toml read (absolute, links resolved), the one
+    #: folder a path `[tool.promptc]` sets may name; None: no file, the current folder
+    #: (`promptc.runtime.confine`)
+    project: str | None = field(default=None, compare=False)
+    #: the path options the file sets, and where: a refusal of one points at its line
+    settings: tuple[Setting, ...] = field(default=(), compare=False)
 
     @property
     def defines_map(self) -> dict[str, str]:
@@ -348,6 +373,12 @@ class Config:
         if best is None:
             return profile
         return replace(profile, min_cacheable_tokens=overrides[best], family=best)
+
+    def setting(self, key: str, value: str | os.PathLike[str]) -> Setting | None:
+        """How `[tool.promptc]` sets path option `key`, when `value` (the path in use) is the file's;
+        None for a value from the command line, a caller, or the default."""
+        found = next((s for s in self.settings if s.key == key), None)
+        return found if found is not None and found.value == os.fspath(value) else None
 
     def bindings(self) -> tuple[str, ...]:
         """The bindings options that name a file (`BINDINGS_OPTIONS` order): what every build
@@ -459,16 +490,17 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
         path = os.path.relpath(pyproject)
     except ValueError:
         path = str(pyproject)
+    project = os.path.dirname(os.path.realpath(pyproject))
     diagnostics: list[Diagnostic] = []
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return Config(origin=path), [
+        return Config(origin=path, project=project), [
             make(codes.INVALID_CONFIG, f"cannot read {pyproject.name}: {exc}", file_span(), path=path)
         ]
     table = data.get("tool", {}).get("promptc", {})
     if not isinstance(table, dict):
-        return Config(origin=path), [
+        return Config(origin=path, project=project), [
             make(codes.INVALID_CONFIG, "[tool.promptc] must be a table", file_span(), path=path)
         ]
     values: dict[str, Any] = {}
@@ -493,17 +525,23 @@ def load_config(pyproject: Path | None = FIND) -> tuple[Config, list[Diagnostic]
             diagnostics.append(
                 make(codes.INVALID_CONFIG, problem.message, span, problem.hint or "see `promptc explain E902`")
             )
+    settings = []
     for key in (o.name for o in options() if o.path):
+        if key not in values or not values[key]:
+            continue
+        written = values[key]
         # Paths in the file are relative to the file, wherever promptc runs from (as tsc's
         # tsconfig.json and ruff's pyproject.toml have it); shown relative to the current folder.
-        if key in values and values[key] and not os.path.isabs(values[key]):
-            values[key] = _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), values[key]))
+        if not os.path.isabs(written):
+            values[key] = _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), written))
+        span = _key_span(source, key)
+        settings.append(Setting(key, written, values[key], path, replace(span, src=None), source.line_text(span.line)))
     if "promptc" in data.get("tool", {}) and pyproject.parent.resolve() != Path.cwd().resolve():
         for key in (o.name for o in options() if o.path and o.default):  # the defaults too: the file's folder's
             values.setdefault(
                 key, _relative(os.path.join(os.path.dirname(os.path.abspath(pyproject)), getattr(Config(), key)))
             )
-    config = replace(Config(origin=path), **values)
+    config = replace(Config(origin=path, project=project, settings=tuple(settings)), **values)
     invalid = validate(config)
     if invalid:
         diagnostics.append(

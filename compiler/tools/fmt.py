@@ -57,6 +57,7 @@ from ..facts.language import DIRECTIVE, DIRECTIVE_ORDER, INLINE_COMMENT, PARTIAL
 from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime.atomic import ChangedOnDisk, reason, write_file
+from ..runtime.confine import edit_refusal
 from ..syntax.nodes import Block, Comment, Directive, Separator
 from ..syntax.parse import parse
 
@@ -646,8 +647,9 @@ def write_results(result: FormatResult, root: Path | str) -> list[Diagnostic]:
     """Write every changed file atomically (`promptc.runtime.atomic`: a temporary file beside it, flushed,
     then renamed over it), keeping its permissions, and only if it still holds the bytes fmt read:
     a save that lands while fmt runs is kept, never overwritten. A symlinked source stays a link
-    (its target is rewritten). Returns E933 for each file that was not written (the file is as it
-    was); the caller must not count those as reformatted."""
+    (its target is rewritten) when the target lies inside `root`; one to a file elsewhere is E915
+    (`promptc.runtime.confine.edit_refusal`). Returns E933 or E915 for each file that was not
+    written (the file is as it was); the caller must not count those as reformatted."""
     problems = []
     done: dict[str, bytes] = {}  # real path → bytes written (a symlink and its target are one file)
     for item in result.changed:
@@ -655,6 +657,10 @@ def write_results(result: FormatResult, root: Path | str) -> list[Diagnostic]:
         data = (item.formatted or "").encode("utf-8")
         real = os.path.realpath(path)
         if done.get(real) == data:
+            continue
+        refused = edit_refusal(path, root, "fmt", item.display)
+        if refused is not None:
+            problems.append(refused)
             continue
         try:
             write_file(path, data, expect=item.original)

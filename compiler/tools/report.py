@@ -29,6 +29,8 @@ from html import escape
 from typing import Any
 
 from ..facts.records import dataclass
+from ..facts.version import VERSION
+from ..runtime.confine import GENERATED_MARK
 from ..runtime.requestmodel import of_artifact
 from .cost import money
 from .reconcile import CAUSES
@@ -396,6 +398,8 @@ def report_html(
     shared = sum(1 for group in _shared_groups(artifacts))
     out: list[str] = [
         "<!DOCTYPE html>",
+        # the mark in the first lines: the file is promptc's to replace (`promptc.runtime.confine`)
+        f"<!-- {GENERATED_MARK} {VERSION} (`promptc report`): do not edit, run it again -->",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",

@@ -28,6 +28,7 @@ from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, has_errors, make, ordered
 from ...facts.language import SOURCE_SUFFIX
 from ...facts.records import dataclass
+from ...runtime.confine import refusal, source_folder_refusal
 from .audit import AuditReport, audit
 from .check import run_checks
 from .common import Converted, owned
@@ -125,7 +126,16 @@ def import_tree(
             if d.code not in CACHE_CODES and d.severity == "warning":
                 diagnostics.append(d)
     if write:
-        diagnostics += _write(converted, Path(out), force, results)
+        # OUT is the user's (`-o`) or the source folder [tool.promptc] names, which must lie inside
+        # the project; no file is written through a link (`promptc.runtime.confine`)
+        setting = config.setting("src", out)
+        refused = source_folder_refusal(out, "src", project=config.project, setting=setting)
+        if refused is not None:
+            diagnostics.append(refused)
+            results += [ImportedFile(c.source, c.target, "refused", (), c.partial) for c in converted]
+        else:
+            option = "src" if setting is not None else "import -o"
+            diagnostics += _write(converted, Path(out), force, results, config.project, option)
     else:
         results += [
             ImportedFile(c.source, c.target, "refused" if c.refused else "checked", tuple(c.extra), c.partial)
@@ -134,7 +144,9 @@ def import_tree(
     return ImportResult(tuple(results), tuple(ordered(diagnostics)), outputs, checked)
 
 
-def _write(converted: list[Converted], out: Path, force: bool, results: list[ImportedFile]) -> list[Diagnostic]:
+def _write(
+    converted: list[Converted], out: Path, force: bool, results: list[ImportedFile], project: str | None, option: str
+) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     for c in converted:
         if c.refused:
@@ -179,6 +191,12 @@ def _write(converted: list[Converted], out: Path, force: bool, results: list[Imp
                     path=(out / blocked).as_posix(),
                 )
             )
+            results.append(ImportedFile(c.source, c.target, "refused", (), c.partial))
+            continue
+        linked = next((d for rel in wanted if (d := refusal(out / rel, option, project=project)) is not None), None)
+        if linked is not None:  # a folder on the way is a link (E915)
+            c.refused = True
+            diagnostics.append(linked)
             results.append(ImportedFile(c.source, c.target, "refused", (), c.partial))
             continue
         changed = False
