@@ -15,7 +15,7 @@ from .roles import trim
 
 def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Section:
     items: list[Item] = []
-    inputs: list[str] = []
+    inputs: dict[str, None] = {}  # the roots in first-use order: a dict, as a list's `in` made N roots cost N²
     for item in section.items:
         if isinstance(item, Placeholder):
             root = item.root
@@ -29,8 +29,7 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
                     )
                 items.append(Text(defines[root], item.span))
                 continue
-            if root not in inputs:
-                inputs.append(root)
+            inputs.setdefault(root)
         items.append(item)
     _check_adjacency(items, ctx)
     if len(items) != len(section.items) or any(a is not b for a, b in zip(items, section.items, strict=True)):
