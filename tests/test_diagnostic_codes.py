@@ -213,6 +213,7 @@ CASES = {
             "order.json": '{"type": "object", "properties": {"address": {"type": "object"}},\n "additionalProperties": false}\n'
         },
     ),
+    "E506": _text("/// input: settings\nKey: ${settings.__class__.__init__.__globals__.API_KEY}\n"),
     # 6xx
     "E601": _text("Line one\nValue: {{ a + }}\n"),
     "E602": _text("{{ x = 1 }}\n"),
