@@ -1,6 +1,6 @@
 """The attribute rule: no segment of a placeholder path starts with `_` or reaches an object's
 internals (`promptc.facts.language.unsafe_name`), in the build (E506), in both runtimes (a
-RenderError whatever the value is).
+RenderError whatever the value is) and in the importers (E973).
 
 `${a.__class__.__init__.__globals__.API_KEY}` with a dataclass passed as `a` used to build, and
 to render the application's module global into the request; runtime-js read a class's static
@@ -24,6 +24,7 @@ from promptc.compile import compile_text
 from promptc.facts.config import Config
 from promptc.facts.language import UNSAFE_NAMES, unsafe_name, unsafe_segment
 from promptc.runtime.render import RenderError, _lookup, refused_path, render_artifact
+from promptc.tools.importers.convert import convert
 
 from .conftest import examples, run_promptc, snapshot, write
 
@@ -166,6 +167,39 @@ def test_node_refuses_the_hand_made_artifact_with_the_same_message(tmp_path: Pat
     values = {"settings": {"__class__": {"__init__": {"__globals__": {"API_KEY": API_KEY}}}}}
     answer = node_bodies(text, values, "openai", "gpt-4o")
     assert answer == {"error": f"RenderError: prompt `leak`, section `body`: {refused_path(EXPLOIT, '__class__')}"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The importers
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text", "where"),
+    [
+        ("dotprompt", "p.prompt", "Key: {{a.__class__}}\n", (1, 6)),
+        ("dotprompt", "p.prompt", "Hi\n{{this.__dict__}}\n", (2, 1)),
+        ("dotprompt", "p.prompt", "{{#each items}}\n{{this.constructor.name}}\n{{/each}}\n", (2, 1)),
+        ("dotprompt", "p.prompt", "{{#if a.gi_frame}}x{{/if}}\n", (1, 1)),
+        ("dotprompt", "p.prompt", "{{@root.__proto__}}\n", (1, 1)),
+        ("jinja", "p.j2", "Key: {{ a.__class__ }}\n", (1, 11)),
+        ("jinja", "p.j2", "Hi\n{{ x.constructor }}\n", (2, 6)),
+        ("jinja", "p.j2", "{{ _secret }}\n", (1, 4)),
+        ("jinja", "p.j2", "{{ cls.mro() }}\n", (1, 8)),
+        ("prompty", "p.prompty", "---\nname: p\n---\nsystem:\n{{ a.__globals__ }}\n", (5, 6)),
+    ],
+)
+def test_an_import_refuses_a_path_the_rule_refuses(kind: str, name: str, text: str, where: tuple[int, int]) -> None:
+    (converted,) = [c for c in convert(kind, {name: text.encode()}) if c.source == name]
+    assert converted.refused and converted.text == ""
+    (found,) = [d for d in converted.diagnostics if d.severity == "error"]
+    assert (found.code, found.line, found.col) == ("E973", *where), found
+    assert "which starts with `_`" in found.message or "reaches an object's internals" in found.message
+
+
+def test_an_import_keeps_names_the_rule_allows() -> None:
+    (converted,) = convert("dotprompt", {"p.prompt": b"{{a.constructor_id}} {{a.klass}} {{a.f_name}}\n"})
+    assert not converted.refused, converted.diagnostics
+    assert "${a.constructor_id} ${a.klass} ${a.f_name}" in converted.text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -394,6 +394,7 @@ CASES = {
             "count.prompt": '---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: string, pattern: "^a"}\n---\n{{#if n}}Count: {{n}}{{/if}}\n'
         },
     ),
+    "E973": _import("dotprompt", {"leak.prompt": "---\nmodel: gemini-2.5-flash\n---\nKey: {{settings.__class__}}\n"}),
     "W972": _import(
         "prompty",
         {

@@ -675,6 +675,15 @@ IMPORT_FIELD_DROPPED = _code(
     "out of the `.prompt` source. Nothing sent changes; the warning says what was left out.",
 )
 
+IMPORT_UNSAFE_PATH = _code(
+    "E973",
+    "import: a path reads a name no promptc path may read",
+    "A Handlebars or Jinja path names a key or attribute that starts with `_` (`{{a.__class__}}`, "
+    "`{{this.__dict__}}`, `{{ x._secret }}`) or that reaches an object's internals (`{{ x.constructor }}`, "
+    "`mro`, `gi_frame`, `f_globals` …): the names a `${}` path may not hold (E506), which both runtimes "
+    "refuse to read. The file is not written. Rename the key, or pass the value as an input of its own.",
+)
+
 
 def markdown(examples: dict[str, str]) -> str:
     """docs/diagnostics.md: every code, what it means, and real output (promptc/data/diagnostics, which `promptc explain` prints too)."""

@@ -178,8 +178,9 @@ PLACEHOLDER_PATH = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*
 #: No segment of a path — its root, the input's name, included, so that one rule holds for
 #: promptc paths and for the Handlebars and Jinja paths an import converts, where the root is a
 #: read too — may start with UNSAFE_PREFIX (Python's dunders and private names, JavaScript's
-#: `__proto__`) or be one of UNSAFE_NAMES. The build refuses such a path (E506), and both
-#: runtimes refuse it at render time whatever the value is, a mapping or an object. `{{ }}`, `{# #}` and `{% %}` blocks are Python and not bound by it.
+#: `__proto__`) or be one of UNSAFE_NAMES. The build refuses such a path (E506), an import refuses
+#: to convert one (E973), and both runtimes refuse it at render time whatever the value is, a
+#: mapping or an object. `{{ }}`, `{# #}` and `{% %}` blocks are Python and not bound by it.
 UNSAFE_PREFIX = "_"
 #: The names that reach an object's internals without an underscore. Python's are Jinja2's
 #: sandbox list (`jinja2.sandbox`: a class's `mro`; a generator's, coroutine's or async
