@@ -5,8 +5,8 @@
     python runtime-js/gen_constants.py --check  # exit 1 when a committed file differs
 
 The facts live once, in Python: the language's (`promptc.facts.language`: the joiner between sections,
-the request shapes, the roles a provider sends as its system prompt, what a placeholder holds,
-the openers a backslash escapes, the build folder's file name and the schemas it writes) and the
+the request shapes, the roles a provider sends as its system prompt, what a placeholder holds
+and what its path may not read (the attribute rule), the openers a backslash escapes, the build folder's file name and the schemas it writes) and the
 providers' (`promptc/data/providers.json`: each shape's parameter names, provider, turn
 requirements and body layout, and each provider's model-name prefixes). `make build` runs this
 script, and `tests/test_js_constants.py` fails until the committed files are regenerated.
@@ -59,6 +59,10 @@ def language_js() -> str:
         f"export const SYSTEM_ROLES = Object.freeze({_js(list(language.SYSTEM_ROLES))});",
         "// What a placeholder holds: a name or a dotted path (`${user.name}`).",
         f"export const PLACEHOLDER_PATH = {_regex(language.PLACEHOLDER_PATH.pattern)};",
+        "// The attribute rule: no segment of a placeholder path starts with UNSAFE_PREFIX or is one of",
+        "// UNSAFE_NAMES (names that reach an object's internals), whatever the value is.",
+        f"export const UNSAFE_PREFIX = {_js(language.UNSAFE_PREFIX)};",
+        f"export const UNSAFE_NAMES = Object.freeze({_js(sorted(language.UNSAFE_NAMES))});",
         "// The openers a backslash escapes in artifact template text.",
         f"export const TEMPLATE_ESCAPES = Object.freeze({_js(list(language.TEMPLATE_ESCAPES))});",
         "// The build folder's index of artifacts, and the schemas of what a build writes.",
@@ -81,6 +85,8 @@ def language_dts() -> str:
         "export declare const SHAPES: readonly Shape[];",
         f"export declare const SYSTEM_ROLES: readonly ({roles})[];",
         "export declare const PLACEHOLDER_PATH: RegExp;",
+        f"export declare const UNSAFE_PREFIX: {_js(language.UNSAFE_PREFIX)};",
+        "export declare const UNSAFE_NAMES: readonly string[];",
         f"export declare const TEMPLATE_ESCAPES: readonly ({escapes})[];",
         f"export declare const MANIFEST: {_js(language.MANIFEST)};",
         f"export declare const ARTIFACT_SCHEMA: {_js(language.ARTIFACT_SCHEMA)};",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -102,3 +103,31 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     if not folder.exists():
         return {}
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def node_bodies():
+    """Render with the JavaScript runtime (`ci_only`: node): `ask(artifact_text, values, shape,
+    model)` → `{"body": …}` or `{"error": "Name: message"}`, through one long-running
+    tests/js_bodies.mjs."""
+    node = shutil.which("node")
+    assert node, "node is not installed (.ci/run installs it)"
+    process = subprocess.Popen(
+        [node, str(ROOT / "tests" / "js_bodies.mjs")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+
+    def ask(artifact_text: str, inputs: dict, shape: str, model: str | None) -> dict[str, str]:
+        job = {"artifact": artifact_text, "values": inputs, "shape": shape, "model": model}
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(job) + "\n")
+        process.stdin.flush()
+        return json.loads(process.stdout.readline())
+
+    yield ask
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait(timeout=30)

@@ -46,6 +46,9 @@ def _constants():
 
 constants = _constants()
 
+#: a value the exploit path would read, were it not refused
+SECRET = {"__class__": {"__init__": {"__globals__": {"API_KEY": "sk-secret"}}}}
+
 TOOL = {
     "name": "lookup_order",
     "description": "Find an order by its number.",
@@ -375,15 +378,21 @@ SOURCES = {
         ],
     ),
     "proto": (
-        # `${d.__proto__}` reads a key, as in Python: never the prototype of a JavaScript object
-        {"p.prompt": "/// input: d: dict[str, str], e\n----- user -----\n${d.__proto__} ${e.constructor}\n"},
+        # the attribute rule: a path with a segment that starts with `_` or reaches an object's
+        # internals (`${d.__proto__}`, `${e.constructor}`, the Python exploit) is refused by both
+        # runtimes before any value is read, for plain objects too. The build refuses such a path
+        # (E506), so the artifact is the build's with its paths renamed afterwards (UNSAFE_RENAMES)
+        {
+            "p.prompt": "/// input: d: dict[str, str], e, a\n----- user -----\n${e.ok}\n\n"
+            "${d.proto} ${e.ctor} ${a.klass.init.globs.API_KEY}\n"
+        },
         "p",
         Config(),
-        None,
+        "unsafe",
         [
-            ({"d": {}, "e": {"constructor": "c"}}, None),
-            ({"d": {"__proto__": "x"}, "e": {"constructor": "c"}}, None),
-            ({"d": {"__proto__": "x"}, "e": {}}, None),
+            ({"d": {"__proto__": "x"}, "e": {"constructor": "c", "ok": "y"}, "a": SECRET}, None),
+            ({"d": {}, "e": {"constructor": "c", "ok": "y"}, "a": SECRET}, None),
+            ({"d": {}}, None),
         ],
     ),
 }
@@ -518,9 +527,25 @@ def artifact_of(files: dict[str, str], prompt: str, config: Config, schema: dict
         section = message["blocks"][0]["sections"][0]
         section["text"] = f"{section['text']} {code}"
         message["content"] = section["text"]
+    elif schema == "unsafe":
+        text = json.dumps(artifact)
+        for safe, unsafe in UNSAFE_RENAMES.items():
+            text = text.replace(f".{safe}}}", f".{unsafe}}}").replace(f".{safe}.", f".{unsafe}.")
+            text = text.replace(f'"{safe}"', f'"{unsafe}"')
+        artifact = json.loads(text)
     elif schema is not None:
         artifact["input_schema"] = schema  # hand-made
     return artifact
+
+
+#: the `unsafe` vector's renames, made in its artifact after the build (which refuses these paths)
+UNSAFE_RENAMES = {
+    "proto": "__proto__",
+    "ctor": "constructor",
+    "klass": "__class__",
+    "init": "__init__",
+    "globs": "__globals__",
+}
 
 
 def vector(name: str, artifact: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -231,6 +231,7 @@ CASES = {
             "order.json": '{"type": "object", "properties": {"address": {"type": "object"}},\n "additionalProperties": false}\n'
         },
     ),
+    "E506": _text("/// input: settings\nKey: ${settings.__class__.__init__.__globals__.API_KEY}\n"),
     # 6xx
     "E601": _text("Line one\nValue: {{ a + }}\n"),
     "E602": _text("{{ x = 1 }}\n"),
@@ -416,6 +417,7 @@ CASES = {
             "count.prompt": '---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: string, pattern: "^a"}\n---\n{{#if n}}Count: {{n}}{{/if}}\n'
         },
     ),
+    "E973": _import("dotprompt", {"leak.prompt": "---\nmodel: gemini-2.5-flash\n---\nKey: {{settings.__class__}}\n"}),
     "W972": _import(
         "prompty",
         {

@@ -20,8 +20,6 @@ providers.json's `cache_key`), so it checks promptc.runtime.requestmodel rather 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -42,7 +40,7 @@ from promptc.runtime.requestmodel import Part, canonical_json, digest
 from promptc.tools.diff import diff_manifests
 
 from . import sdk_capture
-from .conftest import ROOT, examples
+from .conftest import examples
 
 # the anthropic SDK warns that manual thinking is deprecated on newer models: still a valid request
 pytestmark = pytest.mark.filterwarnings("ignore:Using Claude with:UserWarning")
@@ -415,31 +413,6 @@ def test_every_shape_sends_the_recorded_prefix_through_the_real_sdks(drawn: Draw
 
 # ---------------------------------------------------------------------------------------------
 # The JavaScript runtime sends the same bytes
-
-
-@pytest.fixture(scope="module")
-def node_bodies():
-    node = shutil.which("node")
-    assert node, "node is not installed (.ci/run installs it)"
-    process = subprocess.Popen(
-        [node, str(ROOT / "tests" / "js_bodies.mjs")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-    )
-
-    def ask(artifact_text: str, inputs: dict[str, str], shape: str, model: str | None) -> dict[str, str]:
-        job = {"artifact": artifact_text, "values": inputs, "shape": shape, "model": model}
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps(job) + "\n")
-        process.stdin.flush()
-        return json.loads(process.stdout.readline())
-
-    yield ask
-    assert process.stdin is not None
-    process.stdin.close()
-    process.wait(timeout=30)
 
 
 @pytest.mark.ci_only

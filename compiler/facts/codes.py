@@ -224,6 +224,11 @@ TYPE_CONTRADICTED = _code(
     "a use contradicts the input's declared type",
     "An input's declared type (`/// input: n: int`, or a schema file) cannot do what the template does with it: a placeholder path into a value that has no keys (`${n.attr}` on an `int`, `str`, `bool` or list), a key an object schema closes out (`additionalProperties: false` without that property), or a `{% for %}` over a number, a boolean or None. The error is at the use; the hint names the declaration.",
 )
+UNSAFE_PATH = _code(
+    "E506",
+    "a placeholder path reads a name no path may read",
+    "A segment of a `${}` path starts with `_` (`${a.__class__}`, `${_secret}`) or is a name that reaches an object's internals: `mro`, a generator's, coroutine's, frame's or traceback's `gi_frame`, `f_globals`, `tb_frame` and the like, Python 2's `func_globals`, JavaScript's `constructor` and `prototype` (the list is `UNSAFE_NAMES` in `promptc.facts.language`). A runtime reads a path's keys from mappings and its attributes from objects the application passes, so such a path could read the application's memory (`${a.__class__.__init__.__globals__.API_KEY}`); both runtimes refuse it at render time too, whatever the value. The error is at the segment. Rename the key, or pass the value as an input of its own. Python in `{{ }}` blocks is not bound by this rule (docs/robustness.md, the attribute rule).",
+)
 
 # 6xx: template blocks and inference
 PYTHON_SYNTAX = _code(
@@ -683,6 +688,15 @@ IMPORT_FIELD_DROPPED = _code(
     "A header field describes how the foreign runtime connects or runs (Prompty's `model.connection`, "
     "an `apiType`, Dotprompt's `output.format: text`), not the request promptc builds, so it is left "
     "out of the `.prompt` source. Nothing sent changes; the warning says what was left out.",
+)
+
+IMPORT_UNSAFE_PATH = _code(
+    "E973",
+    "import: a path reads a name no promptc path may read",
+    "A Handlebars or Jinja path names a key or attribute that starts with `_` (`{{a.__class__}}`, "
+    "`{{this.__dict__}}`, `{{ x._secret }}`) or that reaches an object's internals (`{{ x.constructor }}`, "
+    "`mro`, `gi_frame`, `f_globals` …): the names a `${}` path may not hold (E506), which both runtimes "
+    "refuse to read. The file is not written. Rename the key, or pass the value as an input of its own.",
 )
 
 

@@ -72,6 +72,10 @@ __all__ = [
     "IDENTIFIER_PATTERN",
     "IDENTIFIER",
     "PLACEHOLDER_PATH",
+    "UNSAFE_PREFIX",
+    "UNSAFE_NAMES",
+    "unsafe_name",
+    "unsafe_segment",
     "OPENERS",
     "CONTINUERS",
     "CLOSERS",
@@ -167,6 +171,75 @@ IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 #: What a placeholder holds: a name or a dotted path (`${user.name}`). Use with `.match`.
 PLACEHOLDER_PATH = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*\Z")
+
+#: The attribute rule: what a placeholder path may not read. A runtime reads `${a.b.c}` as keys of
+#: a mapping or attributes of an object the application passed, so a path could otherwise walk
+#: from a value into the application's memory (`${a.__class__.__init__.__globals__.API_KEY}`).
+#: No segment of a path — its root, the input's name, included, so that one rule holds for
+#: promptc paths and for the Handlebars and Jinja paths an import converts, where the root is a
+#: read too — may start with UNSAFE_PREFIX (Python's dunders and private names, JavaScript's
+#: `__proto__`) or be one of UNSAFE_NAMES. The build refuses such a path (E506), an import refuses
+#: to convert one (E973), and both runtimes refuse it at render time whatever the value is, a
+#: mapping or an object. `{{ }}`, `{# #}` and `{% %}` blocks are Python and not bound by it.
+UNSAFE_PREFIX = "_"
+#: The names that reach an object's internals without an underscore. Python's are Jinja2's
+#: sandbox list (`jinja2.sandbox`: a class's `mro`; a generator's, coroutine's or async
+#: generator's frame and code; Jinja 2's lists of Python 2's function and method internals),
+#: with the roads from a traceback or a frame to a frame or a namespace (Jinja refuses every
+#: attribute of a frame, a traceback or a code object; a code object is reached only through a
+#: refused name). JavaScript's are the road from any object to its class and from a class to its
+#: prototype. `caller` and `arguments` are not listed: a strict-mode function (every class and
+#: module) refuses them itself, and a tool call's `arguments` is a common key.
+UNSAFE_NAMES: frozenset[str] = frozenset(
+    {
+        # jinja2.sandbox: `mro` of a class, UNSAFE_GENERATOR/COROUTINE/ASYNC_GENERATOR_ATTRIBUTES
+        "mro",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "cr_code",
+        "ag_frame",
+        "ag_code",
+        # a traceback's and a frame's way to another frame, to code and to namespaces
+        "tb_frame",
+        "tb_next",
+        "f_back",
+        "f_code",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_trace",
+        # Jinja 2's UNSAFE_FUNCTION_ATTRIBUTES and UNSAFE_METHOD_ATTRIBUTES (Python 2's names)
+        "func_closure",
+        "func_code",
+        "func_defaults",
+        "func_dict",
+        "func_globals",
+        "im_class",
+        "im_func",
+        "im_self",
+        # JavaScript: any object's class, and a class's prototype (`__proto__` starts with `_`)
+        "constructor",
+        "prototype",
+    }
+)
+
+
+def unsafe_name(name: str) -> bool:
+    """Whether the attribute rule refuses `name` as a segment of a path."""
+    return name.startswith(UNSAFE_PREFIX) or name in UNSAFE_NAMES
+
+
+def unsafe_segment(path: str) -> tuple[int, str] | None:
+    """The first segment of a dotted path the attribute rule refuses, with its offset in `path`;
+    None when it refuses none."""
+    offset = 0
+    for segment in path.split("."):
+        if unsafe_name(segment):
+            return offset, segment
+        offset += len(segment) + 1
+    return None
+
 
 # ---------------------------------------------------------------------------------------------
 # `{% %}` tags

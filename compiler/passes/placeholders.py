@@ -1,13 +1,16 @@
 """The placeholders pass: `${name}` is a build-time constant or a runtime input.
 
 A placeholder whose root names a define (`-D name=value`, config `defines`) is replaced by the
-define's text here; every other root becomes an input of its section.
+define's text here; every other root becomes an input of its section, and its path must keep the
+attribute rule (`facts.language.unsafe_segment`, E506): the runtimes will read it from the
+application's values.
 """
 
 from __future__ import annotations
 
 from ..facts import codes
-from ..facts.language import ESCAPE, TEMPLATE_ESCAPES, escape_literal
+from ..facts.diagnostics import Span
+from ..facts.language import ESCAPE, PLACEHOLDER_OPEN, TEMPLATE_ESCAPES, escape_literal, unsafe_segment
 from ..syntax.nodes import Block, Document, Escape, Item, Message, Placeholder, Section, Text, evolve
 from .context import Context
 from .roles import trim
@@ -15,7 +18,7 @@ from .roles import trim
 
 def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Section:
     items: list[Item] = []
-    inputs: list[str] = []
+    inputs: dict[str, None] = {}  # the roots in first-use order: a dict, as a list's `in` made N roots cost N²
     for item in section.items:
         if isinstance(item, Placeholder):
             root = item.root
@@ -29,13 +32,33 @@ def _bind_section(section: Section, defines: dict[str, str], ctx: Context) -> Se
                     )
                 items.append(Text(defines[root], item.span))
                 continue
-            if root not in inputs:
-                inputs.append(root)
+            unsafe = unsafe_segment(item.path)
+            if unsafe is not None:
+                _refuse_path(item, *unsafe, ctx)
+            inputs.setdefault(root)
         items.append(item)
     _check_adjacency(items, ctx)
     if len(items) != len(section.items) or any(a is not b for a, b in zip(items, section.items, strict=True)):
         items = trim(items)  # a define's value may start or end with blank lines, or be empty
     return evolve(section, items=tuple(items), inputs=tuple(inputs))
+
+
+def _refuse_path(item: Placeholder, offset: int, segment: str, ctx: Context) -> None:
+    """E506 at the segment the attribute rule refuses (a path is ASCII, on one line)."""
+    span = item.span
+    at = len(PLACEHOLDER_OPEN) + offset
+    why = "starts with `_`" if segment.startswith("_") else "reaches an object's internals"
+    if offset == 0:
+        plain = segment.lstrip("_")
+        hint = f"rename the input{f' (`{plain}`)' if plain and not unsafe_segment(plain) else ''}"
+    else:
+        hint = "rename the key, or pass the value as an input of its own: a placeholder path reads plain data"
+    ctx.report(
+        codes.UNSAFE_PATH,
+        f"`${{{item.path}}}` reads `{segment}`, which {why}: no placeholder path may, and both runtimes refuse it",
+        Span(span.start + at, span.start + at + len(segment), span.line, span.col + at, span.src),
+        hint,
+    )
 
 
 _ESCAPED_OPENERS = tuple(ESCAPE + opener for opener in TEMPLATE_ESCAPES)

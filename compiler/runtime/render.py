@@ -16,7 +16,10 @@ Rendering rules (docs/language.md, "Artifact text"):
 * Values are inserted literally: `${x}` becomes `str(value)` (a dotted `${a.b}` reads a mapping key,
   or its schema's `default` when the key is absent, else an attribute of an object that is not a
   JSON value: never a method of a `str` or a `dict`, as runtime-js reads no prototype) and the
-  result is never parsed again. A value holding a separator line,
+  result is never parsed again. A path with a segment the attribute rule refuses (one that starts
+  with `_`, or reaches an object's internals: `facts.language.UNSAFE_NAMES`) is a RenderError
+  before any value is read, for mappings and objects alike, as in runtime-js; the build never
+  writes one (E506). A value holding a separator line,
   `${…}`, `{{ }}` or `///` stays text: it cannot add a message, change a role or run code.
 * Each section is rendered on its own and the results are joined exactly as the artifact joins them
   (sections of a block and blocks of a message by one blank line), so whitespace control (`{{- x -}}`)
@@ -34,7 +37,8 @@ the full power of Python (builtins included; this is not a sandbox). Render only
 from your own repository, as you would import your own modules; never render an artifact that came
 from an untrusted party. Input *values* are always data and are never executed, so rendering
 untrusted user text through a trusted artifact is safe. Placeholder-renderer artifacts run no code,
-whatever their text holds.
+whatever their text holds, and their paths keep the attribute rule (checked here, at render time),
+so they are the artifacts that are safe to render whoever wrote them.
 
 Deliberate difference from promplate: the template runs as module-level code whose globals are the
 inputs, so a name assigned on only some paths (`{% if c %}{# x = 1 #}{% endif %}{{ x }}`) falls back
@@ -52,7 +56,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES
+from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES, unsafe_name, unsafe_segment
 from ..facts.records import dataclass
 from ..facts.suggest import suggestions
 from . import shapes, template, usage
@@ -380,13 +384,27 @@ def path_defaults(schema: Any, path: str) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def refused_path(path: str, segment: str) -> str:
+    """The message both runtimes give for a path the attribute rule refuses (runtime-js says the same)."""
+    why = "starts with `_`" if segment.startswith("_") else "reaches an object's internals"
+    return (
+        f"`${{{path}}}` reads `{segment}`, which {why}: no placeholder path may (the build refuses it, E506); "
+        "refused (the artifact was changed after the build, or built by an older promptc: rebuild it)"
+    )
+
+
 def _lookup(inputs: Mapping[str, Any], path: str, defaults: tuple[Any, ...] = ()) -> Any:
     """`${a.b.c}`: a mapping's key (its schema's `default` when the key is absent), else, of an
-    object that is not a JSON value, an attribute."""
+    object that is not a JSON value, an attribute. A segment the attribute rule refuses is never
+    read, whatever the value (the render plan refuses the path first; this is the last guard)."""
     root, *attrs = path.split(".")
+    if unsafe_name(root):
+        raise RenderError(refused_path(path, root))
     value = inputs[root]  # presence was checked before rendering started
     walked = root
     for i, attr in enumerate(attrs):
+        if unsafe_name(attr):
+            raise RenderError(refused_path(path, attr))
         if isinstance(value, Mapping):
             if attr in value:
                 value = value[attr]
@@ -476,7 +494,7 @@ class _Python:
 
 #: A section's plan: its text when it is literal; else (checks, segments, slots, python). `checks`
 #: are the placeholder problems to look for at render time, in text order (an invalid path, a root
-#: that is not a declared input); `segments` the literal pieces with a None where a value goes and
+#: that is not a declared input, a path the attribute rule refuses); `segments` the literal pieces with a None where a value goes and
 #: `slots` (index in segments, path, dotted) for each value; `python` the compiled code instead.
 _SectionPlan = str | tuple[Any, ...]
 
@@ -517,12 +535,18 @@ def _section_plan(
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
     tokens = template.scan(text)
-    checks: list[tuple[str, str]] = []
+    checks: list[tuple[str, ...]] = []
     for tok in tokens:
-        if tok.kind == "ph" and not PLACEHOLDER_PATH.match(tok.text):
+        if tok.kind != "ph":
+            continue
+        if not PLACEHOLDER_PATH.match(tok.text):
             checks.append(("invalid", tok.text))
-        elif tok.kind == "ph" and tok.text.split(".", 1)[0] not in known:
+            continue
+        if tok.text.split(".", 1)[0] not in known:
             checks.append(("root", tok.text.split(".", 1)[0]))
+        unsafe = unsafe_segment(tok.text)
+        if unsafe is not None:
+            checks.append(("unsafe", tok.text, unsafe[1]))
     if any(tok.kind not in ("lit", "ph") for tok in tokens):
         code = _Python(text, section, origins, schema) if renderer == "python" else _Refused(section)
         return (tuple(checks), (), (), code)
@@ -547,9 +571,11 @@ def _render_planned(plan: Any, inputs: Mapping[str, Any], prompt: str, section: 
     if plan.__class__ is str:
         return str(plan)
     checks, segments, slots, python = plan
-    for kind, what in checks:
+    for kind, what, *segment in checks:
         if kind == "invalid":
             raise RenderError(f"prompt `{prompt}`, section `{section}`: invalid placeholder `${{{what}}}`")
+        if kind == "unsafe":
+            raise RenderError(f"prompt `{prompt}`, section `{section}`: {refused_path(what, segment[0])}")
         if what not in inputs:
             raise MissingInputsError(prompt, [what])
     if python is not None:

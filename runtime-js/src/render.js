@@ -4,7 +4,7 @@
 
 import { checkValue } from "./inputtypes.js";
 import { lossless, parse, plain } from "./json.js";
-import { ARTIFACT_SCHEMA, JOINER, PLACEHOLDER_PATH, SHAPES } from "./language.js";
+import { ARTIFACT_SCHEMA, JOINER, PLACEHOLDER_PATH, SHAPES, UNSAFE_NAMES, UNSAFE_PREFIX } from "./language.js";
 
 export { dumps as dumpsJson, JsonNumber, parse as parseJson } from "./json.js";
 import { isPlainObject, str, typeName } from "./python.js";
@@ -106,9 +106,30 @@ function pathDefaults(schema, path) {
   });
 }
 
+const UNSAFE = new Set(UNSAFE_NAMES);
+
+/** The attribute rule (promptc.facts.language): a segment no placeholder path may read. */
+const unsafeName = (name) => name.startsWith(UNSAFE_PREFIX) || UNSAFE.has(name);
+
+/** The first segment of `path` the attribute rule refuses, or undefined. */
+const unsafeSegment = (path) => path.split(".").find(unsafeName);
+
+/** As `promptc.runtime.refused_path`, word for word. */
+function refusedPath(path, segment) {
+  const why = segment.startsWith(UNSAFE_PREFIX) ? "starts with `_`" : "reaches an object's internals";
+  return (
+    `\`\${${path}}\` reads \`${segment}\`, which ${why}: no placeholder path may (the build refuses it, E506); ` +
+    "refused (the artifact was changed after the build, or built by an older promptc: rebuild it)"
+  );
+}
+
 /** `${a.b.c}`: a plain object's own key (its schema's `default` when absent), else, of an
- * object that is not a JSON value (a class instance), a property. */
+ * object that is not a JSON value (a class instance), a property. A segment the attribute rule
+ * refuses (`constructor`, `__proto__`, …) is never read, whatever the value is (renderSection
+ * refuses the path first; this is the last guard). */
 function lookup(values, path, schema) {
+  const refused = unsafeSegment(path);
+  if (refused !== undefined) throw new RenderError(refusedPath(path, refused));
   const [root, ...attrs] = path.split(".");
   const defaults = attrs.length ? pathDefaults(schema, path) : [];
   let value = values[root];
@@ -149,6 +170,10 @@ function renderSection(text, values, prompt, section, schema) {
     }
     if (token.kind === "ph" && !has(values, token.text.split(".", 1)[0])) {
       throw new MissingInputsError(prompt, [token.text.split(".", 1)[0]]);
+    }
+    const refused = token.kind === "ph" ? unsafeSegment(token.text) : undefined;
+    if (refused !== undefined) {
+      throw new RenderError(`prompt \`${prompt}\`, section \`${section}\`: ${refusedPath(token.text, refused)}`);
     }
   }
   if (tokens.some((token) => token.kind === "block")) {

@@ -17,6 +17,9 @@ different text:
 * `{{> name}}` on a line of its own, at the top level → `/// include:` of `_name.prompt`;
 * comments, `~` whitespace control and Handlebars' standalone lines are applied to the literal text.
 
+Refused (E973): a path with a segment no promptc path may read (`{{a.__class__}}`,
+`{{this.__dict__}}`, `{{x.constructor}}`: `ir.refused_name`).
+
 Refused (E962): custom helpers, Dotprompt's `media`, `history` and `section`, `{{#with}}`,
 subexpressions, `@root` beyond a path, `@` data variables of the render context (`@state`,
 `@auth` …), partials with arguments or inside a block, a `{{#role}}` block (Dotprompt renders
@@ -38,7 +41,7 @@ from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import IDENTIFIER
 from ...facts.records import dataclass
-from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, walk
+from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, refused_name, walk
 
 MAX_DEPTH = 64
 _ROLES = {"system": "system", "user": "user", "model": "assistant", "assistant": "assistant"}
@@ -398,6 +401,9 @@ class Translator:
     def prop(self, tag: Tag, value: _Value, name: str) -> _Value:
         if not IDENTIFIER.fullmatch(name):
             self.fail(tag, f"the name `{name}` is not imported", hint="promptc input names are identifiers")
+        refused = refused_name(name)
+        if refused is not None:
+            self.fail(tag, refused[0], codes.IMPORT_UNSAFE_PATH, refused[1])
         if value.code == "":  # a root input
             if keyword.iskeyword(name) or name in dir(builtins):
                 self.fail(

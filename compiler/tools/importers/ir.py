@@ -20,7 +20,7 @@ from dataclasses import field
 
 from ...facts import codes
 from ...facts.codes import Code
-from ...facts.language import SEPARATOR
+from ...facts.language import SEPARATOR, UNSAFE_PREFIX, unsafe_name
 from ...facts.records import dataclass
 
 #: a path into a foreign file's header (keys and list indices)
@@ -280,3 +280,17 @@ def _walk(nodes: list[Node]) -> Iterator[Node]:
 def walk(nodes: list[Node]) -> Iterator[Node]:
     """Every node, depth first, in text order."""
     return _walk(nodes)
+
+
+def refused_name(name: str) -> tuple[str, str] | None:
+    """The message and hint of E973 (`codes.IMPORT_UNSAFE_PATH`) when a segment of a foreign path
+    breaks promptc's attribute rule, which both runtimes enforce; None when it keeps it. The root
+    is a segment too: Handlebars and Jinja read it from a context object. Refused here, where the
+    foreign file can be named, rather than by the build (E506) of the converted text."""
+    if not unsafe_name(name):
+        return None
+    why = f"starts with `{UNSAFE_PREFIX}`" if name.startswith(UNSAFE_PREFIX) else "reaches an object's internals"
+    return (
+        f"the path reads `{name}`, which {why}: no promptc placeholder path may, and both runtimes refuse it",
+        "rename the key, or pass the value as an input of its own: promptc paths read plain data",
+    )

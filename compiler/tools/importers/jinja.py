@@ -16,7 +16,8 @@ Python does), so most of a Jinja template has a promptc spelling with the same m
 
 Everything else (`default`, `title`, `tojson`, `indent`, `e`, macros, `extends`, blocks, `is
 defined` …) is refused with E962: Jinja's meaning there is not Python's, or there is no promptc
-construct for it. The parser is iterative with an explicit depth bound, linear in the input.
+construct for it. A name of a path that breaks promptc's attribute rule (`{{ x.__class__ }}`,
+`{{ x.constructor }}`, `{{ _secret }}`: `ir.refused_name`) is refused with E973. The parser is iterative with an explicit depth bound, linear in the input.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import IDENTIFIER_PATTERN
 from ...facts.records import dataclass
-from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string, walk
+from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string, refused_name, walk
 
 #: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)
 MAX_DEPTH = 40
@@ -289,6 +290,12 @@ class _Expr:
             line, column = self.tok.locate(t[2])
         raise Refusal(code, message, line, column, hint)
 
+    def check_name(self, t: tuple[str, str, int]) -> None:
+        """The attribute rule on a segment of a path (`ir.refused_name`), at its token."""
+        refused = refused_name(t[1])
+        if refused is not None:
+            self.fail(refused[0], codes.IMPORT_UNSAFE_PATH, refused[1], at=t)
+
     def refuse(self, message: str, hint: str | None = None) -> NoReturn:
         """A construct without a promptc equivalent: reported at the token just read."""
         last = self.tokens[self.i - 1] if 0 < self.i <= len(self.tokens) else None
@@ -417,6 +424,8 @@ class _Expr:
             if keyword.iskeyword(value):
                 self.refuse(f"`{value}` is a Python keyword; promptc template code cannot use it as a name")
             bound = value in self.scope.bound
+            if not bound:
+                self.check_name(t)  # an input's name, read from the context
             where = self.tok.locate(t[2]) if self.tok.locate is not None else (self.tok.line, self.tok.column)
             self.uses.append((value, bound, *where))
             return value, (None if bound else value)
@@ -488,8 +497,7 @@ class _Expr:
                     continue
                 if t[0] != "name":
                     self.fail("expected an attribute name after `.`")
-                if attr.startswith("_"):
-                    self.refuse(f"the attribute `{attr}` is unsafe (Jinja's sandbox refuses it)")
+                self.check_name(t)
                 if self.at("("):
                     if attr in ("format", "format_map"):
                         self.refuse(
