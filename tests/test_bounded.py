@@ -262,3 +262,21 @@ def test_a_compile_runs_with_the_cyclic_collector_off_and_turns_it_back_on() -> 
     # the collections that do run come after each compile, when the collector is on again: at most
     # a couple while `compiled` is made, never the dozens of the 3,000 blocks' allocations
     assert during <= 2, inside
+
+
+# ---------------------------------------------------------------------------------------------
+# Depth: a long placeholder path, a deep `--inputs` file (no recursion on the input's depth)
+
+
+def test_a_placeholder_path_longer_than_the_limit_is_e203() -> None:
+    """`${a.a.…}` with 2,000 segments was a RecursionError in the inference of its type (one
+    nested object schema per segment); 200 segments a TypeError from the artifact writer."""
+    from promptc.facts.language import MAX_PATH_SEGMENTS
+
+    at_limit = compile_text("Hi ${" + ".".join(["a"] * MAX_PATH_SEGMENTS) + "}\n", config=APPROX)
+    assert not at_limit.diagnostics and at_limit.ok
+    for count in (MAX_PATH_SEGMENTS + 1, 2_000, 200_000):
+        result = compile_text("Hi ${" + ".".join(["a"] * count) + "}\n", config=APPROX)
+        (problem,) = result.diagnostics
+        assert (problem.code, problem.line, problem.col) == ("E203", 1, 4)
+        assert f"{count:,} segments" in problem.message and f"at most {MAX_PATH_SEGMENTS}" in problem.message

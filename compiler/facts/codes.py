@@ -107,7 +107,7 @@ EMPTY_PLACEHOLDER = _code("E202", "empty placeholder", "`${}` names no input.")
 INVALID_PLACEHOLDER = _code(
     "E203",
     "invalid placeholder name",
-    "A placeholder holds something other than a name or a dotted path (`${user.name}`). Expressions belong in `{{ }}` blocks.",
+    "A placeholder holds something other than a name or a dotted path (`${user.name}`), or a path of more than 32 segments (each segment is one more level of the input's type, which the runtimes check at most 64 levels deep). Expressions belong in `{{ }}` blocks.",
 )
 BLOCK_NEVER_CLOSED = _code(
     "E204",
