@@ -280,3 +280,39 @@ def test_a_placeholder_path_longer_than_the_limit_is_e203() -> None:
         (problem,) = result.diagnostics
         assert (problem.code, problem.line, problem.col) == ("E203", 1, 4)
         assert f"{count:,} segments" in problem.message and f"at most {MAX_PATH_SEGMENTS}" in problem.message
+
+
+DEEP_PATH = ".".join(["a"] * 2_000)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text", "where"),
+    [
+        ("jinja", "t.j2", "Hi\n{{ " + DEEP_PATH + " }}\n", (2, 4)),
+        ("prompty", "t.prompty", "---\nname: t\n---\nuser:\n{{ " + DEEP_PATH + " }}\n", (5, 4)),
+        ("dotprompt", "t.prompt", "Hi\n{{" + DEEP_PATH + "}}\n", (2, 1)),
+        # the depth a path reaches through nested loops counts too
+        (
+            "dotprompt",
+            "t.prompt",
+            "".join(f"{{{{#each {'this.' if i else ''}{DEEP_PATH[:59]}}}}}" for i in range(40))
+            + "x"
+            + "{{/each}}" * 40
+            + "\n",
+            (1, 1 + len("{{#each " + DEEP_PATH[:59] + "}}")),
+        ),
+    ],
+)
+def test_a_long_path_in_a_foreign_template_is_refused_where_it_stands(
+    tmp_path: Path, kind: str, name: str, text: str, where: tuple[int, int]
+) -> None:
+    from promptc.tools.importers import audit, import_tree
+
+    write(tmp_path, f"src/{name}", text)
+    result = import_tree(kind, tmp_path / "src", tmp_path / "out", config=APPROX)
+    report = audit(kind, tmp_path / "src", APPROX)
+    for diagnostics in (result.diagnostics, report.diagnostics):
+        (problem,) = diagnostics
+        assert (problem.code, (problem.line, problem.col)) == ("E962", where), problem
+        assert "more than 32" in problem.message
+    assert result.refused == report.refused == 1
