@@ -156,6 +156,11 @@ def _no_engine(kind: str, files: dict[str, str]):
     return run
 
 
+def _linked_folder(tmp_path: Path) -> None:
+    write(tmp_path, "shared/team/help.j2", "Help {{ topic }}.\n")
+    (tmp_path / "src/shared").symlink_to(tmp_path / "shared", target_is_directory=True)
+
+
 def _file_where_folder_goes(tmp_path: Path) -> None:
     write(tmp_path, "out/team", "a file where the import needs a folder\n")
 
@@ -393,6 +398,10 @@ CASES = {
             "count.prompt": '---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: string, pattern: "^a"}\n---\n{{#if n}}Count: {{n}}{{/if}}\n'
         },
     ),
+    "E975": _import(
+        "jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=lambda tmp_path: os.symlink("gone.j2", "src/old.j2")
+    ),
+    "W976": _import("jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=_linked_folder),
     "W972": _import(
         "prompty",
         {
