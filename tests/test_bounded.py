@@ -316,3 +316,34 @@ def test_a_long_path_in_a_foreign_template_is_refused_where_it_stands(
         assert (problem.code, (problem.line, problem.col)) == ("E962", where), problem
         assert "more than 32" in problem.message
     assert result.refused == report.refused == 1
+
+
+def test_a_deep_inputs_file_is_a_located_e970(tmp_path: Path) -> None:
+    """`--inputs` 100,000 levels deep was a RecursionError in the standard library's JSON parser;
+    the file is now read like a tool file (`syntax.jsonfile.read_json`: depth checked first)."""
+    write(tmp_path, "src/greet.j2", "Hello {{ name }}.\n")
+    write(tmp_path, "inputs.json", '{"greet": {"name": ' + "[" * 100_000 + "]" * 100_000 + "}}\n")
+    done = run_promptc(
+        "import", "jinja", "src", "-o", "out", "--check", "--inputs", "inputs.json", "--dry-run", cwd=tmp_path
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "inputs.json:1:" in done.stdout and "error[E970]: JSON nests deeper than 32 levels" in done.stdout
+    # and the inputs file is read like the sources: a named pipe is refused, never waited for
+    os.unlink(tmp_path / "inputs.json")
+    os.mkfifo(tmp_path / "inputs.json")
+    done = run_promptc(
+        "import",
+        "jinja",
+        "src",
+        "-o",
+        "out",
+        "--check",
+        "--inputs",
+        "inputs.json",
+        "--dry-run",
+        cwd=tmp_path,
+        real=True,
+        timeout=90,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "error[E970]: not a regular file" in done.stdout
