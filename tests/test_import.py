@@ -743,3 +743,18 @@ def test_links_are_followed_inside_the_folder_only(tmp_path: Path, monkeypatch: 
     assert sorted(f.source for f in result.files if f.status == "written") == ["a.j2", "alias.j2"]
     assert not any("secret" in os.path.realpath(path) for path in opened)
     assert not any(path.startswith(os.path.realpath(tmp_path / "elsewhere")) for path in map(os.path.realpath, opened))
+
+
+def test_check_renders_from_the_files_the_import_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--check's Jinja engine loads the templates from what the import read (each file once,
+    through promptc's reader), not from the folder again."""
+    import os
+
+    write(tmp_path, "src/t.j2", 'Hello {{ name }}.\n{% include "./part.j2" %}\n')
+    write(tmp_path, "src/part.j2", "Bye {{ name }}.\n")
+    opened = _opened(monkeypatch)
+    result = import_tree("jinja", tmp_path / "src", tmp_path / "out", check=True, config=APPROX)
+    assert result.ok and result.checked == {"t": 2}, [str(d) for d in result.diagnostics]
+    src = os.path.realpath(tmp_path / "src")
+    reads = sorted(os.path.relpath(os.path.realpath(p), src) for p in opened if os.path.realpath(p).startswith(src))
+    assert reads == ["part.j2", "t.j2"]

@@ -286,14 +286,21 @@ def _first_difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> str
 
 def _engine(kind: str, root: Path, converted: list[Converted]) -> Engine:
     if kind == "jinja":
-        return _jinja_engine(root, converted)
+        return _jinja_engine(converted)
     if kind == "prompty":
         return _prompty_engine(root)
     return _dotprompt_engine(converted)
 
 
-def _jinja_engine(root: Path, converted: list[Converted]) -> Engine:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)))
+def _jinja_engine(converted: list[Converted]) -> Engine:
+    # the templates as the import read them (never read again from the folder, which may have
+    # changed since, or hold what the import refused to read)
+    templates = {c.source: c.foreign.text for c in converted if c.foreign is not None}
+
+    def load(name: str) -> str | None:  # a name as FileSystemLoader reads it (`./a.j2` is `a.j2`)
+        return templates.get("/".join(jinja2.loaders.split_template_path(name)))
+
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(load))
 
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:
         text = env.get_template(c.source).render(**values)
