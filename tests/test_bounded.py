@@ -262,3 +262,88 @@ def test_a_compile_runs_with_the_cyclic_collector_off_and_turns_it_back_on() -> 
     # the collections that do run come after each compile, when the collector is on again: at most
     # a couple while `compiled` is made, never the dozens of the 3,000 blocks' allocations
     assert during <= 2, inside
+
+
+# ---------------------------------------------------------------------------------------------
+# Depth: a long placeholder path, a deep `--inputs` file (no recursion on the input's depth)
+
+
+def test_a_placeholder_path_longer_than_the_limit_is_e203() -> None:
+    """`${a.a.…}` with 2,000 segments was a RecursionError in the inference of its type (one
+    nested object schema per segment); 200 segments a TypeError from the artifact writer."""
+    from promptc.facts.language import MAX_PATH_SEGMENTS
+
+    at_limit = compile_text("Hi ${" + ".".join(["a"] * MAX_PATH_SEGMENTS) + "}\n", config=APPROX)
+    assert not at_limit.diagnostics and at_limit.ok
+    for count in (MAX_PATH_SEGMENTS + 1, 2_000, 200_000):
+        result = compile_text("Hi ${" + ".".join(["a"] * count) + "}\n", config=APPROX)
+        (problem,) = result.diagnostics
+        assert (problem.code, problem.line, problem.col) == ("E203", 1, 4)
+        assert f"{count:,} segments" in problem.message and f"at most {MAX_PATH_SEGMENTS}" in problem.message
+
+
+DEEP_PATH = ".".join(["a"] * 2_000)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "text", "where"),
+    [
+        ("jinja", "t.j2", "Hi\n{{ " + DEEP_PATH + " }}\n", (2, 4)),
+        ("prompty", "t.prompty", "---\nname: t\n---\nuser:\n{{ " + DEEP_PATH + " }}\n", (5, 4)),
+        ("dotprompt", "t.prompt", "Hi\n{{" + DEEP_PATH + "}}\n", (2, 1)),
+        # the depth a path reaches through nested loops counts too
+        (
+            "dotprompt",
+            "t.prompt",
+            "".join(f"{{{{#each {'this.' if i else ''}{DEEP_PATH[:59]}}}}}" for i in range(40))
+            + "x"
+            + "{{/each}}" * 40
+            + "\n",
+            (1, 1 + len("{{#each " + DEEP_PATH[:59] + "}}")),
+        ),
+    ],
+)
+def test_a_long_path_in_a_foreign_template_is_refused_where_it_stands(
+    tmp_path: Path, kind: str, name: str, text: str, where: tuple[int, int]
+) -> None:
+    from promptc.tools.importers import audit, import_tree
+
+    write(tmp_path, f"src/{name}", text)
+    result = import_tree(kind, tmp_path / "src", tmp_path / "out", config=APPROX)
+    report = audit(kind, tmp_path / "src", APPROX)
+    for diagnostics in (result.diagnostics, report.diagnostics):
+        (problem,) = diagnostics
+        assert (problem.code, (problem.line, problem.col)) == ("E962", where), problem
+        assert "more than 32" in problem.message
+    assert result.refused == report.refused == 1
+
+
+def test_a_deep_inputs_file_is_a_located_e970(tmp_path: Path) -> None:
+    """`--inputs` 100,000 levels deep was a RecursionError in the standard library's JSON parser;
+    the file is now read like a tool file (`syntax.jsonfile.read_json`: depth checked first)."""
+    write(tmp_path, "src/greet.j2", "Hello {{ name }}.\n")
+    write(tmp_path, "inputs.json", '{"greet": {"name": ' + "[" * 100_000 + "]" * 100_000 + "}}\n")
+    done = run_promptc(
+        "import", "jinja", "src", "-o", "out", "--check", "--inputs", "inputs.json", "--dry-run", cwd=tmp_path
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "inputs.json:1:" in done.stdout and "error[E970]: JSON nests deeper than 32 levels" in done.stdout
+    # and the inputs file is read like the sources: a named pipe is refused, never waited for
+    os.unlink(tmp_path / "inputs.json")
+    os.mkfifo(tmp_path / "inputs.json")
+    done = run_promptc(
+        "import",
+        "jinja",
+        "src",
+        "-o",
+        "out",
+        "--check",
+        "--inputs",
+        "inputs.json",
+        "--dry-run",
+        cwd=tmp_path,
+        real=True,
+        timeout=90,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "error[E970]: not a regular file" in done.stdout

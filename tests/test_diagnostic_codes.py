@@ -174,6 +174,11 @@ def _no_engine(kind: str, files: dict[str, str]):
     return run
 
 
+def _linked_folder(tmp_path: Path) -> None:
+    write(tmp_path, "shared/team/help.j2", "Help {{ topic }}.\n")
+    (tmp_path / "src/shared").symlink_to(tmp_path / "shared", target_is_directory=True)
+
+
 def _file_where_folder_goes(tmp_path: Path) -> None:
     write(tmp_path, "out/team", "a file where the import needs a folder\n")
 
@@ -418,6 +423,10 @@ CASES = {
         },
     ),
     "E973": _import("dotprompt", {"leak.prompt": "---\nmodel: gemini-2.5-flash\n---\nKey: {{settings.__class__}}\n"}),
+    "E975": _import(
+        "jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=lambda tmp_path: os.symlink("gone.j2", "src/old.j2")
+    ),
+    "W976": _import("jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=_linked_folder),
     "W972": _import(
         "prompty",
         {

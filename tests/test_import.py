@@ -592,3 +592,169 @@ def test_import_never_writes_through_a_link(tmp_path: Path) -> None:
         result = import_tree("jinja", tmp_path / "src", tmp_path / "out", force=force, config=APPROX)
         assert [d.code for d in result.diagnostics] == ["E965"] and "symlink" in result.diagnostics[0].message
     assert (tmp_path / "elsewhere/victim.txt").read_text() == "keep me\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the foreign folder: regular files only, capped before reading, every failure located
+
+
+def _opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths opened for reading while the test runs (by `os.open`, promptc's one reader, and by
+    the built-in `open`, which an engine's own loader would use)."""
+    import builtins
+    import os
+
+    opened: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path, flags, *args, **kwargs):
+        opened.append(os.fspath(path))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def open_(file, *args, **kwargs):
+        if isinstance(file, (str, Path)):
+            opened.append(os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    return opened
+
+
+def test_a_named_pipe_in_the_folder_is_refused_not_waited_for(tmp_path: Path) -> None:
+    """A FIFO named like a template blocked `import` and `audit` forever in `read_bytes`. Run as
+    real processes with a timeout, so the test fails (and does not hang) if it ever blocks again."""
+    import os
+
+    from .conftest import run_promptc
+
+    write(tmp_path, "src/ok.j2", "Hello {{ name }}.\n")
+    os.mkfifo(tmp_path / "src/pipe.j2")
+    for args in (["import", "jinja", "src", "-o", "out"], ["audit", "jinja", "src"]):
+        done = run_promptc(*args, cwd=tmp_path, real=True, timeout=90)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+        assert "src/pipe.j2:1:1: error[E975]: not a regular file (a named pipe, a socket or a device)" in done.stdout
+        assert "1 refused" in done.stdout
+    assert (tmp_path / "out/ok.prompt").is_file() and not (tmp_path / "out/pipe.prompt").exists()
+
+
+def test_a_file_over_the_size_cap_is_refused_before_a_byte_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 MB of template (sparse: it costs no disk) was read whole, 426 MB of memory, before the
+    8 MiB limit refused it. Now its size is seen first: E105, and no byte of it is read."""
+    import os
+
+    write(tmp_path, "src/ok.j2", "Hello {{ name }}.\n")
+    with open(tmp_path / "src/huge.j2", "wb") as handle:
+        handle.truncate(300 << 20)
+    real_read, taken = os.read, []
+
+    def read(fd: int, size: int) -> bytes:
+        data = real_read(fd, size)
+        taken.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "read", read)
+    result = import_tree("jinja", tmp_path / "src", tmp_path / "out", config=APPROX)
+    report = audit("jinja", tmp_path / "src", APPROX)
+    for diagnostics in (result.diagnostics, report.diagnostics):
+        (problem,) = diagnostics
+        assert (problem.code, problem.path) == ("E105", f"{tmp_path.as_posix()}/src/huge.j2")
+        assert "314,572,800 bytes" in problem.message and "not read" in problem.message
+    assert (result.imported, result.refused, report.imported, report.refused) == (1, 1, 1, 1)
+    assert sum(taken) < 1 << 20  # the two small reads of ok.j2, nothing of huge.j2
+
+
+def test_the_folder_is_read_within_a_total_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import promptc.tools.importers.folder as folder
+
+    monkeypatch.setattr(folder, "MAX_FOLDER_BYTES", 100)
+    for name in "abc":
+        write(tmp_path, f"src/{name}.j2", f"{name * 40} {{{{ x }}}}\n")
+    result = import_tree("jinja", tmp_path / "src", tmp_path / "out", config=APPROX)
+    assert [(d.code, d.path) for d in result.diagnostics] == [("E105", f"{tmp_path.as_posix()}/src")]
+    assert "more than 100 bytes" in result.diagnostics[0].message
+    assert [f.source for f in result.files if f.status == "written"] == ["a.j2", "b.j2"]
+
+
+def test_a_dangling_link_and_an_unreadable_file_are_located(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    from .conftest import run_promptc
+
+    write(tmp_path, "src/ok.j2", "Hello {{ name }}.\n")
+    (tmp_path / "src/gone.j2").symlink_to("missing.j2")
+    locked = write(tmp_path, "src/locked.j2", "Hi {{ name }}.\n")
+    locked.chmod(0)
+    real_open = os.open
+
+    def denied(path, flags, *args, **kwargs):
+        # `chmod 000` as the file system reports it to a user who is not root (root reads anyway)
+        if os.fspath(path).endswith("locked.j2"):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    try:
+        expected = [
+            ("E975", "src/gone.j2", "cannot read file: a dangling symlink"),
+            ("E975", "src/locked.j2", "cannot read file: permission denied"),
+        ]
+        monkeypatch.chdir(tmp_path)
+        result = import_tree("jinja", "src", "out", config=APPROX)
+        report = audit("jinja", "src", APPROX)
+        for diagnostics in (result.diagnostics, report.diagnostics):
+            assert [(d.code, d.path, d.message) for d in diagnostics] == expected
+        assert (result.imported, result.refused, report.imported, report.refused) == (1, 2, 1, 2)
+        for args in (["import", "jinja", "src", "-o", "again"], ["audit", "jinja", "src"]):
+            done = run_promptc(*args, cwd=tmp_path)
+            assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+            assert done.stdout.count("error[E975]") == 2
+    finally:
+        locked.chmod(0o644)
+
+
+def test_links_are_followed_inside_the_folder_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like the build's walk: a link inside the folder is followed; a template that is a link
+    leading outside is refused unread (E975, as the build refuses such a prompt, E802); a linked
+    folder leading outside, or back into the walk, is not walked (W976); hidden entries (an
+    editor's lock file `.#name.j2` is a dangling link) are skipped."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "src/a.j2", "Hello {{ name }}.\n")
+    write(tmp_path, "elsewhere/secret.j2", "Secret {{ key }}.\n")
+    (tmp_path / "src/alias.j2").symlink_to("a.j2")
+    (tmp_path / "src/stolen.j2").symlink_to(tmp_path / "elsewhere/secret.j2")
+    (tmp_path / "src/linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "src/sub").mkdir()
+    (tmp_path / "src/sub/loop").symlink_to("..", target_is_directory=True)
+    (tmp_path / "src/.#a.j2").symlink_to("user@host.1234")
+    opened = _opened(monkeypatch)
+    result = import_tree("jinja", "src", "out", config=APPROX)
+    assert [(d.code, d.path) for d in result.diagnostics] == [
+        ("W976", "src/linked"),
+        ("E975", "src/stolen.j2"),
+        ("W976", "src/sub/loop"),
+    ]
+    assert "symlink leading outside the imported folder" in result.diagnostics[1].message
+    assert sorted(f.source for f in result.files if f.status == "written") == ["a.j2", "alias.j2"]
+    assert not any("secret" in os.path.realpath(path) for path in opened)
+    assert not any(path.startswith(os.path.realpath(tmp_path / "elsewhere")) for path in map(os.path.realpath, opened))
+
+
+def test_check_renders_from_the_files_the_import_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--check's Jinja engine loads the templates from what the import read (each file once,
+    through promptc's reader), not from the folder again."""
+    import os
+
+    write(tmp_path, "src/t.j2", 'Hello {{ name }}.\n{% include "./part.j2" %}\n')
+    write(tmp_path, "src/part.j2", "Bye {{ name }}.\n")
+    opened = _opened(monkeypatch)
+    result = import_tree("jinja", tmp_path / "src", tmp_path / "out", check=True, config=APPROX)
+    assert result.ok and result.checked == {"t": 2}, [str(d) for d in result.diagnostics]
+    src = os.path.realpath(tmp_path / "src")
+    reads = sorted(os.path.relpath(os.path.realpath(p), src) for p in opened if os.path.realpath(p).startswith(src))
+    assert reads == ["part.j2", "t.j2"]

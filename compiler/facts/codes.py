@@ -107,7 +107,7 @@ EMPTY_PLACEHOLDER = _code("E202", "empty placeholder", "`${}` names no input.")
 INVALID_PLACEHOLDER = _code(
     "E203",
     "invalid placeholder name",
-    "A placeholder holds something other than a name or a dotted path (`${user.name}`). Expressions belong in `{{ }}` blocks.",
+    "A placeholder holds something other than a name or a dotted path (`${user.name}`), or a path of more than 32 segments (each segment is one more level of the input's type, which the runtimes check at most 64 levels deep). Expressions belong in `{{ }}` blocks.",
 )
 BLOCK_NEVER_CLOSED = _code(
     "E204",
@@ -688,6 +688,23 @@ IMPORT_FIELD_DROPPED = _code(
     "A header field describes how the foreign runtime connects or runs (Prompty's `model.connection`, "
     "an `apiType`, Dotprompt's `output.format: text`), not the request promptc builds, so it is left "
     "out of the `.prompt` source. Nothing sent changes; the warning says what was left out.",
+)
+IMPORT_UNREADABLE = _code(
+    "E975",
+    "import: a foreign file cannot be read",
+    "A file of the imported folder could not be read: it is not a regular file (a named pipe, a "
+    "socket or a device, which is never opened, so import and audit never wait on one), a dangling "
+    "symlink, a symlink leading outside the imported folder (never read, as the build never compiles "
+    "such a prompt, E802), a file the permissions do not let promptc read, or one deleted while "
+    "import ran; or the folder itself cannot be listed. The file is refused; the others are imported. "
+    "(A file over 8 MiB is E105, refused before a byte of it is read.)",
+)
+IMPORT_LINK_NOT_FOLLOWED = _code(
+    "W976",
+    "import: a linked folder is not walked",
+    "A symlink in the imported folder leads to a folder outside it, or back to a folder the walk "
+    "has already read (a loop). import and audit follow links only while they stay inside the "
+    "folder, as the build does; the files beneath this one are not imported.",
 )
 
 IMPORT_UNSAFE_PATH = _code(

@@ -76,6 +76,7 @@ __all__ = [
     "UNSAFE_NAMES",
     "unsafe_name",
     "unsafe_segment",
+    "MAX_PATH_SEGMENTS",
     "OPENERS",
     "CONTINUERS",
     "CLOSERS",
@@ -171,6 +172,10 @@ IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 #: What a placeholder holds: a name or a dotted path (`${user.name}`). Use with `.match`.
 PLACEHOLDER_PATH = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*\Z")
+#: Most segments a placeholder path may have (`${user.name}` has two). Each segment is one more
+#: level of the input's inferred schema, which the runtimes check at most 64 levels deep and a
+#: JSON writer nests at most a few hundred; real paths have a handful.
+MAX_PATH_SEGMENTS = 32
 
 #: The attribute rule: what a placeholder path may not read. A runtime reads `${a.b.c}` as keys of
 #: a mapping or attributes of an object the application passed, so a path could otherwise walk

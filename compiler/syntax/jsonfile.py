@@ -122,10 +122,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"`{name}` is not JSON")
 
 
-def read_json(display: str, data: bytes) -> tuple[SourceText | None, Any, list[Diagnostic]]:
+def read_json(
+    display: str,
+    data: bytes,
+    *,
+    deep_hint: str = "flatten the schema (use `$defs` and `$ref` for shared parts)",
+) -> tuple[SourceText | None, Any, list[Diagnostic]]:
     """Decode and parse one JSON file: (source, value, diagnostics). `source` is None when the
     bytes are not text; the file is usable when no diagnostic is an error (`value` is then the
-    JSON value, which may itself be null)."""
+    JSON value, which may itself be null). `deep_hint`: the hint when the file nests too deep."""
     src, diagnostics = decode(display, data)
     if src is None:
         return None, None, diagnostics
@@ -141,7 +146,7 @@ def read_json(display: str, data: bytes) -> tuple[SourceText | None, Any, list[D
                     codes.INVALID_JSON,
                     f"JSON nests deeper than {MAX_DEPTH} levels",
                     src.span(deep, deep + 1),
-                    "flatten the schema (use `$defs` and `$ref` for shared parts)",
+                    deep_hint,
                     source=src,
                 ),
             ],

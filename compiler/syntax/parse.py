@@ -28,6 +28,7 @@ from ..facts.language import (
     CLOSERS,
     DELIMITERS,
     INLINE_COMMENT,
+    MAX_PATH_SEGMENTS,
     PLACEHOLDER_PATH,
     SECTION_DIRECTIVE,
     SEPARATOR,
@@ -205,6 +206,14 @@ def _tokens_to_items(tokens: Iterable[Lexeme], src: SourceText, sink: Diagnostic
                 elif "{" in name or "(" in name or " " in name.strip():
                     hint += "; use a `{{ }}` block for expressions"
                 sink.report(codes.INVALID_PLACEHOLDER, f"invalid placeholder name `{name}`", span, hint)
+                append(Text(value, span))
+            elif name.count(".") >= MAX_PATH_SEGMENTS:  # each segment nests the inferred schema deeper
+                sink.report(
+                    codes.INVALID_PLACEHOLDER,
+                    f"the placeholder's path has {name.count('.') + 1:,} segments; at most {MAX_PATH_SEGMENTS}",
+                    span,
+                    "pass the value deep inside as an input of its own",
+                )
                 append(Text(value, span))
             else:
                 append(Placeholder(name, span))

@@ -32,7 +32,8 @@ from ...runtime.confine import refusal, source_folder_refusal
 from .audit import AuditReport, audit
 from .check import run_checks
 from .common import Converted, owned
-from .convert import CACHE_CODES, KINDS, _kind, compile_converted, convert, read_folder
+from .convert import CACHE_CODES, KINDS, _kind, compile_converted, convert
+from .folder import Folder, convert_folder, read_folder
 from .write import write_atomic
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "import_tree",
     "convert",
     "read_folder",
+    "Folder",
     "audit",
     "compile_converted",
 ]
@@ -103,9 +105,8 @@ def import_tree(
     on sample inputs and reports differences (E967); a prompt that differs is not written."""
     kind = _kind(kind)
     config = config or Config()
-    files, diagnostics = read_folder(kind, src)
-    shown = Path(src).as_posix() if Path(src).is_dir() else Path(src).parent.as_posix()
-    converted = convert(kind, files, root_display="" if shown == "." else shown, role=role)
+    folder, converted = convert_folder(kind, src, role=role)
+    diagnostics = list(folder.diagnostics)
     _tree, compiled = compile_converted(converted, config, root_display=Path(out).as_posix())
     checked: dict[str, int] = {}
     if check:

@@ -27,7 +27,8 @@ from ...facts.diagnostics import Diagnostic, make, ordered
 from ...facts.records import dataclass
 from ...passes.context import SourceTree
 from .common import Converted
-from .convert import CACHE_CODES, compile_converted, convert, read_folder
+from .convert import CACHE_CODES, compile_converted
+from .folder import convert_folder
 
 PROVIDERS = ("anthropic", "openai", "gemini")
 
@@ -87,10 +88,9 @@ class AuditReport:
 def audit(kind: str, src: Path | str, config: Config | None = None, *, role: str = "system") -> AuditReport:
     """The cache analysis of the foreign prompts under `src`, imported in memory."""
     config = config or Config()
-    files, diagnostics = read_folder(kind, src)
-    shown = Path(src).as_posix() if Path(src).is_dir() else Path(src).parent.as_posix()
-    root = "" if shown == "." else shown
-    converted = convert(kind, files, root_display=root, role=role)
+    folder, converted = convert_folder(kind, src, role=role)
+    diagnostics = list(folder.diagnostics)
+    root = folder.root_display
     _tree, compiled = compile_converted(converted, config)
     by_target = {c.target: c for c in converted}
     ok = [compiled[c.target] for c in converted if c.target in compiled and not c.refused]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -32,7 +31,9 @@ from ...facts.lazy import lazy_import
 from ...facts.suggest import did_you_mean
 from ...runtime.model import Artifact
 from ...runtime.render import RenderError, render_artifact
+from ...syntax.jsonfile import read_json
 from .common import Converted
+from .folder import read_foreign
 
 #: an engine renders one converted file's original with input values: [(role, text)]
 Engine = Callable[[Converted, dict[str, Any]], list[tuple[str, str]]]
@@ -98,21 +99,26 @@ def _sample(schema: Any, name: str, variant: int, depth: int = 0) -> Any:
 
 
 def _read_inputs(path: Path | str, names: set[str]) -> tuple[dict[str, list[dict[str, Any]]], list[Diagnostic]]:
+    """The `--inputs` file, read like the foreign sources (`folder.read_foreign`: a regular file
+    of at most 8 MiB) and parsed like a tool file (`read_json`: its nesting bounded before the
+    recursive parser sees it, every error located in the file), each problem E970."""
     shown = str(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        return {}, [make(codes.IMPORT_BAD_INPUTS, f"cannot read `{shown}`: {exc}", None, None, path=shown)]
-    except json.JSONDecodeError as exc:
-        return {}, [
-            make(
-                codes.IMPORT_BAD_INPUTS,
-                f"`{shown}` is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                None,
-                None,
-                path=shown,
-            )
-        ]
+    raw = read_foreign(path, shown, code=codes.IMPORT_BAD_INPUTS)
+    if isinstance(raw, Diagnostic):
+        return {}, [raw]
+    _src, data, found = read_json(shown, raw, deep_hint="give shallower values, or let --check make them")
+    errors = [d for d in found if d.severity == "error"]
+    if errors:
+        first = errors[0]
+        again = make(
+            codes.IMPORT_BAD_INPUTS,
+            first.message,
+            first.span,
+            first.hint,
+            path=first.path,
+            source_line=first.source_line,
+        )
+        return {}, [again]
     if not isinstance(data, dict):
         return {}, [
             make(
@@ -280,14 +286,21 @@ def _first_difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> str
 
 def _engine(kind: str, root: Path, converted: list[Converted]) -> Engine:
     if kind == "jinja":
-        return _jinja_engine(root, converted)
+        return _jinja_engine(converted)
     if kind == "prompty":
         return _prompty_engine(root)
     return _dotprompt_engine(converted)
 
 
-def _jinja_engine(root: Path, converted: list[Converted]) -> Engine:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)))
+def _jinja_engine(converted: list[Converted]) -> Engine:
+    # the templates as the import read them (never read again from the folder, which may have
+    # changed since, or hold what the import refused to read)
+    templates = {c.source: c.foreign.text for c in converted if c.foreign is not None}
+
+    def load(name: str) -> str | None:  # a name as FileSystemLoader reads it (`./a.j2` is `a.j2`)
+        return templates.get("/".join(jinja2.loaders.split_template_path(name)))
+
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(load))
 
     def render(c: Converted, values: dict[str, Any]) -> list[tuple[str, str]]:
         text = env.get_template(c.source).render(**values)

@@ -5,11 +5,9 @@ compiling what was converted through the build's own compile: what `import_tree`
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ...compile import compile_source
@@ -33,53 +31,12 @@ SUFFIXES = {
 }
 #: warnings of the compile that are about caching, which `audit` reports (not `import`)
 CACHE_CODES = frozenset({codes.PREFIX_BELOW_MINIMUM, codes.PREFIX_CUT_SHORT})
-#: at most this many files are imported from one folder (each is also bounded by the source limit)
-MAX_FILES = 20_000
 
 
 def _kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown source kind {kind!r}: expected one of {', '.join(KINDS)}")
     return kind
-
-
-def read_folder(kind: str, src: Path | str) -> tuple[dict[str, bytes], list[Diagnostic]]:
-    """The files of `kind` under `src` (a folder, or one file), by `/`-separated path."""
-    kind = _kind(kind)
-    root = Path(src)
-    files: dict[str, bytes] = {}
-    if root.is_file():
-        return {root.name: root.read_bytes()}, []
-    if not root.is_dir():
-        return {}, [
-            make(
-                codes.SOURCE_NOT_FOUND,
-                f"`{root}` is neither a folder nor a file",
-                None,
-                "name the folder that holds the prompts",
-                path=str(root),
-            )
-        ]
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
-        for name in sorted(names):
-            if name.endswith(SUFFIXES[kind]):
-                path = Path(folder) / name
-                if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
-                    continue
-                rel = path.relative_to(root).as_posix()
-                files[rel] = path.read_bytes()
-                if len(files) > MAX_FILES:
-                    return files, [
-                        make(
-                            codes.FILE_TOO_LARGE,
-                            f"more than {MAX_FILES:,} files to import",
-                            None,
-                            "import one folder at a time",
-                            path=str(root),
-                        )
-                    ]
-    return files, []
 
 
 def _target(kind: str, rel: str, partial: bool) -> str:

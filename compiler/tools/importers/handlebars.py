@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 from ...facts import codes
 from ...facts.codes import Code
-from ...facts.language import IDENTIFIER
+from ...facts.language import IDENTIFIER, MAX_PATH_SEGMENTS
 from ...facts.records import dataclass
 from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, refused_name, walk
 
@@ -292,6 +292,9 @@ class _Value:
     inferred: bool  # the schema is being inferred (may be narrowed)
     optional: bool  # may be None (an optional property, a nullable type)
     placeholder: str | None  # `${…}` path when the value is a required path into the inputs
+    #: how many levels below the inputs its schema stands (an input 1, `a.b` 2, an item of `a` 2):
+    #: bounded, so the schema built in place stays far from any recursive reader's limit
+    depth: int = 0
 
 
 @dataclass(slots=True)
@@ -412,7 +415,13 @@ class Translator:
             schema = self.inputs.root(name)
             inferred = name in self.inputs.inferred
             optional = name not in self.inputs.required or _types(schema)[1] and bool(_types(schema)[0])
-            return _Value(name, schema, inferred, optional, name if not optional else None)
+            return _Value(name, schema, inferred, optional, name if not optional else None, 1)
+        if value.depth >= MAX_PATH_SEGMENTS:
+            self.fail(
+                tag,
+                f"`{name}` is read more than {MAX_PATH_SEGMENTS} levels below its input",
+                hint="pass the value deep inside as an input of its own",
+            )
         schema = value.schema
         types, _ = _types(schema)
         if value.inferred:
@@ -437,6 +446,7 @@ class Translator:
                 True,
                 value.optional,
                 f"{value.placeholder}.{name}" if value.placeholder and not value.optional else None,
+                value.depth + 1,
             )
         if types and "object" not in types:
             self.fail(
@@ -465,7 +475,7 @@ class Translator:
             else f"({value.code} or {{}}).get({py_string(name)})"
         )
         placeholder = f"{value.placeholder}.{name}" if value.placeholder and not optional else None
-        return _Value(code, child, False, optional, placeholder)
+        return _Value(code, child, False, optional, placeholder, value.depth + 1)
 
     def loop_var(self, tag: Tag, loop: _Scope, name: str) -> _Value:
         if name == "key":
@@ -681,15 +691,15 @@ class Translator:
             iterable = value.code if not value.optional else f"({value.code} or ())"
             if types == {"array"}:
                 items = value.schema.setdefault("items", {}) if value.inferred else (value.schema.get("items") or {})
-                item = _Value(item_name, items, value.inferred, _types(items)[1] and bool(_types(items)[0]), None)
+                nullable = _types(items)[1] and bool(_types(items)[0])
+                item = _Value(item_name, items, value.inferred, nullable, None, value.depth + 1)
                 scope = _Scope("each", item, None, None, iterable)
                 loop = For(item_name, iterable, [], tag.line, tag.column)
             else:
                 extra = value.schema.get("additionalProperties")
                 item_schema = extra if isinstance(extra, dict) else {}
-                item = _Value(
-                    item_name, item_schema, False, _types(item_schema)[1] and bool(_types(item_schema)[0]), None
-                )
+                nullable = _types(item_schema)[1] and bool(_types(item_schema)[0])
+                item = _Value(item_name, item_schema, False, nullable, None, value.depth + 1)
                 key = f"key_{self.counter}"
                 iterable = f"{iterable}.items()" if not value.optional else f"({value.code} or {{}}).items()"
                 scope = _Scope("each", item, None, key, iterable)

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from ...facts import codes
 from ...facts.codes import Code
-from ...facts.language import IDENTIFIER_PATTERN
+from ...facts.language import IDENTIFIER_PATTERN, MAX_PATH_SEGMENTS
 from ...facts.records import dataclass
 from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_string, refused_name, walk
 
@@ -487,7 +487,17 @@ class _Expr:
 
     def postfix(self, head: tuple[str, str | None]) -> tuple[str, str | None]:
         code, path = head
+        start, steps = self.tokens[self.i - 1], 0
         while True:
+            if self.at(".") or self.at("[") or self.at("("):
+                steps += 1
+                if steps > MAX_PATH_SEGMENTS:  # a path becomes `${a.b…}`, each step a level of its type
+                    self.fail(
+                        f"attributes, subscripts and calls chained more than {MAX_PATH_SEGMENTS} times",
+                        codes.IMPORT_NO_EQUIVALENT,
+                        "pass the value deep inside as an input of its own",
+                        at=start,
+                    )
             if self.at("."):
                 self.take()
                 t = self.take()
