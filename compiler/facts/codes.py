@@ -383,7 +383,7 @@ RESOURCE_NOT_FOUND = _code(
 INVALID_JSON = _code(
     "E821",
     "invalid JSON file",
-    "A tool or schema file is not valid JSON (the diagnostic points at the first error inside the file), is not UTF-8, or nests deeper than 64 levels.",
+    "A tool or schema file is not valid JSON (the diagnostic points at the first error inside the file), is not UTF-8, or nests deeper than 32 levels.",
 )
 INVALID_TOOL = _code(
     "E822",
