@@ -135,7 +135,12 @@ def test_snapshot_suffixes_and_region_prefixes(model: str, priced: bool) -> None
     `@20250929`) and a Bedrock version (`-v1:0`), after an optional region prefix (`us.`,
     `global.`); nothing else."""
     row = {"models": ["anthropic.claude-sonnet-4-5"], "effective_from": "release", "input": "3"}
-    row |= {"cache_write": {"5m": "3.75"}, "cache_read": "0.30", "source": "https://example.invalid", "read": "2026-12-06"}
+    row |= {
+        "cache_write": {"5m": "3.75"},
+        "cache_read": "0.30",
+        "source": "https://example.invalid",
+        "read": "2026-12-06",
+    }
     table = PriceTable({"providers": {"bedrock": {"prices": [row]}}})
     found = table.lookup("bedrock", model)
     assert isinstance(found, Price) is priced, found
@@ -174,7 +179,10 @@ def test_the_price_in_force_at_the_moment_and_in_the_band_of_the_prompt() -> Non
     sonnet = "claude-sonnet-5-5"
     assert table.lookup(None, sonnet, date(2026, 10, 6)).cache_read == Decimal("0.20")
     assert table.lookup(None, sonnet, date(2026, 10, 7)).cache_read == Decimal("0.10")
-    sol = [table.lookup(None, "gpt-5.6-sol", day, 1000).input for day in (date(2026, 8, 20), date(2026, 9, 1), date(2026, 12, 1))]
+    sol = [
+        table.lookup(None, "gpt-5.6-sol", day, 1000).input
+        for day in (date(2026, 8, 20), date(2026, 9, 1), date(2026, 12, 1))
+    ]
     assert sol == [Decimal("5.00"), Decimal("4.00"), Decimal("5.00")]
     haiku = [table.lookup(None, "claude-haiku-5-5", None, size).input for size in (100_000, 100_001)]
     assert haiku == [Decimal("0.10"), Decimal("0.50")]

@@ -356,12 +356,22 @@ CASES = {
         ),
     )[1],
     "W948": lambda tmp_path: (
-        write(tmp_path, "prompts_src/support/chat.prompt", "/// param: model=claude-opus-4-9, max_tokens=600\nBe brief.\n"),
+        write(
+            tmp_path, "prompts_src/support/chat.prompt", "/// param: model=claude-opus-4-9, max_tokens=600\nBe brief.\n"
+        ),
         __import__("promptc.tools.cost", fromlist=["x"]).unpriced_warnings(
             [
                 (
                     __import__("promptc.tools.cost", fromlist=["x"]).PromptFacts(
-                        "support/chat", "claude-opus-4-9", "anthropic", 10, None, 0, 0, None, source="support/chat.prompt"
+                        "support/chat",
+                        "claude-opus-4-9",
+                        "anthropic",
+                        10,
+                        None,
+                        0,
+                        0,
+                        None,
+                        source="support/chat.prompt",
                     ),
                     __import__("promptc.tools.cost", fromlist=["x"]).prices().lookup("anthropic", "claude-opus-4-9"),
                 )
