@@ -142,22 +142,45 @@ class Unpriced:
 _SNAPSHOT = re.compile(r"(?:-\d{8}|-\d{4}-\d\d-\d\d|@\d{8})?(?:-v\d+(?::\d+)?)?")
 #: a Bedrock cross-region inference prefix before a model id (`us.`, `eu.`, `global.` before `anthropic.…`)
 _REGION = re.compile(r"[a-z][a-z-]*\.(?=[a-z][a-z0-9-]*\.)")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _day(value: Any) -> date | None:
     return None if value in (None, "release") else date.fromisoformat(str(value))
 
 
-def _as_day(at: datetime | date | float | None) -> date:
-    """The UTC day of a moment (epoch seconds, an aware datetime, a date); now when None."""
+_EPOCH_DAY = date(1970, 1, 1)
+
+
+def _epoch_day(at: datetime | date | float | None) -> int:
+    """The UTC day of a moment (epoch seconds, an aware datetime, a date) as days since 1970-01-01;
+    today when None. Records are priced one lookup each, so this stays arithmetic."""
     if at is None:
-        return datetime.now(UTC).date()
+        at = datetime.now(UTC)
     if isinstance(at, datetime):
-        return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC).date()
+        return int((at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp() // 86400)
     if isinstance(at, date):
-        return at
-    return (_EPOCH + timedelta(seconds=float(at))).date()
+        return (at - _EPOCH_DAY).days
+    return int(float(at) // 86400)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A price row of one model, its conditions decoded once: the days it is in force (days since
+    1970-01-01, `end` exclusive) and its size band."""
+
+    name: str
+    item: Mapping[str, Any]
+    start: int
+    end: int
+    over: int | None
+    most: int | None
+
+    def holds(self, day: int, size: int | None) -> bool:
+        if not self.start <= day < self.end:
+            return False
+        if size is None:  # an unknown size: the smallest band
+            return self.over is None
+        return (self.over is None or size > self.over) and (self.most is None or size <= self.most)
 
 
 class PriceTable:
@@ -169,8 +192,12 @@ class PriceTable:
         self.read_date: str = str(document.get("read", "?"))
         self.ttl_seconds: dict[str, int] = {k: int(v) for k, v in document.get("ttl_seconds", {}).items()}
         self.sha256 = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
-        #: (provider, model) → the rows that name the model, with the name that matched (memo)
-        self._rows: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+        #: (provider, model) → the rows that price the model (memo: reconcile looks up every record)
+        self._rows: dict[tuple[str, str], list[_Row]] = {}
+        #: (provider, id of a row, its name that matched) → its Price (memo)
+        self._prices: dict[tuple[str, int, str], Price] = {}
+        #: (provider, model, day, prompt tokens) → the last answers (a bounded memo)
+        self._recent: dict[tuple[str | None, str, int, int | None], Price | Unpriced] = {}
 
     @property
     def label(self) -> str:
@@ -180,22 +207,31 @@ class PriceTable:
     def to_json(self) -> dict[str, str]:
         return {"table": self.path, "read": self.read_date}
 
-    def rows_for(self, provider: str, model: str) -> list[tuple[str, dict[str, Any]]]:
+    def rows_for(self, provider: str, model: str) -> list[_Row]:
         """Every row of `provider` that prices `model`, with the row's name that matched: the
         model itself, or that name plus a snapshot suffix (`-20250929`, `@20250929`, `-v1:0`)
-        after an optional region prefix (`us.`). A longer name wins over a shorter one only when
-        both match, which the suffix rule never allows for two names of one family."""
+        after an optional region prefix (`us.`), or an alias providers.json resolves to one."""
         memo = self._rows.get((provider, model))
         if memo is not None:
             return memo
         bare = _REGION.sub("", model, count=1) if _REGION.match(model) else model
         names = {bare, resolve_model(provider, bare) or bare}
-        found: list[tuple[str, dict[str, Any]]] = []
+        found: list[_Row] = []
         entry = self.document.get("providers", {}).get(provider) or {}
         for item in entry.get("prices", []):
             for name in item["models"]:
                 if any(candidate.startswith(name) and _SNAPSHOT.fullmatch(candidate, len(name)) for candidate in names):
-                    found.append((name, item))
+                    start, end = _day(item.get("effective_from")), _day(item.get("effective_until"))
+                    found.append(
+                        _Row(
+                            name,
+                            item,
+                            -(10**9) if start is None else (start - _EPOCH_DAY).days,
+                            10**9 if end is None else (end - _EPOCH_DAY).days,
+                            item.get("over_prompt_tokens"),
+                            item.get("max_prompt_tokens"),
+                        )
+                    )
                     break
         self._rows[(provider, model)] = found
         return found
@@ -213,46 +249,49 @@ class PriceTable:
         unpriced, never priced as a neighbour."""
         if not model:
             return Unpriced("no model")
-        providers = self.document.get("providers", {})
+        day = _epoch_day(at)
+        recent = (provider, model, day, prompt_tokens)
+        found = self._recent.get(recent)
+        if found is None:
+            if len(self._recent) >= 4096:  # bounded: records of one day and size repeat, the rest need not
+                self._recent.clear()
+            found = self._recent[recent] = self._lookup(provider, model, day, prompt_tokens)
+        return found
+
+    def _lookup(self, provider: str | None, model: str, day: int, prompt_tokens: int | None) -> Price | Unpriced:
         if not provider:
             provider = provider_of_model(model)
-        entry = providers.get(provider or "")
+        entry = self.document.get("providers", {}).get(provider or "")
         if entry is None:
             why = f"no prices for provider {provider}" if provider else f"no provider for model {model}"
             return Unpriced(why, model)
-        rows = self.rows_for(provider or "", model)
+        assert provider is not None
+        rows = self.rows_for(provider, model)
         if not rows:
             return Unpriced(entry.get("why") or f"{model} is not in the price table", model)
-        day = _as_day(at)
-        current = [
-            (name, item)
-            for name, item in rows
-            if (_day(item.get("effective_from")) or date.min) <= day < (_day(item.get("effective_until")) or date.max)
-        ]
-        if not current:
-            return Unpriced(f"{rows[0][0]}: the table has no price in force on {day.isoformat()}", model)
-        size = prompt_tokens
-        banded = [
-            (name, item)
-            for name, item in current
-            if (size is None and item.get("over_prompt_tokens") is None)
-            or (
-                size is not None
-                and (item.get("over_prompt_tokens") is None or size > item["over_prompt_tokens"])
-                and (item.get("max_prompt_tokens") is None or size <= item["max_prompt_tokens"])
-            )
-        ]
-        if not banded:
-            limit = max(int(item.get("max_prompt_tokens") or 0) for _, item in current)
-            return Unpriced(f"{rows[0][0]}: the table has no price for prompts over {limit} tokens", model)
-        key, item = banded[0]
-        if item.get("price", True) is None:
-            return Unpriced(f"{key}: {item.get('why', 'no verified price')}", model)
+        row = next((row for row in rows if row.holds(day, prompt_tokens)), None)
+        if row is None:
+            if not any(row.start <= day < row.end for row in rows):
+                when = (_EPOCH_DAY + timedelta(days=day)).isoformat()
+                return Unpriced(f"{rows[0].name}: the table has no price in force on {when}", model)
+            limit = max(int(row.most or 0) for row in rows if row.start <= day < row.end)
+            return Unpriced(f"{rows[0].name}: the table has no price for prompts over {limit} tokens", model)
+        if row.item.get("price", True) is None:
+            return Unpriced(f"{row.name}: {row.item.get('why', 'no verified price')}", model)
+        key = (provider, id(row.item), row.name)
+        price = self._prices.get(key)
+        if price is None:
+            price = self._prices[key] = self._price(provider, row)
+        return price
+
+    @staticmethod
+    def _price(provider: str, row: _Row) -> Price:
+        item = row.item
         read = item.get("cache_read")
         sources = item.get("sources") or [item.get("source", "")]
         return Price(
-            provider or "",
-            key,
+            provider,
+            row.name,
             Decimal(item["input"]),
             tuple((ttl, Decimal(value)) for ttl, value in item["cache_write"].items()),
             None if read is None else Decimal(read),
