@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from promptc.tools import cost
-from promptc.tools.cost import PromptFacts, Unpriced, money, parse_fail_on_cost, prices, tree_cost
+from promptc.tools.cost import Price, PriceTable, PromptFacts, Unpriced, money, parse_fail_on_cost, prices, tree_cost
 
 from .conftest import ROOT, run_promptc
 
@@ -27,23 +28,41 @@ TRAFFIC = {"support/chat": 12000, "helpdesk/agent": 800, "helpdesk/triage": 3000
 
 def test_every_price_is_sourced_dated_and_decimal() -> None:
     table = prices()
-    assert table.path == "promptc/data/prices.json" and table.read_date == "2026-12-01"
+    assert table.path == "promptc/data/prices.json" and table.read_date == "2026-12-06"
     for provider, entry in table.document["providers"].items():
         for item in entry["prices"]:
-            assert item["models"] and item["read"] == "2026-12-01", item
+            assert item["models"] and item["read"] <= "2026-12-06", item
             if item.get("price", True) is None:
                 assert item["why"], item  # an unverified model says why it is not priced
                 continue
-            assert item["source"].startswith("https://"), item
+            assert item["effective_from"] == "release" or date.fromisoformat(item["effective_from"]), item
             for value in [item["input"], item["cache_read"], *item["cache_write"].values()]:
                 if value is not None:
                     assert isinstance(value, str) and Decimal(value) >= 0, (provider, item)
 
 
+def test_rows_of_one_model_never_overlap_in_time_and_size() -> None:
+    """For every model, at most one row is in force on any day for any prompt size: the lookup
+    never has to choose between two prices."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for provider, entry in prices().document["providers"].items():
+        for item in entry["prices"]:
+            for name in item["models"]:
+                rows.setdefault((provider, name), []).append(item)
+    for key, items in rows.items():
+        for i, a in enumerate(items):
+            for b in items[i + 1 :]:
+                start = max(a["effective_from"].replace("release", ""), b["effective_from"].replace("release", ""))
+                end = min(a.get("effective_until", "9999-12-31"), b.get("effective_until", "9999-12-31"))
+                low = max(a.get("over_prompt_tokens", -1), b.get("over_prompt_tokens", -1))
+                high = min(a.get("max_prompt_tokens", 10**12), b.get("max_prompt_tokens", 10**12))
+                assert not (start < end and low < high), (key, a, b)
+
+
 def test_anthropic_prices_follow_the_documented_multipliers() -> None:
     """5m write 1.25×, 1h write 2×, read 0.1× — except the read rates the newer model pages give
-    (2.5% on Fable 5.1 / Mythos 5.1, 5% on Opus 5.5 and Sonnet 5.5)."""
-    exceptions = {"claude-fable-5-1": "0.025", "claude-opus-5-5": "0.05", "claude-sonnet-5-5": "0.05"}
+    (2.5% on Fable 5.1 / Mythos 5.1, 5% on Opus 5.5, and on Sonnet 5.5 since its cut of 2026-10-07)."""
+    exceptions = {"claude-fable-5-1": "0.025", "claude-opus-5-5": "0.05"}
     for item in prices().document["providers"]["anthropic"]["prices"]:
         if item.get("price", True) is None:
             continue
@@ -51,7 +70,29 @@ def test_anthropic_prices_follow_the_documented_multipliers() -> None:
         assert Decimal(item["cache_write"]["5m"]) == base * Decimal("1.25"), item["models"]
         assert Decimal(item["cache_write"]["1h"]) == base * 2, item["models"]
         read = Decimal(exceptions.get(item["models"][0], "0.1"))
+        if item["models"][0] == "claude-sonnet-5-5" and item["effective_from"] == "2026-10-07":
+            read = Decimal("0.05")
         assert Decimal(item["cache_read"]) == base * read, item["models"]
+
+
+def test_gpt_5_6_prices_follow_the_documented_multipliers() -> None:
+    """GPT-5.6: a 30-minute write is 1.25× the input rate, a read 0.1×; over 272K prompt tokens the
+    whole request is priced at 2× the input rate."""
+    for item in prices().document["providers"]["openai"]["prices"]:
+        if not item["models"][0].startswith("gpt-5.6") or item.get("price", True) is None:
+            continue
+        base = Decimal(item["input"])
+        assert Decimal(item["cache_write"]["30m"]) == base * Decimal("1.25"), item
+        assert Decimal(item["cache_read"]) == base * Decimal("0.1"), item
+        if "over_prompt_tokens" in item:
+            (low,) = [
+                other
+                for other in prices().document["providers"]["openai"]["prices"]
+                if other["models"] == item["models"]
+                and other["effective_from"] == item["effective_from"]
+                and "max_prompt_tokens" in other
+            ]
+            assert base == 2 * Decimal(low["input"]) and item["over_prompt_tokens"] == low["max_prompt_tokens"]
 
 
 @pytest.mark.parametrize(
@@ -60,26 +101,93 @@ def test_anthropic_prices_follow_the_documented_multipliers() -> None:
         ("claude-sonnet-4-5", "claude-sonnet-4-5"),
         ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
         ("claude-opus-4-20250514", "claude-opus-4"),
+        ("claude-opus-4-8", "claude-opus-4-8"),
         ("claude-opus-5-5", "claude-opus-5-5"),
+        ("claude-3-5-haiku-latest", "claude-3-5-haiku"),  # the alias's dated snapshot (providers.json)
         ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("gpt-4.1-2025-04-14", "gpt-4.1"),
         ("gpt-5.6-sol", "gpt-5.6-sol"),
+        ("gpt-5.6", "gpt-5.6"),  # the alias the model page says routes to GPT-5.6 Sol
     ],
 )
-def test_longest_model_prefix_wins(model: str, key: str) -> None:
+def test_a_model_matches_its_own_row_and_snapshot_suffixes(model: str, key: str) -> None:
     found = prices().lookup(None, model)
     assert not isinstance(found, Unpriced) and found.key == key
 
 
-@pytest.mark.parametrize("model", ["claude-fable-5-2", "gpt-5.3", "gpt-5.6-nova", "gpt-4", "gemini-2.5-flash"])
+@pytest.mark.parametrize(
+    ("model", "priced"),
+    [
+        ("anthropic.claude-sonnet-4-5", True),
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", True),  # Bedrock's snapshot and version
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", True),  # a cross-region inference profile
+        ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", True),
+        ("anthropic.claude-sonnet-4-5@20250929", True),  # Vertex's snapshot spelling
+        ("anthropic.claude-sonnet-4-5-2025-09-29", True),
+        ("anthropic.claude-sonnet-4-5-1-v1:0", False),
+        ("anthropic.claude-sonnet-4-5-v1:0-20250929", False),  # the version comes last
+        ("us.anthropic.claude-sonnet-4", False),
+        ("anthropic.claude-sonnet-4-5-20250929x", False),
+    ],
+)
+def test_snapshot_suffixes_and_region_prefixes(model: str, priced: bool) -> None:
+    """A row's model name matches itself plus a snapshot date (`-20250929`, `-2025-09-29`,
+    `@20250929`) and a Bedrock version (`-v1:0`), after an optional region prefix (`us.`,
+    `global.`); nothing else."""
+    row = {"models": ["anthropic.claude-sonnet-4-5"], "effective_from": "release", "input": "3"}
+    row |= {
+        "cache_write": {"5m": "3.75"},
+        "cache_read": "0.30",
+        "source": "https://example.invalid",
+        "read": "2026-12-06",
+    }
+    table = PriceTable({"providers": {"bedrock": {"prices": [row]}}})
+    found = table.lookup("bedrock", model)
+    assert isinstance(found, Price) is priced, found
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "claude-fable-5-2",  # unverified: a row that says why, not Fable 5's price
+        "claude-opus-4-9",  # not claude-opus-4's price by prefix
+        "claude-sonnet-4-5-extended",
+        "claude-sonnet-5-5-1",
+        "gpt-5.3",
+        "gpt-5.6-nova",
+        "gpt-5-turbo",
+        "gpt-4",
+        "gemini-2.5-flash",
+    ],
+)
 def test_unverified_or_unknown_models_are_not_priced_as_a_neighbour(model: str) -> None:
-    assert isinstance(prices().lookup(None, model), Unpriced)
+    found = prices().lookup(None, model)
+    assert isinstance(found, Unpriced) and found.model == model
 
 
 def test_openai_ttls_and_write_rates() -> None:
     sol = prices().lookup("openai", "gpt-5.6-sol")
     mini = prices().lookup("openai", "gpt-4o-mini")
-    assert sol.ttl(None) == "30m" and sol.write("30m") == Decimal("5.00")
+    gpt55 = prices().lookup("openai", "gpt-5.5")
+    assert sol.ttl(None) == "30m" and sol.write("30m") == sol.input * Decimal("1.25")
     assert mini.ttl("1h") == "5m" and mini.write("5m") == mini.input  # no write charge before GPT-5.6
+    assert gpt55.ttl(None) == "24h" and prices().ttl_seconds["24h"] == 86400  # gpt-5.5 accepts only 24h retention
+
+
+def test_the_price_in_force_at_the_moment_and_in_the_band_of_the_prompt() -> None:
+    table = prices()
+    sonnet = "claude-sonnet-5-5"
+    assert table.lookup(None, sonnet, date(2026, 10, 6)).cache_read == Decimal("0.20")
+    assert table.lookup(None, sonnet, date(2026, 10, 7)).cache_read == Decimal("0.10")
+    sol = [
+        table.lookup(None, "gpt-5.6-sol", day, 1000).input
+        for day in (date(2026, 8, 20), date(2026, 9, 1), date(2026, 12, 1))
+    ]
+    assert sol == [Decimal("5.00"), Decimal("4.00"), Decimal("5.00")]
+    haiku = [table.lookup(None, "claude-haiku-5-5", None, size).input for size in (100_000, 100_001)]
+    assert haiku == [Decimal("0.10"), Decimal("0.50")]
+    over = table.lookup(None, "gpt-5.4", None, 272_001)
+    assert isinstance(over, Unpriced) and "over 272000 tokens" in over.reason
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,14 +268,14 @@ def test_cost_command_totals_the_tree(project: Path) -> None:
     result = run_promptc("cost", "--out", "old", "--traffic", "traffic.json", "--format", "json", cwd=project)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["command"] == "cost" and data["prices"] == {"table": "promptc/data/prices.json", "read": "2026-12-01"}
+    assert data["command"] == "cost" and data["prices"] == {"table": "promptc/data/prices.json", "read": "2026-12-06"}
     agent = next(p for p in data["prompts"] if p["name"] == "helpdesk/agent")
     # 1,123 tokens, 1,114 cached for an hour (claude-sonnet-4-5: $3 / $6 1h write / $0.30 read)
     assert agent["per_request"] == {
         "without_cache": "0.003369",
         "cache_hit": "0.000361",
         "cache_write": "0.006711",
-        "prices": "promptc/data/prices.json (read 2026-12-01)",
+        "prices": "promptc/data/prices.json (read 2026-12-06)",
     }
     assert agent["per_day"]["with_cache"] == "0.295310"  # 0.006711 + 799 × 0.0003612
     assert data["summary"]["per_day"]["with_cache"] == "0.751910"
@@ -178,7 +286,7 @@ def test_cost_command_totals_the_tree(project: Path) -> None:
     assert [w["name"] for w in data["waste"]][:2] == ["support/chat", "agents/reviewer"]
     assert data["waste"][0]["stable_behind_placeholder_tokens"] == 49 and data["waste"][0]["placeholder"] == "product"
     text = run_promptc("cost", "--out", "old", cwd=project).stdout
-    assert text.startswith("prices: promptc/data/prices.json (read 2026-12-01)")
+    assert text.startswith("prices: promptc/data/prices.json (read 2026-12-06)")
     assert "not priced: agents/fixer (no model)" in text
     assert (
         "support/chat: 49 stable tokens held in a dynamic section by `${product}`, 47 more after it; even moved, "
@@ -189,7 +297,7 @@ def test_cost_command_totals_the_tree(project: Path) -> None:
 def test_diff_traffic_reports_cost_per_day_and_the_deploy(project: Path) -> None:
     result = run_promptc("diff", "old", "--traffic", "traffic.json", cwd=project)
     assert result.returncode == 0, result.stderr
-    assert "cost (traffic: traffic.json; prices: promptc/data/prices.json (read 2026-12-01)):" in result.stdout
+    assert "cost (traffic: traffic.json; prices: promptc/data/prices.json (read 2026-12-06)):" in result.stdout
     assert "  per day: $0.751910 before → $0.752156 after (+$0.000246)" in result.stdout
     # the new 1,115-token prefix is written once at $6 instead of read at $0.30 per MTok
     assert "deploy: $0.006356 once" in result.stdout and "helpdesk/agent 1115 tokens" in result.stdout

@@ -384,6 +384,30 @@ CASES = {
             {"support/chat": 12000, "helpdesk/agnet": 800}, ["support/chat", "helpdesk/agent"], "traffic.json"
         ),
     )[1],
+    "W948": lambda tmp_path: (
+        write(
+            tmp_path, "prompts_src/support/chat.prompt", "/// param: model=claude-opus-4-9, max_tokens=600\nBe brief.\n"
+        ),
+        __import__("promptc.tools.cost", fromlist=["x"]).unpriced_warnings(
+            [
+                (
+                    __import__("promptc.tools.cost", fromlist=["x"]).PromptFacts(
+                        "support/chat",
+                        "claude-opus-4-9",
+                        "anthropic",
+                        10,
+                        None,
+                        0,
+                        0,
+                        None,
+                        source="support/chat.prompt",
+                    ),
+                    __import__("promptc.tools.cost", fromlist=["x"]).prices().lookup("anthropic", "claude-opus-4-9"),
+                )
+            ],
+            "prompts_src",
+        ),
+    )[1],
     # 95x: usage records and the cache advisor
     "E950": lambda tmp_path: [__import__("promptc.tools.reconcile", fromlist=["x"]).records_problem("usage.jsonl")],
     "W951": lambda tmp_path: _records(tmp_path, '{"schema": "promptc.usage/1", "prompt": "a"}\n{"cut off\n'),

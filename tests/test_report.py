@@ -82,7 +82,7 @@ def test_report_with_an_old_build_and_traffic(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "r.html").read_text()
     assert "0 cache busts" in page and "deploy $0.000000 once" in page
-    assert "prices: promptc/data/prices.json (read 2026-12-01)" in page
+    assert "prices: promptc/data/prices.json (read 2026-12-06)" in page
     assert "$0.295310" in page  # helpdesk/agent per day, as promptc cost prints it
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
@@ -96,6 +97,32 @@ def load_traffic(command: str, path: str, names: Iterable[str], other_names: Ite
     return traffic
 
 
+def echo_warnings(found: Iterable[Any]) -> None:
+    """Warnings (W948: a model the price table does not price) to stderr, as the build prints them."""
+    color = use_color(settings().color, sys.stderr)
+    for d in found:
+        click.echo(render_text(d, color=color) + "\n", err=True, color=color)
+
+
+def source_root() -> str:
+    """The source folder, where W948 finds a prompt's `model=` parameter."""
+    return str(settings().config.src)
+
+
+class DateParam(TextParam):
+    """`--at DATE`: the day whose prices apply (ISO 8601, `2026-12-06`), checked here."""
+
+    name = "DATE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value).strip()
+        try:
+            date.fromisoformat(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a date (YYYY-MM-DD, e.g. 2026-12-06)", param, ctx)
+        return text
+
+
 def read_build(command: str, folder: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(manifest, facts by name, artifacts by name) of a build folder or a manifest file; exit 2
     when there is no readable manifest."""
@@ -119,8 +146,9 @@ def _signed(value: Decimal) -> str:
     return _dollars(value) if value < 0 else "+" + _dollars(value)
 
 
-def render_tree_text(tree: TreeCost, traffic_path: str | None) -> str:
-    lines = [f"prices: {tree.table.label}, US dollars" + (f"; traffic: {traffic_path}" if traffic_path else "")]
+def render_tree_text(tree: TreeCost, traffic_path: str | None, at: date | None = None) -> str:
+    when = "" if at is None else f", in force on {at.isoformat()}"
+    lines = [f"prices: {tree.table.label}{when}, US dollars" + (f"; traffic: {traffic_path}" if traffic_path else "")]
     header = ["prompt", "model", "tokens", "cached", "share", "$/req uncached", "$/req hit"]
     if tree.traffic:
         header += ["req/day", "$/day cached", "$/day uncached"]
@@ -233,9 +261,23 @@ def render_diff_text(cost: DiffCost, traffic_path: str) -> list[str]:
     help="With --advise: add or change each prompt's `/// cache_ttl:` line to the advised TTL (atomically; only "
     "when the artifact changes in nothing but the TTL).",
 )
+@click.option(
+    "--at",
+    "at_text",
+    type=DateParam(),
+    default=None,
+    help="Price at the prices in force on this day (YYYY-MM-DD; default: today): the table keeps each price "
+    "with the dates it holds.",
+)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def cost_cmd(
-    out: str | None, traffic_path: str | None, advise: bool, records: str | None, write: bool, fmt: str
+    out: str | None,
+    traffic_path: str | None,
+    advise: bool,
+    records: str | None,
+    write: bool,
+    at_text: str | None,
+    fmt: str,
 ) -> None:
     """What the build's prompts cost with and without caching: the cacheable share, the cost per
     request (and per day with --traffic), and the prompts whose layout leaves the most stable
@@ -243,21 +285,34 @@ def cost_cmd(
     Prices: promptc/data/prices.json (docs/cost.md)."""
     if (records or write) and not advise:
         _fail("cost", "--records and --write go with --advise")
+    at = None if at_text is None else date.fromisoformat(at_text)
     if advise:
-        _advise_cmd(out, traffic_path, records, write, fmt)
+        _advise_cmd(out, traffic_path, records, write, fmt, at)
         return
     folder = out or settings().config.out
     _manifest, facts, _artifacts = read_build("cost", folder)
     traffic = load_traffic("cost", traffic_path, list(facts)) if traffic_path else None
-    tree = tree_cost(facts.values(), traffic)
+    tree = tree_cost(facts.values(), traffic, at=at)
+    warnings = tree.warnings(source_root())
     if fmt == "json":
-        payload = envelope("cost", out=folder, traffic=traffic_path, **tree.to_json())
+        extra = {} if at is None else {"at": at.isoformat()}
+        payload = envelope(
+            "cost",
+            out=folder,
+            traffic=traffic_path,
+            **extra,
+            **tree.to_json(),
+            diagnostics=[d.to_json() for d in warnings],
+        )
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
-    click.echo(render_tree_text(tree, traffic_path))
+    echo_warnings(warnings)
+    click.echo(render_tree_text(tree, traffic_path, at))
 
 
-def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, write: bool, fmt: str) -> None:
+def _advise_cmd(
+    out: str | None, traffic_path: str | None, records: str | None, write: bool, fmt: str, at: date | None = None
+) -> None:
     if (traffic_path is None) == (records is None):
         _fail("cost", "--advise needs the traffic: --traffic FILE (requests per day) or --records FILE (timestamps)")
     config = settings().config
@@ -265,12 +320,12 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
     _manifest, facts, _artifacts = read_build("cost", folder)
     if traffic_path is not None:
         traffic = load_traffic("cost", traffic_path, list(facts))
-        advice = advise(facts.values(), traffic)
+        advice = advise(facts.values(), traffic, at=at)
         basis = f"traffic: {traffic_path}, per day"
     else:
         assert records is not None
         times = _record_times(records, list(facts))
-        advice = advise(facts.values(), times=times)
+        advice = advise(facts.values(), times=times, at=at)
         basis = f"records: {records}, over their timestamps"
     writes = []
     if write:
@@ -286,6 +341,11 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
         writes = plan_writes(advice, tree, config)
         writes = _apply(writes, src)
     table = prices()
+    # only the prompts the advice is about: those with traffic
+    sent = {a_name for item in advice for a_name in item.names}
+    warnings = tree_cost([f for f in facts.values() if f.name in sent], at=at).warnings(source_root())
+    if fmt != "json":
+        echo_warnings(warnings)
     if fmt == "json":
         payload = envelope(
             "cost",
@@ -296,7 +356,8 @@ def _advise_cmd(out: str | None, traffic_path: str | None, records: str | None, 
             prices=table.to_json(),
             advice=[a.to_json() for a in advice],
             written=[{"prompt": w.name, "path": w.path, "ttl": w.ttl} for w in writes if w.diagnostic is None],
-            diagnostics=[w.diagnostic.to_json() for w in writes if w.diagnostic is not None],
+            diagnostics=[d.to_json() for d in warnings]
+            + [w.diagnostic.to_json() for w in writes if w.diagnostic is not None],
         )
         click.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
     else:
@@ -466,4 +527,6 @@ def diff_money(
     old_facts = facts_of_build(old_manifest, _folder_of(old_arg))[0]
     new_facts = facts_of_build(new_manifest, _folder_of(new_arg))[0]
     traffic = load_traffic("diff", traffic_path, list(new_facts), list(old_facts))
-    return DiffMoney(diff_cost(old_facts, new_facts, traffic), traffic_path, limits)
+    money = diff_cost(old_facts, new_facts, traffic)
+    echo_warnings(money.after.warnings(source_root()))
+    return DiffMoney(money, traffic_path, limits)

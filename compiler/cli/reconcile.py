@@ -19,6 +19,7 @@ from ..driver.sources import read_tree
 from ..facts import codes, diagnostics
 from ..facts.diagnostics import file_span, make, use_color
 from ..runtime.model import ArtifactError, Manifest
+from ..tools.cost import PromptFacts, Unpriced, unpriced_warnings
 from ..tools.reconcile import (
     FailOn,
     Locator,
@@ -127,7 +128,25 @@ def run_reconcile(
         hidden = stats.skipped - len(stats.diagnostics)
         if hidden > 0:
             click.echo(f"promptc {command}: {hidden} more malformed records skipped", err=True)
+        for d in unpriced_diagnostics(result, str(src)):
+            if fmt == "github":
+                click.echo(diagnostics.render_github(d))
+            else:
+                click.echo(diagnostics.render_text(d, color=color) + "\n", err=True, color=color)
     return result
+
+
+def unpriced_diagnostics(result: Any, root: str) -> list[diagnostics.Diagnostic]:
+    """W948 for each model the records were sent to that the price table does not price at the
+    records' moments: their money figures leave those records out."""
+    missing = []
+    for model, (why, prompt) in sorted(result.unpriced.items()):
+        found = result.prompts.get(prompt)
+        source = None if found is None else found.source
+        missing.append(
+            (PromptFacts(prompt, model, None, None, None, 0, None, None, source=source), Unpriced(why, model))
+        )
+    return unpriced_warnings(missing, root)
 
 
 def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[str, str | None], Any]:
@@ -210,7 +229,8 @@ def reconcile_cmd(
             "reconcile",
             out=folder,
             **result.to_json(),
-            diagnostics=[d.to_json() for d in result.stats.diagnostics],
+            diagnostics=[d.to_json() for d in result.stats.diagnostics]
+            + [d.to_json() for d in unpriced_diagnostics(result, str(settings().config.src))],
             fail_on=[str(rule) for rule in fail_on],
             failed=failing,
         )

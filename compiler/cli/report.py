@@ -14,7 +14,7 @@ from ..tools.cost import diff_cost, tree_cost
 from ..tools.diff import diff_manifests
 from ..tools.report import report_html
 from .common import USAGE_ERROR, settings
-from .cost import load_traffic, read_build
+from .cost import echo_warnings, load_traffic, read_build, source_root
 from .reconcile import run_reconcile
 
 
@@ -64,6 +64,7 @@ def report_cmd(output: str, out: str | None, old: str | None, traffic_path: str 
         traffic = load_traffic("report", traffic_path, list(facts), list(old_facts or ()))
     diff = diff_manifests(old_manifest, manifest) if old_manifest is not None else None
     cost = tree_cost(facts.values(), traffic)
+    echo_warnings(cost.warnings(source_root()))
     money = diff_cost(old_facts, facts, traffic) if old_facts is not None and traffic is not None else None
     observed = None
     if records is not None:

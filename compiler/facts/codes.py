@@ -541,6 +541,11 @@ UNKNOWN_TRAFFIC_PROMPT = _code(
     "traffic for an unknown prompt",
     "The `--traffic` file names a prompt that is not in the build (a typo, or a prompt that was renamed or removed): its requests are not counted. The hint names the closest prompt.",
 )
+UNPRICED_MODEL = _code(
+    "W948",
+    "model not priced",
+    "A prompt's model has no row in the price table (promptc/data/prices.json) in force at the moment priced, in the size band of its request: a model the table does not name (`claude-opus-4-8` is never priced as `claude-opus-4`: a row matches only its own model names and their snapshot suffixes, `-20250929`, `@20250929`, `-v1:0`), a model whose price could not be read from an official page, a request larger than every band of its model, or a moment before its first row. `promptc cost`, `diff --traffic`, `cost --advise`, `report` and `reconcile` say so once per model, at the prompt's `model=` parameter, and leave its prompts out of every money figure instead of guessing.",
+)
 
 # 95x: usage records (`promptc reconcile`) and the cache advisor (`promptc cost --advise`)
 RECORDS_UNREADABLE = _code(

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import field, replace
 from dataclasses import replace as copy
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cache
 from importlib import resources
@@ -40,7 +42,7 @@ from typing import Any
 from ..backend.meter import meter
 from ..facts import codes
 from ..facts.diagnostics import Diagnostic, make
-from ..facts.profiles import provider_of_model, resolve
+from ..facts.profiles import provider_of_model, resolve, resolve_model
 from ..facts.records import dataclass
 from ..facts.suggest import did_you_mean
 from ..runtime.buildfolder import BuildFolder
@@ -91,24 +93,30 @@ def money(value: Decimal) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """One model family's input-side prices, in dollars per million tokens."""
+    """One price row: a model's input-side prices, in dollars per million tokens, in force from
+    `effective_from` until `effective_until` for requests in its size band."""
 
     provider: str
-    #: the model-name prefix of prices.json that matched (`claude-sonnet-4-5`)
+    #: the model name of prices.json that matched (`claude-sonnet-4-5` for `claude-sonnet-4-5-20250929`)
     key: str
     input: Decimal
-    #: TTL name (`5m`, `1h`, `30m`) → write price; the first is the provider's default
+    #: TTL name (`5m`, `1h`, `30m`, `24h`) → write price; the first is the model's default lifetime
     cache_write: tuple[tuple[str, Decimal], ...]
     #: None: the model has no cached-input rate (reads cost the input rate)
     cache_read: Decimal | None
     source: str
     read: str
-    #: the prices hold for requests up to this many tokens (None: any size)
+    #: the row prices requests of at most this many prompt tokens (None: no upper bound) …
     max_prompt_tokens: int | None = None
+    #: … and of more than this many (None: no lower bound)
+    over_prompt_tokens: int | None = None
+    #: the first day the row is in force (None: since the model's release) and the first day it no longer is
+    effective_from: date | None = None
+    effective_until: date | None = None
 
     def ttl(self, wanted: str | None) -> str:
         """The TTL the cost uses: the artifact's `cache.ttl` if this model has a price for it,
-        else the provider's default."""
+        else the model's default."""
         names = [name for name, _ in self.cache_write]
         return wanted if wanted in names else names[0]
 
@@ -122,13 +130,61 @@ class Price:
 
 @dataclass(frozen=True, slots=True)
 class Unpriced:
-    """A model the table names but cannot price (no verified price), or no model at all."""
+    """Why a prompt has no price: no model, or a model the table cannot price (`model` is then the
+    model, and W948 names it)."""
 
     reason: str
+    model: str | None = None
+
+
+#: what may follow a price row's model name in a model id and still be that model: a snapshot date
+#: (`-20250929`, `-2025-04-14`, Vertex's `@20250929`) and Bedrock's version (`-v1:0`), in that order
+_SNAPSHOT = re.compile(r"(?:-\d{8}|-\d{4}-\d\d-\d\d|@\d{8})?(?:-v\d+(?::\d+)?)?")
+#: a Bedrock cross-region inference prefix before a model id (`us.`, `eu.`, `global.` before `anthropic.…`)
+_REGION = re.compile(r"[a-z][a-z-]*\.(?=[a-z][a-z0-9-]*\.)")
+
+
+def _day(value: Any) -> date | None:
+    return None if value in (None, "release") else date.fromisoformat(str(value))
+
+
+_EPOCH_DAY = date(1970, 1, 1)
+
+
+def _epoch_day(at: datetime | date | float | None) -> int:
+    """The UTC day of a moment (epoch seconds, an aware datetime, a date) as days since 1970-01-01;
+    today when None. Records are priced one lookup each, so this stays arithmetic."""
+    if at is None:
+        at = datetime.now(UTC)
+    if isinstance(at, datetime):
+        return int((at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp() // 86400)
+    if isinstance(at, date):
+        return (at - _EPOCH_DAY).days
+    return int(float(at) // 86400)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A price row of one model, its conditions decoded once: the days it is in force (days since
+    1970-01-01, `end` exclusive) and its size band."""
+
+    name: str
+    item: Mapping[str, Any]
+    start: int
+    end: int
+    over: int | None
+    most: int | None
+
+    def holds(self, day: int, size: int | None) -> bool:
+        if not self.start <= day < self.end:
+            return False
+        if size is None:  # an unknown size: the smallest band
+            return self.over is None
+        return (self.over is None or size > self.over) and (self.most is None or size <= self.most)
 
 
 class PriceTable:
-    """The decoded prices.json, with lookup by provider and model."""
+    """The decoded prices.json, with lookup by (provider, model, moment, prompt size)."""
 
     def __init__(self, document: Mapping[str, Any], path: str = "promptc/data/prices.json") -> None:
         self.document = document
@@ -136,6 +192,12 @@ class PriceTable:
         self.read_date: str = str(document.get("read", "?"))
         self.ttl_seconds: dict[str, int] = {k: int(v) for k, v in document.get("ttl_seconds", {}).items()}
         self.sha256 = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+        #: (provider, model) → the rows that price the model (memo: reconcile looks up every record)
+        self._rows: dict[tuple[str, str], list[_Row]] = {}
+        #: (provider, id of a row, its name that matched) → its Price (memo)
+        self._prices: dict[tuple[str, int, str], Price] = {}
+        #: (provider, model, day, prompt tokens) → the last answers (a bounded memo)
+        self._recent: dict[tuple[str | None, str, int, int | None], Price | Unpriced] = {}
 
     @property
     def label(self) -> str:
@@ -145,37 +207,100 @@ class PriceTable:
     def to_json(self) -> dict[str, str]:
         return {"table": self.path, "read": self.read_date}
 
-    def lookup(self, provider: str | None, model: str | None) -> Price | Unpriced:
+    def rows_for(self, provider: str, model: str) -> list[_Row]:
+        """Every row of `provider` that prices `model`, with the row's name that matched: the
+        model itself, or that name plus a snapshot suffix (`-20250929`, `@20250929`, `-v1:0`)
+        after an optional region prefix (`us.`), or an alias providers.json resolves to one."""
+        memo = self._rows.get((provider, model))
+        if memo is not None:
+            return memo
+        bare = _REGION.sub("", model, count=1) if _REGION.match(model) else model
+        names = {bare, resolve_model(provider, bare) or bare}
+        found: list[_Row] = []
+        entry = self.document.get("providers", {}).get(provider) or {}
+        for item in entry.get("prices", []):
+            for name in item["models"]:
+                if any(candidate.startswith(name) and _SNAPSHOT.fullmatch(candidate, len(name)) for candidate in names):
+                    start, end = _day(item.get("effective_from")), _day(item.get("effective_until"))
+                    found.append(
+                        _Row(
+                            name,
+                            item,
+                            -(10**9) if start is None else (start - _EPOCH_DAY).days,
+                            10**9 if end is None else (end - _EPOCH_DAY).days,
+                            item.get("over_prompt_tokens"),
+                            item.get("max_prompt_tokens"),
+                        )
+                    )
+                    break
+        self._rows[(provider, model)] = found
+        return found
+
+    def lookup(
+        self,
+        provider: str | None,
+        model: str | None,
+        at: datetime | date | float | None = None,
+        prompt_tokens: int | None = None,
+    ) -> Price | Unpriced:
+        """The price of a request to `model` at the moment `at` (epoch seconds, a datetime or a
+        date; now when None) with `prompt_tokens` tokens of input (None: the smallest band): the
+        row in force that day, in the size band the request falls in. A model no row names is
+        unpriced, never priced as a neighbour."""
         if not model:
             return Unpriced("no model")
-        providers = self.document.get("providers", {})
+        day = _epoch_day(at)
+        recent = (provider, model, day, prompt_tokens)
+        found = self._recent.get(recent)
+        if found is None:
+            if len(self._recent) >= 4096:  # bounded: records of one day and size repeat, the rest need not
+                self._recent.clear()
+            found = self._recent[recent] = self._lookup(provider, model, day, prompt_tokens)
+        return found
+
+    def _lookup(self, provider: str | None, model: str, day: int, prompt_tokens: int | None) -> Price | Unpriced:
         if not provider:
             provider = provider_of_model(model)
-        entry = providers.get(provider or "")
+        entry = self.document.get("providers", {}).get(provider or "")
         if entry is None:
-            return Unpriced(f"no prices for provider {provider}" if provider else f"no provider for model {model}")
-        best: tuple[int, str, dict[str, Any]] | None = None
-        for item in entry.get("prices", []):
-            for prefix in item["models"]:
-                if model == prefix or model.startswith(prefix + "-"):
-                    if best is None or len(prefix) > best[0]:
-                        best = (len(prefix), prefix, item)
-        if best is None:
-            why = entry.get("why")
-            return Unpriced(why or f"{model} is not in the price table")
-        _, key, item = best
-        if item.get("price", True) is None:
-            return Unpriced(f"{key}: {item.get('why', 'no verified price')}")
+            why = f"no prices for provider {provider}" if provider else f"no provider for model {model}"
+            return Unpriced(why, model)
+        assert provider is not None
+        rows = self.rows_for(provider, model)
+        if not rows:
+            return Unpriced(entry.get("why") or f"{model} is not in the price table", model)
+        row = next((row for row in rows if row.holds(day, prompt_tokens)), None)
+        if row is None:
+            if not any(row.start <= day < row.end for row in rows):
+                when = (_EPOCH_DAY + timedelta(days=day)).isoformat()
+                return Unpriced(f"{rows[0].name}: the table has no price in force on {when}", model)
+            limit = max(int(row.most or 0) for row in rows if row.start <= day < row.end)
+            return Unpriced(f"{rows[0].name}: the table has no price for prompts over {limit} tokens", model)
+        if row.item.get("price", True) is None:
+            return Unpriced(f"{row.name}: {row.item.get('why', 'no verified price')}", model)
+        key = (provider, id(row.item), row.name)
+        price = self._prices.get(key)
+        if price is None:
+            price = self._prices[key] = self._price(provider, row)
+        return price
+
+    @staticmethod
+    def _price(provider: str, row: _Row) -> Price:
+        item = row.item
         read = item.get("cache_read")
+        sources = item.get("sources") or [item.get("source", "")]
         return Price(
-            provider or "",
-            key,
+            provider,
+            row.name,
             Decimal(item["input"]),
             tuple((ttl, Decimal(value)) for ttl, value in item["cache_write"].items()),
             None if read is None else Decimal(read),
-            item["source"],
+            str(sources[0]),
             item["read"],
             item.get("max_prompt_tokens"),
+            item.get("over_prompt_tokens"),
+            _day(item.get("effective_from")),
+            _day(item.get("effective_until")),
         )
 
 
@@ -456,6 +581,52 @@ def check_traffic(
 
 
 # ---------------------------------------------------------------------------------------------
+# W948: a model the price table does not price
+
+#: `model=…` in a `/// param:` line, where a prompt names its model
+_MODEL_PARAM = re.compile(r"^[ \t]*///[ \t]*param[ \t]*:[^\n]*?\b(model[ \t]*=[ \t]*[^,\s]+)", re.M)
+
+
+def unpriced_warnings(
+    missing: Iterable[tuple[PromptFacts, Unpriced]], root: str | Path | None = None
+) -> list[Diagnostic]:
+    """One W948 per model the table does not price, naming the model, why, and its prompts; at
+    the first prompt's `model=` in its `/// param:` line when `root` (the source folder) holds its
+    source, else at the source file (the model may come from the configuration)."""
+    by_model: dict[tuple[str, str], list[PromptFacts]] = {}
+    for f, found in missing:
+        by_model.setdefault((found.model or "", found.reason), []).append(f)
+    out: list[Diagnostic] = []
+    for (model, reason), prompts in sorted(by_model.items()):
+        names = ", ".join(sorted(f.name for f in prompts))
+        first = min(prompts, key=lambda f: f.name)
+        span, src, path = None, None, first.source
+        if root is not None and first.source:
+            path = str(Path(root) / first.source)
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                data = None
+            if data is not None and len(data) <= 4 << 20:
+                src, _ = decode(path, data)
+                named = None if src is None else _MODEL_PARAM.search(src.text)
+                if src is not None and named is not None:
+                    span = src.span(named.start(1), named.end(1))
+        out.append(
+            make(
+                codes.UNPRICED_MODEL,
+                f"`{model}` is not priced: {reason}; its prompts ({names}) count in no money figure",
+                span,
+                "add a row for the model to promptc/data/prices.json with its source and the date it was read "
+                "(docs/cost.md), or use a model the table prices",
+                source=src,
+                path=path,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The cost of a tree
 
 
@@ -530,6 +701,13 @@ class TreeCost:
     table: PriceTable
     prompts: tuple[PromptCost, ...]
     traffic: bool
+    #: the prompts whose model the table does not price (W948), with why
+    missing: tuple[tuple[PromptFacts, Unpriced], ...] = ()
+
+    def warnings(self, root: str | Path | None = None) -> list[Diagnostic]:
+        """W948 for each model the table does not price (`root`: the source folder, to point at
+        the prompts' `model=` parameters)."""
+        return unpriced_warnings(self.missing, root)
 
     @property
     def priced(self) -> tuple[PromptCost, ...]:
@@ -613,8 +791,10 @@ def tree_cost(
     facts: Iterable[PromptFacts],
     traffic: Mapping[str, Decimal] | None = None,
     table: PriceTable | None = None,
+    at: datetime | date | None = None,
 ) -> TreeCost:
-    """The cost of every prompt, per request and (with `traffic`) per day. Prompts the traffic
+    """The cost of every prompt, per request and (with `traffic`) per day, at the prices in force
+    on `at` (now when None), each request in the size band of its tokens. Prompts the traffic
     does not name get no requests."""
     table = table or prices()
     if traffic is not None:  # library callers may pass ints or floats
@@ -623,16 +803,16 @@ def tree_cost(
         }
     rows = sorted(facts, key=lambda f: f.name)
     looked: list[tuple[PromptFacts, Price | None, str | None, str | None]] = []
+    missing: list[tuple[PromptFacts, Unpriced]] = []
     for f in rows:
-        found = table.lookup(f.provider, f.model)
+        found = table.lookup(f.provider, f.model, at, f.total_tokens)
         if isinstance(found, Unpriced):
             looked.append((f, None, found.reason, None))
+            if found.model is not None:
+                missing.append((f, found))
             continue
         if f.total_tokens is None:
             looked.append((f, None, "request size unknown (the build's artifacts are not available)", None))
-            continue
-        if found.max_prompt_tokens is not None and f.total_tokens > found.max_prompt_tokens:
-            looked.append((f, None, f"over {found.max_prompt_tokens} tokens: the table has no price", None))
             continue
         looked.append((f, found, None, found.ttl(f.ttl)))
     # one cache per prefix: the traffic of prompts sharing an entry adds up
@@ -681,7 +861,7 @@ def tree_cost(
                 waste,
             )
         out.append(cost)
-    return TreeCost(table, tuple(out), traffic is not None)
+    return TreeCost(table, tuple(out), traffic is not None, tuple(missing))
 
 
 def _writes(requests: Decimal, table: PriceTable, ttl: str) -> tuple[bool, Decimal]:
@@ -756,6 +936,7 @@ def diff_cost(
     new: Mapping[str, PromptFacts],
     traffic: Mapping[str, Decimal],
     table: PriceTable | None = None,
+    at: datetime | date | None = None,
 ) -> DiffCost:
     """Cost per day before and after a change, and the deploy's cache misses. An old prompt whose
     request size is unknown (only its manifest entry was available) is estimated as the new
@@ -773,10 +954,10 @@ def diff_cost(
             f = replace(f, total_tokens=outside + f.prefix_tokens, ttl=ttl)
             estimated.append(name)
         before.append(f)
-    before_cost = tree_cost(before, traffic, table)
+    before_cost = tree_cost(before, traffic, table, at)
     priced_before = {p.facts.name for p in before_cost.prompts if p.price is not None}
     estimated = [name for name in estimated if name in priced_before]  # only where it changes a figure
-    after_cost = tree_cost(new.values(), traffic, table)
+    after_cost = tree_cost(new.values(), traffic, table, at)
     old_entries = {(f.model, f.prefix_sha256) for f in old.values() if f.prefix_sha256 and f.cacheable_tokens}
     misses: list[DeployMiss] = []
     seen: set[tuple[str | None, str | None]] = set()
@@ -960,6 +1141,7 @@ def advise(
     *,
     times: Mapping[str, Iterable[float]] | None = None,
     table: PriceTable | None = None,
+    at: datetime | date | None = None,
 ) -> list[Advice]:
     """The advice for every cache entry of the build, from requests per day (`traffic`, evenly
     spaced as the cost model assumes) or from the start times of the requests (`times`, by prompt:
@@ -971,7 +1153,7 @@ def advise(
     groups: dict[tuple[object, ...], list[tuple[PromptFacts, Price]]] = {}
     out: list[Advice] = []
     for f in sorted(facts, key=lambda f: f.name):
-        found = table.lookup(f.provider, f.model)
+        found = table.lookup(f.provider, f.model, at, f.total_tokens)
         count = (traffic or {}).get(f.name) if traffic is not None else None
         if traffic is not None and not count:
             continue
@@ -982,8 +1164,6 @@ def advise(
             unpriced = found.reason
         elif f.total_tokens is None:
             unpriced = "request size unknown (the build's artifacts are not available)"
-        elif found.max_prompt_tokens is not None and f.total_tokens > found.max_prompt_tokens:
-            unpriced = f"over {found.max_prompt_tokens} tokens: the table has no price"
         if unpriced is not None or isinstance(found, Unpriced):
             requests = Decimal(str(count)) if count is not None else Decimal(len(list(times[f.name])))  # type: ignore[index]
             out.append(
@@ -993,7 +1173,7 @@ def advise(
         key = (found.provider, f.model, f.prefix_sha256, potential(f)) if potential(f) else (f.name,)
         groups.setdefault(key, []).append((f, found))
     for members in groups.values():
-        out.append(_advise_group(members, traffic, times, table))
+        out.append(_advise_group(members, traffic, times, table, at))
     out.sort(key=lambda a: a.names)
     return out
 
@@ -1003,6 +1183,7 @@ def _advise_group(
     traffic: Mapping[str, Decimal] | None,
     times: Mapping[str, Iterable[float]] | None,
     table: PriceTable,
+    at: datetime | date | None = None,
 ) -> Advice:
     first, price = members[0]
     choices, breakpoints = _choices(first, price)
@@ -1057,12 +1238,12 @@ def _advise_group(
     if current != "mixed":
         current_cost = next((o.cost for o in options if o.ttl == current), None)
     elif traffic is not None:  # what the tree costs as it is: the cost model's own sum, prompt by prompt
-        current_cost = tree_cost([f for f, _ in members], traffic, table).day_with()
+        current_cost = tree_cost([f for f, _ in members], traffic, table, at).day_with()
     else:  # the cost model keeps one entry per TTL: each TTL's prompts on their own
         current_cost = Decimal(0)
         for ttl in sorted(set(owned)):
             part = [(f, p) for (f, p), own in zip(members, owned, strict=True) if own == ttl]
-            one = _advise_group([(replace(f, ttl=ttl), p) for f, p in part], traffic, times, table)
+            one = _advise_group([(replace(f, ttl=ttl), p) for f, p in part], traffic, times, table, at)
             current_cost += one.cost_of(ttl) or Decimal(0)
     return Advice(
         names,

@@ -56,7 +56,7 @@ from ..runtime import requestmodel
 from ..runtime.buildfolder import BuildFolder, BuildFolderError
 from ..runtime.model import Artifact
 from ..runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
-from .cost import Price, PriceTable, facts_of_build, money, prices
+from .cost import Price, PriceTable, Unpriced, facts_of_build, money, prices
 from .divergence import _pieces, first_difference, prompt_in
 
 __all__ = [
@@ -504,6 +504,8 @@ class Reconciliation:
     table_label: str
     records_path: str = ""
     against: str | None = None
+    #: model → (why the price table does not price it, a prompt sent to it): W948
+    unpriced: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def requests(self) -> int:
@@ -653,7 +655,8 @@ class _Facts:
 
 def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
     provider = None if artifact.provider is None else artifact.provider.name
-    found = table.lookup(provider, artifact.model)
+    # the TTL the build asked for, named as today's price row names it (each record is priced at its own moment)
+    found = table.lookup(provider, artifact.model, None, artifact.totals.tokens)
     price = found if isinstance(found, Price) else None
     wanted = artifact.cache.ttl if artifact.cache.ttl not in (None, "none") else None
     ttl_name = price.ttl(wanted) if price is not None else (wanted or "5m")
@@ -679,7 +682,7 @@ def _cost(price: Price | None, ttl: str | None, total: int, read: int, written: 
         return Decimal(0)
     rate_in = price.input
     rate_read = price.read_rate
-    rate_write = price.write(ttl or price.ttl(None)) if price.cache_read is not None else price.input
+    rate_write = price.write(price.ttl(ttl)) if price.cache_read is not None else price.input
     plain = max(0, total - read - written)
     return (plain * rate_in + read * rate_read + written * rate_write) / _MTOK
 
@@ -706,6 +709,8 @@ def reconcile(
     facts = {name: _facts(artifact, table) for name, artifact in artifacts.items()}
     results: dict[str, PromptResult] = {}
     entries: dict[tuple[str | None, str | None, str | None], _Entry] = {}
+    #: model → (why the table does not price it, a prompt sent to it): W948
+    unpriced: dict[str, tuple[str, str]] = {}
 
     def classify(line: int, record: UsageRecord, start: float, end: float) -> None:
         if observe is None:
@@ -738,7 +743,11 @@ def reconcile(
         model = resolve_model(record.provider, record.model)
         key = (record.provider, model, record.prefix_sha256)
         entry = entries.setdefault(key, _Entry())
-        price = fact.price
+        # each record at the price in force at its own moment, in the size band of its prompt
+        found = table.lookup(fact.provider, fact.artifact.model, end, total)
+        price = found if isinstance(found, Price) else None
+        if isinstance(found, Unpriced) and found.model is not None:
+            unpriced.setdefault(found.model, (found.reason, record.prompt))
         observed = _cost(price, fact.ttl_name, total, read, written)
 
         def lost(expected_write: bool) -> Decimal:
@@ -817,7 +826,7 @@ def reconcile(
 
     for result in results.values():
         _explain(result, facts.get(result.name), locator, against)
-    return Reconciliation(results, stats, table.label, records_path, against)
+    return Reconciliation(results, stats, table.label, records_path, against, unpriced)
 
 
 #: with an estimated tokenizer, a read this close to the prediction is the whole prefix
