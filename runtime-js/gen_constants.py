@@ -1,14 +1,16 @@
 """Write the JavaScript runtime's constants from the compiler's own definitions.
 
-    python runtime-js/gen_constants.py          # rewrite src/language.js, src/language.d.ts and
-                                                # src/shape-params.js
+    python runtime-js/gen_constants.py          # rewrite src/language.js, src/language.d.ts,
+                                                # src/shape-params.js and src/printable.js
     python runtime-js/gen_constants.py --check  # exit 1 when a committed file differs
 
 The facts live once, in Python: the language's (`promptc.facts.language`: the joiner between sections,
 the request shapes, the roles a provider sends as its system prompt, what a placeholder holds
 and what its path may not read (the attribute rule), the openers a backslash escapes, the build folder's file name and the schemas it writes) and the
 providers' (`promptc/data/providers.json`: each shape's parameter names, provider, turn
-requirements and body layout, and each provider's model-name prefixes). `make build` runs this
+requirements and body layout, and each provider's model-name prefixes), and the characters `repr`
+writes as they are (`promptc.facts.printable`: one Unicode version's, whatever the engine's tables
+are). `make build` runs this
 script, and `tests/test_js_constants.py` fails until the committed files are regenerated.
 """
 
@@ -19,13 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from promptc.facts import language
+from promptc.facts import language, printable
 from promptc.facts.profiles import data as profile_data
 
 HERE = Path(__file__).resolve().parent
 LANGUAGE_JS = HERE / "src" / "language.js"
 LANGUAGE_DTS = HERE / "src" / "language.d.ts"
 SHAPE_PARAMS_JS = HERE / "src" / "shape-params.js"
+PRINTABLE_JS = HERE / "src" / "printable.js"
 
 _HEADER = "// Generated from {source} by runtime-js/gen_constants.py: do not edit.\n"
 
@@ -119,9 +122,32 @@ def shape_params_js() -> str:
     )
 
 
+def printable_js() -> str:
+    """`src/printable.js`: the characters from U+0080 up that `repr` escapes, as one character class
+    (`promptc.facts.printable`'s table, not the engine's `\\p{C}`, whose Unicode version is Node's)."""
+    runs = zip(printable.NON_PRINTABLE[::2], printable.NON_PRINTABLE[1::2], strict=True)
+    ranges = [f"\\u{{{start:x}}}" + (f"-\\u{{{end - 1:x}}}" if end - 1 > start else "") for start, end in runs]
+    rows = ["".join(ranges[i : i + 12]) for i in range(0, len(ranges), 12)]
+    return (
+        _HEADER.format(source="promptc.facts.printable")
+        + "// The Unicode version whose printable characters `repr` writes as they are.\n"
+        f"export const UNICODE_VERSION = {_js(printable.UNICODE_VERSION)};\n"
+        "// One character from U+0080 up that is not printable in that version (`str.isprintable`).\n"
+        "export const NON_PRINTABLE = new RegExp(\n"
+        '  "^[" +\n' + "".join(f"    {_js(row)} +\n" for row in rows) + '    "]$",\n'
+        '  "u",\n'
+        ");\n"
+    )
+
+
 def generated() -> dict[Path, str]:
     """Every file this script writes, and its text."""
-    return {LANGUAGE_JS: language_js(), LANGUAGE_DTS: language_dts(), SHAPE_PARAMS_JS: shape_params_js()}
+    return {
+        LANGUAGE_JS: language_js(),
+        LANGUAGE_DTS: language_dts(),
+        SHAPE_PARAMS_JS: shape_params_js(),
+        PRINTABLE_JS: printable_js(),
+    }
 
 
 def main(argv: list[str]) -> int:

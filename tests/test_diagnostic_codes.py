@@ -410,7 +410,12 @@ CASES = {
     )[1],
     # 95x: usage records and the cache advisor
     "E950": lambda tmp_path: [__import__("promptc.tools.reconcile", fromlist=["x"]).records_problem("usage.jsonl")],
-    "W951": lambda tmp_path: _records(tmp_path, '{"schema": "promptc.usage/1", "prompt": "a"}\n{"cut off\n'),
+    "W951": lambda tmp_path: _records(tmp_path, '{"hello": "world"}\n{"cut off\n'),
+    "W953": lambda tmp_path: _records(
+        tmp_path,
+        '{"schema": "promptc.usage/1", "prompt": "a", "shape": "openai", "timestamp": "2026-12-01T09:00:00.000Z", '
+        '"input_tokens": "²"}\n',
+    ),
     "E952": lambda tmp_path: _advice_write(tmp_path),
     # 94x: diff's old tree
     "E940": lambda tmp_path: _old_tree(tmp_path, "HEAD", git=False),

@@ -10,7 +10,8 @@ order, begins with exactly the recorded prefix (its hash is the recorded hash, a
 it is dynamic); every recorded Anthropic breakpoint is a `cache_control` marker and every marker
 a recorded breakpoint; `cacheable_tokens` is what the stable-prefix marker (or the provider's
 automatic caching) covers, counted on the sent text. The JavaScript runtime writes the same bodies
-(`ci_only`: node). A second property mutates one thing at a time and checks that the hash and
+(`ci_only`: node), values that are lists and dicts of characters newer than either runtime's
+Unicode tables included. A second property mutates one thing at a time and checks that the hash and
 `diff --fail-on bust` move exactly when the provider's documented cache keys change.
 
 The reading-back here is the test's own (the layout each provider's cache reads, written out from
@@ -105,10 +106,25 @@ HOSTILE = [
     "😀",
     "\x00",
 ]
+#: characters newer than the Unicode version of `repr`'s table (promptc.facts.printable: 14.0),
+#: which Node's and newer Pythons' tables call printable: from 15.0 (U+1FAE8, U+11F00), 15.1
+#: (U+2EBF0), 16.0 (U+1FAE9, U+1FA89, U+1CC00, U+16D40) and 17.0 (U+088F, U+33479); and code
+#: points no version assigns or that are private use or noncharacters
+NEWEST = [
+    *"\U0001fae8\U00011f00\U0002ebf0\U0001fae9\U0001fa89\U0001cc00\U00016d40\u088f\U00033479",
+    *"\u0378\U000e0080\U0010fffd\ufffe\x85\xad\u200b",
+]
 
+text_values = st.one_of(
+    st.sampled_from(HOSTILE + NEWEST),
+    st.lists(st.one_of(st.sampled_from(HOSTILE + NEWEST), st.text(max_size=6)), max_size=4).map("".join),
+)
+#: a value is inserted as its `str()`: a list or dict writes its strings with `repr`, whose escapes
+#: are the table's (the same bytes from both runtimes, whatever their engines' Unicode version)
 values = st.one_of(
-    st.sampled_from(HOSTILE),
-    st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=6)), max_size=4).map("".join),
+    text_values,
+    st.lists(text_values, max_size=3),
+    st.dictionaries(text_values, st.one_of(text_values, st.lists(text_values, max_size=2)), max_size=2),
 )
 
 
@@ -278,7 +294,7 @@ def _counter(name: str):
     return meter(name)
 
 
-def check_request(drawn: Drawn, artifact, first: dict[str, str], second: dict[str, str]) -> list[tuple[str, Any]]:
+def check_request(drawn: Drawn, artifact, first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, Any]]:
     """Every check of the module docstring for one artifact and two sets of values (`second` has
     every value changed). Returns the (shape, model) pairs whose bodies were checked, per value set."""
     checked = []
@@ -391,9 +407,9 @@ def compiled(drawn: Drawn):
     return result.artifact
 
 
-def value_sets(drawn: Drawn, data) -> tuple[dict[str, str], dict[str, str]]:
+def value_sets(drawn: Drawn, data) -> tuple[dict[str, Any], dict[str, Any]]:
     first = {name: data.draw(values, label=name) for name in drawn.inputs}
-    second = {name: value + "¤" for name, value in first.items()}
+    second = {name: value + "¤" if isinstance(value, str) else [value, "¤"] for name, value in first.items()}
     return first, second
 
 
@@ -435,6 +451,18 @@ def test_node_sends_the_bytes_python_sends(drawn: Drawn, data, node_bodies) -> N
     for shape, model, inputs, body in check_request(drawn, artifact, *value_sets(drawn, data)):
         answer = node_bodies(text, inputs, shape, model)
         assert answer == {"body": body.decode("utf-8")}, shape
+
+
+@pytest.mark.ci_only
+def test_node_escapes_in_a_value_what_python_escapes(node_bodies) -> None:
+    """Issue 33, item 17: `🫩` (Unicode 16.0) in a list was `'\\U0001fae9'` from Python 3.11 and
+    the raw character from Node; both now write `repr` by one table (promptc.facts.printable)."""
+    artifact = compile_text("/// param: model=gpt-4o\n----- user -----\nItems: ${a}\n", name="p").artifact
+    assert artifact is not None
+    values = {"a": [*NEWEST, {"".join(NEWEST): "\U0001fae9 ok"}]}
+    body = render_artifact(artifact, values).body("openai").decode("utf-8")
+    assert "\\\\U0001fae9" in body and "\\\\u0378" in body and "\U0001fae9" not in body
+    assert node_bodies(dumps(artifact).decode("utf-8"), values, "openai", None) == {"body": body}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,15 @@ import pytest
 from promptc.driver import build
 from promptc.facts.config import Config
 from promptc.runtime.render import RenderError, load
-from promptc.runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
+from promptc.runtime.usage import (
+    FIRST_SECOND,
+    LAST_SECOND,
+    USAGE_SCHEMA,
+    UsageError,
+    UsageRecord,
+    iso_timestamp,
+    parse_timestamp,
+)
 
 from . import sdk_capture
 from .conftest import ROOT
@@ -241,6 +249,37 @@ def test_records_are_checked_when_read_back() -> None:
     ):
         with pytest.raises(UsageError, match=message):
             UsageRecord.from_json({**good, **change})
+
+
+def test_a_count_is_a_whole_number_below_2_63_and_nothing_else() -> None:
+    from decimal import Decimal
+
+    good = {"schema": USAGE_SCHEMA, "prompt": "p", "shape": "openai", "timestamp": WHEN, "input_tokens": 10}
+    for written, read in ((7, 7), ("7", 7), (7.0, 7), ("0007", 7), (2**63 - 1, 2**63 - 1), ("9" * 18, int("9" * 18))):
+        assert UsageRecord.from_json({**good, "output_tokens": written}).output_tokens == read
+    for bad in ("²", "٣", "1_000", " 12", "", "-5", "1" * 6000, float("nan"), float("inf"), 1e300, -1, 1.5, 2**63):
+        with pytest.raises(UsageError, match="^output_tokens: expected a token count") as caught:
+            UsageRecord.from_json({**good, "output_tokens": bad})
+        assert caught.value.field == "output_tokens" and len(str(caught.value)) < 120
+    for bad in (True, [], {}, Decimal("1" * 6000), 2**20_000):  # repr of the last raises: it is not quoted
+        with pytest.raises(UsageError, match="^input_tokens: expected a token count"):
+            UsageRecord.from_json({**good, "input_tokens": bad})
+
+
+def test_timestamps_are_the_years_1_to_9999_in_utc() -> None:
+    """The four-digit years both runtimes write: the year 1 is `0001` (strftime's `%Y` wrote `1`,
+    which no reader takes for a year), and a moment outside them, NaN or infinite is refused."""
+    assert iso_timestamp(FIRST_SECOND) == "0001-01-01T00:00:00.000Z"
+    assert iso_timestamp(LAST_SECOND) == "9999-12-31T23:59:59.999Z"
+    assert parse_timestamp("0001-01-01T00:00:00.000Z") == FIRST_SECOND
+    record = {"schema": USAGE_SCHEMA, "prompt": "p", "shape": "openai", "input_tokens": 10}
+    assert UsageRecord.from_json({**record, "timestamp": FIRST_SECOND}).timestamp == "0001-01-01T00:00:00.000Z"
+    too_early, too_late = "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"
+    for bad in (float("nan"), float("inf"), 1e300, -1e300, FIRST_SECOND - 1, 10**400, too_early, too_late, "²"):
+        with pytest.raises(UsageError, match="^started_at: "):
+            UsageRecord.from_json({**record, "timestamp": WHEN, "started_at": bad})
+    with pytest.raises(UsageError, match="not a moment between the years 1 and 9999"):
+        iso_timestamp(1e300)
 
 
 def test_timestamps_are_utc_with_milliseconds() -> None:

@@ -65,7 +65,7 @@ def run_reconcile(
     fmt: str = "text",
 ) -> Any:
     """The reconciliation of `records` against the build in `folder` (exit 2 when either cannot
-    be read); W951 diagnostics are printed to stderr in text and github formats."""
+    be read); W951 and W953 diagnostics are printed to stderr in text and github formats."""
     config = settings().config
     manifest, _facts, artifacts = read_build(command, folder)
     missing = sorted(set(manifest.artifacts) - set(artifacts))
@@ -125,9 +125,9 @@ def run_reconcile(
                 click.echo(diagnostics.render_github(d))
             else:
                 click.echo(diagnostics.render_text(d, color=color) + "\n", err=True, color=color)
-        hidden = stats.skipped - len(stats.diagnostics)
-        if hidden > 0:
-            click.echo(f"promptc {command}: {hidden} more malformed records skipped", err=True)
+        hidden = stats.hidden()
+        if hidden is not None:
+            click.echo(f"promptc {command}: {hidden}", err=True)
         for d in unpriced_diagnostics(result, str(src)):
             if fmt == "github":
                 click.echo(diagnostics.render_github(d))

@@ -556,7 +556,12 @@ RECORDS_UNREADABLE = _code(
 MALFORMED_RECORD = _code(
     "W951",
     "malformed usage record skipped",
-    "A value in the records file is not JSON, or not a usage record (`promptc.usage/1`, as `Rendered.usage(...)` writes it) nor an OpenTelemetry span export; or a field of a record is wrong (a negative count, a timestamp without a time zone). The record is skipped and the others are reconciled; the diagnostic gives the file and line, and reading resumes at the next line that starts a JSON value (a log cut off mid-line loses that line only).",
+    "A value in the records file is not JSON, or not a usage record (`promptc.usage/1`, as `Rendered.usage(...)` writes it) nor an OpenTelemetry span export (or an export of the wrong shape). The value is skipped and the others are reconciled; the diagnostic gives the file and line, and reading resumes at the next line that starts a JSON value (a log cut off mid-line loses that line only). A record whose field holds a bad value is W953.",
+)
+BAD_RECORD_VALUE = _code(
+    "W953",
+    "usage record with a bad value skipped",
+    "A usage record (or an OpenTelemetry span carrying one) has a field whose value is not what the field holds: a count that is not a whole number from 0 to 2^63-1 (a negative or fractional number, NaN, `1e300`, a number of thousands of digits, a string of digits that are not ASCII such as `²`), a timestamp that is not an ISO 8601 date and time with a zone nor epoch seconds, or is outside the years 1 to 9999, a name that is not a string, a missing prompt or input count. The record is skipped and the others are reconciled; the diagnostic names the field and points at it (file, line and column), and the warnings are counted by code (`summary.warnings` in `--format json`).",
 )
 ADVICE_NOT_WRITTEN = _code(
     "E952",

@@ -13,7 +13,9 @@ Rendering rules (docs/language.md, "Artifact text"):
   `env_inputs() | git_inputs()`) opts out with `load(build, unknown_inputs="ignore")` (or
   `render_artifact(…, unknown_inputs="ignore")`), and the values a prompt does not take are
   ignored.
-* Values are inserted literally: `${x}` becomes `str(value)` (a dotted `${a.b}` reads a mapping key,
+* Values are inserted literally: `${x}` becomes `str(value)` (with the strings inside a list, tuple,
+  dict or set written by `repr` with the printable characters of one Unicode version,
+  `promptc.facts.printable`, whatever Python renders; a dotted `${a.b}` reads a mapping key,
   or its schema's `default` when the key is absent, else an attribute of an object that is not a
   JSON value: never a method of a `str` or a `dict`, as runtime-js reads no prototype) and the
   result is never parsed again. A path with a segment the attribute rule refuses (one that starts
@@ -57,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES, unsafe_name, unsafe_segment
+from ..facts.printable import text_of
 from ..facts.records import dataclass
 from ..facts.suggest import suggestions
 from . import shapes, template, usage
@@ -432,7 +435,7 @@ def _to_text(value: Any, path: str) -> str:
         kind = "class" if isinstance(value, type) else "function"
         raise RenderError(f"`${{{path}}}` is a {kind} ({value!r}), not text: pass the value instead")
     try:
-        return value if isinstance(value, str) else str(value)
+        return text_of(value)  # str(value), with the printable characters of one Unicode version
     except Exception as exc:  # a user object whose __str__ raises
         raise RenderError(f"`${{{path}}}`: str() of the value failed: {type(exc).__name__}: {exc}") from exc
 
@@ -485,7 +488,7 @@ class _Python:
                 f"{type(exc).__name__}: {exc}", prompt, section, compiled.error_line(exc), source
             ) from exc
         try:
-            return "".join(map(str, parts))
+            return "".join(map(text_of, parts))
         except Exception as exc:
             raise TemplateError(
                 f"str() of an output value failed: {type(exc).__name__}: {exc}", prompt, section

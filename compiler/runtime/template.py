@@ -86,6 +86,7 @@ from typing import Any, Generic, Literal, NamedTuple, TypeVar
 from ..facts import codes
 from ..facts.codes import Code
 from ..facts.language import BLOCK_KINDS, CLOSERS, CONTINUERS, DELIMITERS, JINJA_TAGS, MAX_NESTING, OPENERS
+from ..facts.printable import text_of
 from ..facts.records import dataclass
 
 __all__ = [
@@ -1531,6 +1532,7 @@ def execute(code: CodeType, inputs: Mapping[str, Any], lookup: Callable[[str], A
 
 
 def run(code: CodeType, inputs: Mapping[str, Any], lookup: Callable[[str], Any]) -> str:
-    """`execute`, then the output: `"".join(map(str, parts))`. Raises what the template or a value's
-    `__str__` raised (use `execute` to tell the two apart)."""
-    return "".join(map(str, execute(code, inputs, lookup)))
+    """`execute`, then the output: each value's `str()` (`promptc.facts.printable.text_of`: the
+    strings in a container written by one Unicode version's `repr`), joined. Raises what the
+    template or a value's `__str__` raised (use `execute` to tell the two apart)."""
+    return "".join(map(text_of, execute(code, inputs, lookup)))

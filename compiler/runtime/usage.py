@@ -38,11 +38,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import reprlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from ..facts.lazy import lazy_import
@@ -72,7 +74,36 @@ _SHAPE_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "openai-respon
 
 
 class UsageError(ValueError):
-    """A response whose usage cannot be read, or a record that is not a usage record."""
+    """A response whose usage cannot be read, or a record that is not a usage record. `field` names
+    the field whose value is wrong when one is (the message then starts with it), `reason` is the
+    message without it."""
+
+    def __init__(self, reason: str, field: str | None = None) -> None:
+        super().__init__(f"{field}: {reason}" if field else reason)
+        self.reason = reason
+        self.field = field
+
+
+#: the largest token count: what a signed 64-bit integer holds (OTLP's `intValue`, a database column)
+MAX_COUNT = 2**63 - 1
+#: the moments a record can name: the years 1 to 9999 in UTC, the four-digit years of ISO 8601's
+#: basic form (`2026-12-01T09:30:00.125Z`) that both runtimes write
+FIRST_SECOND = -62_135_596_800  # 0001-01-01T00:00:00Z
+LAST_SECOND = 253_402_300_799.999  # 9999-12-31T23:59:59.999Z
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
+_REPR.maxlevel = 2
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it: shortened, since a field of a record can hold megabytes (and
+    `repr` of an integer of more than 4,300 digits raises)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {len(str(value)) if value.bit_length() < 14_000 else 'thousands of'} digits"
+    if isinstance(value, Decimal) and value.is_finite():  # a JSON integer too long for int(): see tools.reconcile
+        return f"a number of {len(value.as_tuple().digits)} digits"
+    return _REPR.repr(value)
 
 
 def _get(value: Any, *names: str) -> Any:
@@ -90,18 +121,29 @@ def _get(value: Any, *names: str) -> Any:
     return None
 
 
+def whole_number(value: Any, what: str, noun: str = "a token count") -> int:
+    """`value` as a whole number from 0 to MAX_COUNT, written as an integer, a float without a
+    fraction, or a string of ASCII digits (OTLP JSON writes 64-bit integers as strings; `str.isdigit`
+    and `int` would take `²` and `٣`). UsageError naming the field `what` otherwise."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():  # NaN and the infinities are not
+        number = int(value)
+    elif isinstance(value, str) and 0 < len(value) <= 19 and value.isascii() and value.isdigit():
+        number = int(value)
+    if number is None:
+        raise UsageError(f"expected {noun}, got {shown(value)}", what)
+    if number < 0:
+        raise UsageError(f"expected {noun} ≥ 0, got {shown(value)}", what)
+    if number > MAX_COUNT:
+        raise UsageError(f"expected {noun} below 2^63, got {shown(value)}", what)
+    return number
+
+
 def _count(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.isdigit():  # OTLP JSON writes 64-bit integers as strings
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise UsageError(f"{what}: expected a token count, got {value!r}")
-    if value < 0:
-        raise UsageError(f"{what}: expected a token count ≥ 0, got {value}")
-    return value
+    """A token count (`whole_number`), or None for None."""
+    return None if value is None else whole_number(value, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,44 +263,56 @@ def iso_timestamp(when: float | datetime | str | None = None) -> str:
             raise UsageError(f"timestamp {when.isoformat()} has no time zone")
         when = when.timestamp()
     if isinstance(when, bool) or not isinstance(when, int | float):
-        raise UsageError(f"a timestamp is epoch seconds, a datetime or an ISO 8601 string, not {when!r}")
-    milliseconds = int(when * 1000 // 1)
-    moment = datetime.fromtimestamp(milliseconds / 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{milliseconds % 1000:03d}Z"
+        raise UsageError(f"a timestamp is epoch seconds, a datetime or an ISO 8601 string, not {shown(when)}")
+    milliseconds = int(_in_range(when, when, "timestamp") * 1000 // 1)
+    m = datetime.fromtimestamp(milliseconds / 1000, UTC)
+    # by hand: strftime's %Y writes the year 1 as `1`, which no reader takes for a year
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{milliseconds % 1000:03d}Z"
+    )
 
 
-def parse_timestamp(value: Any) -> float:
+def _in_range(seconds: float, value: Any, what: str) -> float:
+    if not FIRST_SECOND <= seconds <= LAST_SECOND:  # NaN is not either
+        raise UsageError(f"{shown(value)} is not a moment between the years 1 and 9999 (UTC)", what)
+    return float(seconds)
+
+
+def parse_timestamp(value: Any, what: str = "timestamp") -> float:
     """Epoch seconds of an ISO 8601 timestamp (with a zone: `Z` or `+02:00`) or of a number of
-    epoch seconds. Raises UsageError otherwise."""
-    if isinstance(value, bool):
-        raise UsageError(f"timestamp: expected an ISO 8601 string or epoch seconds, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
+    epoch seconds, between the years 1 and 9999 in UTC. Raises UsageError (naming the field
+    `what`) otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise UsageError(f"expected an ISO 8601 string or epoch seconds, got {shown(value)}", what)
     if not isinstance(value, str):
-        raise UsageError(f"timestamp: expected an ISO 8601 string or epoch seconds, got {value!r}")
+        return _in_range(value, value, what)
     text = value.strip()
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
-        raise UsageError(f"timestamp: {value!r} is not an ISO 8601 date and time") from None
+        raise UsageError(f"{shown(value)} is not an ISO 8601 date and time", what) from None
     if moment.tzinfo is None:
-        raise UsageError(f"timestamp: {value!r} has no time zone (write `Z` for UTC)")
-    return moment.timestamp()
+        raise UsageError(f"{shown(value)} has no time zone (write `Z` for UTC)", what)
+    try:
+        seconds = moment.timestamp()
+    except (OverflowError, ValueError):  # a zone that moves the year 1 or 9999 out of the calendar
+        seconds = float("nan")
+    return _in_range(seconds, value, what)
 
 
 # ---------------------------------------------------------------------------------------------
 # Records
 
 
-_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z", re.ASCII)
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: Any, what: str) -> str:
     """A timestamp as records write it (`iso_timestamp`): kept when it already is one."""
     if isinstance(value, str) and _CANONICAL.match(value):
-        parse_timestamp(value)  # a well-formed string can still name no date (month 13)
+        parse_timestamp(value, what)  # a well-formed string can still name no date (month 13)
         return value
-    return iso_timestamp(parse_timestamp(value))
+    return iso_timestamp(parse_timestamp(value, what))
 
 
 _TEXT_FIELDS = ("prompt", "artifact_sha256", "prefix_sha256", "shape", "provider", "model", "response_model")
@@ -319,32 +373,36 @@ class UsageRecord:
         if not isinstance(data, Mapping):
             raise UsageError(f"a usage record is a JSON object, not {type(data).__name__}")
         if data.get("schema") != USAGE_SCHEMA:
-            raise UsageError(f"schema: expected {USAGE_SCHEMA!r}, got {data.get('schema')!r}")
+            raise UsageError(f"expected {USAGE_SCHEMA!r}, got {shown(data.get('schema'))}", "schema")
         texts: dict[str, str | None] = {}
         for name in _TEXT_FIELDS:
             value = data.get(name)
             if value is not None and not isinstance(value, str):
-                raise UsageError(f"{name}: expected a string or null, got {value!r}")
+                raise UsageError(f"expected a string or null, got {shown(value)}", name)
             texts[name] = value
         if not texts["prompt"]:
-            raise UsageError("prompt: every record names its prompt")
+            raise UsageError("every record names its prompt", "prompt")
         if texts["shape"] not in _SHAPE_PROVIDERS:
-            raise UsageError(f"shape: expected one of {', '.join(_SHAPE_PROVIDERS)}, got {texts['shape']!r}")
-        when = _canonical(data.get("timestamp"))
+            raise UsageError(f"expected one of {', '.join(_SHAPE_PROVIDERS)}, got {shown(texts['shape'])}", "shape")
+        when = _canonical(data.get("timestamp"), "timestamp")
         started = data.get("started_at")
-        started_at = None if started is None else _canonical(started)
+        started_at = None if started is None else _canonical(started, "started_at")
         total = _count(data.get("input_tokens"), "input_tokens")
         if total is None:
-            raise UsageError("input_tokens: every record counts its input tokens")
+            raise UsageError("every record counts its input tokens", "input_tokens")
         read = _count(data.get("cache_read_input_tokens"), "cache_read_input_tokens") or 0
         written = _count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
+        output = _count(data.get("output_tokens"), "output_tokens")
         if read + (written or 0) > total:
             raise UsageError(
-                f"input_tokens: {total} is fewer than the cached ({read}) and written ({written or 0}) tokens it includes"
+                f"{total} is fewer than the cached ({read}) and written ({written or 0}) tokens it includes",
+                "input_tokens",
             )
-        own = data.get("usage") or {}
-        if not isinstance(own, Mapping):
-            raise UsageError(f"usage: expected an object of counts, got {own!r}")
+        own = data.get("usage")
+        if own is None:
+            own = {}
+        elif not isinstance(own, Mapping):
+            raise UsageError(f"expected an object of counts, got {shown(own)}", "usage")
         return cls(
             texts["prompt"],
             texts["artifact_sha256"],
@@ -356,8 +414,13 @@ class UsageRecord:
             total,
             read,
             written,
-            _count(data.get("output_tokens"), "output_tokens"),
-            {str(k): v for k, v in own.items() if isinstance(v, int) and not isinstance(v, bool)},
+            output,
+            # the provider's own names and counts, as reported: what is no count is left out
+            {
+                str(k): v
+                for k, v in own.items()
+                if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT
+            },
             texts["response_model"],
             started_at,
         )

@@ -28,7 +28,9 @@ a few numbers per prompt and cache entry, whatever the file's size. Money is pri
 promptc's price table and cost model (promptc.tools.cost): what each request cost against what it
 would have cost had the prediction held (a hit, or the expected write).
 
-Malformed records are W951 diagnostics with `path:line:col`; a file that cannot be read is E950.
+A value that is no record is a W951 diagnostic with `path:line:col`, a record with a bad value in
+a field a W953 pointing at the field (both skipped, the others read); a file that cannot be read is
+E950. The reader takes any bytes: the records are the same whatever the size of its reads.
 """
 
 from __future__ import annotations
@@ -55,7 +57,15 @@ from ..passes.context import SourceTree
 from ..runtime import requestmodel
 from ..runtime.buildfolder import BuildFolder, BuildFolderError
 from ..runtime.model import Artifact
-from ..runtime.usage import USAGE_SCHEMA, UsageError, UsageRecord, iso_timestamp, parse_timestamp
+from ..runtime.usage import (
+    USAGE_SCHEMA,
+    UsageError,
+    UsageRecord,
+    iso_timestamp,
+    parse_timestamp,
+    shown,
+    whole_number,
+)
 from .cost import Price, PriceTable, Unpriced, facts_of_build, money, prices
 from .divergence import _pieces, first_difference, prompt_in
 
@@ -102,21 +112,97 @@ _MTOK = Decimal(1_000_000)
 
 @dataclass(frozen=True, slots=True)
 class _Value:
+    """A top-level JSON value, or the error in its place, starting at `line`:`column`. Its text is
+    `doc[start:end]`: `doc` is the reader's buffer as it was when the value was read (a reference,
+    not a copy), `begin` where the value's first line starts in it (negative: before the buffer's
+    start, the line is longer than the buffer kept of it)."""
+
     line: int
     column: int
     value: Any = None
     error: str | None = None
-    text: str = ""
+    doc: str = ""
+    start: int = 0
+    end: int = 0
+    begin: int = 0
+    #: the error is about the file, not this value: nothing is skipped (bytes that are not UTF-8)
+    notice: bool = False
+
+    def text(self) -> str | None:
+        """The value's first line, as a diagnostic shows it (None when its start was not kept)."""
+        return None if self.begin < 0 else _line_at(self.doc, self.begin)
+
+    def place(self, key: str) -> tuple[int, int, int, str | None]:
+        """(line, column, width, line text) of the first `"key"` in the value's text: where a
+        diagnostic about that field points (the value's start when the key is not written)."""
+        at = self.doc.find(f'"{key}"', self.start, self.end) if self.end else -1
+        if at == -1:
+            return self.line, self.column, 1, self.text()
+        newlines = self.doc.count("\n", self.start, at)
+        if not newlines:
+            return self.line, self.column + at - self.start, len(key) + 2, self.text()
+        begin = self.doc.rfind("\n", self.start, at) + 1
+        return self.line + newlines, at - begin + 1, len(key) + 2, _line_at(self.doc, begin)
 
 
-def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
+#: a read may be cut after any of these and never inside a token: JSON's whitespace and punctuation.
+#: A number, a literal (`null`) or an escape holds none of them; a string cut after one is
+#: "unterminated", which the decoder says, as it says when the text ends before the value does.
+_SAFE_ENDS = "\n\r\t ,:[]{}"
+
+
+def _safe_end(text: str) -> int:
+    """The length of the longest prefix of `text` that ends with one of _SAFE_ENDS (0: none)."""
+    at = text.rfind("\n")
+    if at == -1:  # a chunk inside one line (a long one, or a tiny chunk)
+        at = max(text.rfind(c) for c in _SAFE_ENDS)
+    return at + 1
+
+
+def _wide_int(text: str) -> int | Decimal:
+    """A JSON integer: an int, or, longer than `int()` converts (4,300 digits), a Decimal, which
+    every field refuses (a count below 2^63, a timestamp) while the rest of the record is read."""
+    try:
+        return int(text)
+    except ValueError:
+        return Decimal(text)
+
+
+_DECODER = json.JSONDecoder()
+_WIDE_DECODER = json.JSONDecoder(parse_int=_wide_int)
+
+
+def _decode(buffer: str, pos: int) -> tuple[Any, int]:
+    """The JSON value at `buffer[pos]` and where it ends; JSONDecodeError when there is none."""
+    try:
+        try:
+            return _DECODER.raw_decode(buffer, pos)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer longer than int() converts: read it again as a Decimal
+            return _WIDE_DECODER.raw_decode(buffer, pos)
+    except RecursionError:  # nested deeper than the interpreter's stack: no record is
+        raise json.JSONDecodeError("nested too deeply", buffer, pos) from None
+
+
+_NOT_UTF8 = "the file is not UTF-8 text here (the bad bytes were read as U+FFFD)"
+
+
+def _values(data: Iterable[bytes]) -> Iterator[_Value]:
     """Every top-level JSON value of the byte chunks, with the line and column it starts at; a
     value that does not parse is reported (as an error value) and reading resumes at the next
-    line that starts with `{` or `[`. Memory: the largest single value, not the file."""
-    decoder = json.JSONDecoder()
+    line that starts with `{` or `[`. Memory: the largest single value, not the file.
+
+    The values are the same whatever the chunks: the decoder is given the text only up to the
+    last place a read may be cut (after a newline, else other whitespace or punctuation:
+    _SAFE_ENDS), the rest waits for the next chunk. So a value is never seen cut inside a token,
+    and one that runs on past the text read so far is one the decoder could not finish (it
+    stopped at the end of the text, or in an unterminated string): read on, then decode again."""
     utf8 = codecs.getincrementaldecoder("utf-8")("replace")
     strict = codecs.getincrementaldecoder("utf-8")("strict")  # only to find where bad bytes are
-    buffer = ""
+    buffer = ""  # decoded text, ending where a read may be cut (or at the end of the file)
+    pending: list[str] = []  # decoded text after that place: no newline in it
+    held = 0  # its length
     pos = 0  # where unread text starts in buffer
     line = 1  # the line of buffer[pos]
     line_start = 0  # buffer offset of the start of that line (may be negative after a trim)
@@ -125,26 +211,42 @@ def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
     bad_line: int | None = None  # where the first bytes that are not UTF-8 are
     need = 0  # read until the unread text is at least this long (grows for a large value)
 
-    def fill() -> bool:
-        nonlocal buffer, eof, pos, line_start, bad_line
+    def fill() -> None:
+        nonlocal buffer, eof, pos, line_start, bad_line, held
         chunk = next(chunks, None)
         if chunk is None:
-            buffer += utf8.decode(b"", final=True)
             eof = True
-            return False
-        text = utf8.decode(chunk)
+            text = "".join(pending) + utf8.decode(b"", final=True)
+            if bad_line is None:
+                try:
+                    strict.decode(b"", final=True)
+                except UnicodeDecodeError:  # the file ends inside a character
+                    bad_line = line + buffer.count("\n", pos)
+            pending.clear()
+            held = 0
+        else:
+            decoded = utf8.decode(chunk)
+            if bad_line is None:
+                try:
+                    strict.decode(chunk)
+                except UnicodeDecodeError:  # the first U+FFFD of this chunk's text is the bad byte
+                    at = decoded.find("\ufffd")
+                    bad_line = line + buffer.count("\n", pos) + decoded.count("\n", 0, max(at, 0))
+            cut = _safe_end(decoded)
+            if cut == 0 and held + len(decoded) <= MAX_VALUE_CHARS:
+                pending.append(decoded)
+                held += len(decoded)
+                return
+            if cut == 0:  # a token longer than any value may be: given to the decoder as it is, to refuse
+                cut = len(decoded)
+            text = "".join(pending) + decoded[:cut]
+            pending[:] = [decoded[cut:]]
+            held = len(decoded) - cut
         if pos > len(buffer) // 2:  # drop what is read: the buffer holds the unread text only
             buffer = buffer[pos:]
             line_start -= pos
             pos = 0
-        if bad_line is None:
-            try:
-                strict.decode(chunk)
-            except UnicodeDecodeError:  # the first U+FFFD of this chunk's text is the bad byte
-                at = text.find("\ufffd")
-                bad_line = line + buffer.count("\n", pos) + text.count("\n", 0, max(at, 0))
         buffer += text
-        return True
 
     while True:
         # skip whitespace, counting lines
@@ -159,64 +261,57 @@ def _values(path: str, data: Iterable[bytes]) -> Iterator[_Value]:
             fill()
         if pos >= len(buffer):
             if bad_line is not None:
-                yield _Value(bad_line, 1, error="the file is not UTF-8 text here (the bad bytes were read as U+FFFD)")
+                yield _Value(bad_line, 1, error=_NOT_UTF8, notice=True)
             return
         if len(buffer) - pos < need and not eof:
             fill()
             continue
         start_line, start_col = line, pos - line_start + 1
+        error: str | None = None
         try:
-            try:
-                value, end = decoder.raw_decode(buffer, pos)
-            except RecursionError:  # nested deeper than the interpreter's stack: no record is
-                raise json.JSONDecodeError("nested too deeply", buffer, pos) from None
+            value, end = _decode(buffer, pos)
+            reach = end  # how far the value's text goes: the same whatever the reads (as below)
         except json.JSONDecodeError as exc:
-            incomplete = exc.msg.startswith("Unterminated string") or exc.pos >= len(buffer)
-            if exc.msg == "nested too deeply":
-                incomplete = False
-            if incomplete and not eof:
-                if len(buffer) - pos > MAX_VALUE_CHARS:
-                    yield _Value(start_line, start_col, error=f"a value larger than {MAX_VALUE_CHARS} characters")
-                    return
-                need = max(need, 2 * (len(buffer) - pos), _CHUNK)
+            runs_on = exc.pos >= len(buffer) or exc.msg.startswith("Unterminated string")
+            if runs_on and not eof and len(buffer) - pos <= MAX_VALUE_CHARS:
+                need = max(need, 2 * (len(buffer) - pos))  # doubling: each value is decoded O(1) times
                 fill()
                 continue
-            at_line = start_line + buffer.count("\n", pos, exc.pos)
-            yield _Value(start_line, start_col, error=f"{exc.msg} (line {at_line})", text=_line_at(buffer, pos))
-            # resume at the next line that starts a value
-            resume = pos
-            while True:
-                newline = buffer.find("\n", resume)
-                while newline == -1 and not eof:
-                    fill()
-                    newline = buffer.find("\n", resume)
-                if newline == -1:
-                    pos = len(buffer)
-                    break
-                line += buffer.count("\n", pos, newline + 1)
-                pos = resume = newline + 1
-                line_start = pos
-                while pos >= len(buffer) and not eof:
-                    fill()
-                if pos >= len(buffer) or buffer[pos] in "{[":
-                    break
+            reach = len(buffer) + 1 if runs_on else exc.pos + 1
+            error = f"{exc.msg} (line {start_line + buffer.count(chr(10), pos, exc.pos)})"
+        if reach - pos > MAX_VALUE_CHARS:  # refused by its size whether or not it was read to its end
+            error = f"a value larger than {MAX_VALUE_CHARS} characters"
+        if error is None:
+            yield _Value(start_line, start_col, value, doc=buffer, start=pos, end=end, begin=line_start)
+            newlines = buffer.count("\n", pos, end)
+            if newlines:
+                line += newlines
+                line_start = buffer.rfind("\n", pos, end) + 1
+            pos = end
             need = 0
             continue
-        if end >= len(buffer) and not eof and not isinstance(value, dict | list):
-            fill()  # a scalar cut by the chunk's end: read on before taking it
-            continue
-        yield _Value(start_line, start_col, value, text=_line_at(buffer, pos))
-        newlines = buffer.count("\n", pos, end)
-        if newlines:
-            line += newlines
-            line_start = buffer.rfind("\n", pos, end) + 1
-        pos = end
+        yield _Value(start_line, start_col, error=error, doc=buffer, start=pos, begin=line_start)
         need = 0
+        # resume at the next line that starts a value
+        while True:
+            newline = buffer.find("\n", pos)
+            if newline == -1:
+                pos = len(buffer)  # the rest of the line is skipped: not kept
+                if eof:
+                    break
+                fill()
+                continue
+            line += 1
+            pos = line_start = newline + 1
+            while pos >= len(buffer) and not eof:
+                fill()
+            if pos >= len(buffer) or buffer[pos] in "{[":
+                break
 
 
-def _line_at(buffer: str, pos: int, width: int = 200) -> str:
+def _line_at(buffer: str, pos: int, width: int = 4096) -> str:
     end = buffer.find("\n", pos, pos + width)
-    return buffer[pos : end if end != -1 else pos + width]
+    return buffer[pos : end if end != -1 else pos + width].rstrip("\r")
 
 
 # OpenTelemetry: OTLP/JSON (`resourceSpans`, as the collector's file exporter writes it, one
@@ -241,74 +336,126 @@ def _span_attributes(span: Mapping[str, Any]) -> dict[str, Any]:
 
 def _span_time(span: Mapping[str, Any], nano: str, iso: str) -> Any:
     if nano in span:
-        try:
-            return int(span[nano]) / 1e9
-        except (TypeError, ValueError):
-            raise UsageError(f"{nano}: expected nanoseconds since the epoch, got {span[nano]!r}") from None
+        return whole_number(span[nano], nano, "nanoseconds since the epoch") / 1e9
     return span.get(iso)
 
 
 _OTEL_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "gcp.gemini": "gemini", "gemini": "gemini"}
 _PROVIDER_SHAPES = {"anthropic": "anthropic", "openai": "openai", "gemini": "gemini"}
+#: a record's fields → the span attribute each is read from (a bad value is named as the span writes it)
+_SPAN_FIELDS = {
+    "prompt": "promptc.prompt",
+    "artifact_sha256": "promptc.artifact_sha256",
+    "prefix_sha256": "promptc.prefix_sha256",
+    "shape": "promptc.shape",
+    "provider": "gen_ai.provider.name",
+    "model": "gen_ai.request.model",
+    "response_model": "gen_ai.response.model",
+    "input_tokens": "gen_ai.usage.input_tokens",
+    "cache_read_input_tokens": "gen_ai.usage.cache_read.input_tokens",
+    "cache_creation_input_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "output_tokens": "gen_ai.usage.output_tokens",
+}
 
 
 def record_of_span(span: Mapping[str, Any]) -> UsageRecord | None:
     """The usage record an OpenTelemetry span carries (the attributes `Rendered.usage(otel=True)`
-    sets), or None for a span without `promptc.prompt`."""
+    sets), or None for a span without `promptc.prompt`. UsageError names a bad value's field as
+    the span writes it (`endTimeUnixNano`, `gen_ai.usage.input_tokens`)."""
     attributes = _span_attributes(span)
     prompt = attributes.get("promptc.prompt")
     if prompt is None:
         return None
-    provider = _OTEL_PROVIDERS.get(str(attributes.get("gen_ai.provider.name")), None)
+    name = attributes.get("gen_ai.provider.name")
+    provider = _OTEL_PROVIDERS.get(name) if isinstance(name, str) else None
     shape = attributes.get("promptc.shape") or _PROVIDER_SHAPES.get(provider or "")
     end = _span_time(span, "endTimeUnixNano", "end_time")
     start = _span_time(span, "startTimeUnixNano", "start_time")
     if end is None:
-        raise UsageError("a span without an end time")
-    return UsageRecord.from_json(
-        {
-            "schema": USAGE_SCHEMA,
-            "prompt": prompt,
-            "artifact_sha256": attributes.get("promptc.artifact_sha256"),
-            "prefix_sha256": attributes.get("promptc.prefix_sha256"),
-            "shape": shape,
-            "provider": provider,
-            "model": attributes.get("gen_ai.request.model"),
-            "response_model": attributes.get("gen_ai.response.model"),
-            "started_at": start,
-            "timestamp": end,
-            "input_tokens": attributes.get("gen_ai.usage.input_tokens"),
-            "cache_read_input_tokens": attributes.get("gen_ai.usage.cache_read.input_tokens") or 0,
-            "cache_creation_input_tokens": attributes.get("gen_ai.usage.cache_creation.input_tokens"),
-            "output_tokens": attributes.get("gen_ai.usage.output_tokens"),
-        }
-    )
+        raise UsageError("a span without an end time", "endTimeUnixNano")
+    try:
+        return UsageRecord.from_json(
+            {
+                "schema": USAGE_SCHEMA,
+                "prompt": prompt,
+                "artifact_sha256": attributes.get("promptc.artifact_sha256"),
+                "prefix_sha256": attributes.get("promptc.prefix_sha256"),
+                "shape": shape,
+                "provider": provider,
+                "model": attributes.get("gen_ai.request.model"),
+                "response_model": attributes.get("gen_ai.response.model"),
+                "started_at": start,
+                "timestamp": end,
+                "input_tokens": attributes.get("gen_ai.usage.input_tokens"),
+                "cache_read_input_tokens": attributes.get("gen_ai.usage.cache_read.input_tokens") or 0,
+                "cache_creation_input_tokens": attributes.get("gen_ai.usage.cache_creation.input_tokens"),
+                "output_tokens": attributes.get("gen_ai.usage.output_tokens"),
+            }
+        )
+    except UsageError as exc:
+        times = {"started_at": ("startTimeUnixNano", "start_time"), "timestamp": ("endTimeUnixNano", "end_time")}
+        if exc.field in times:
+            nano, iso = times[exc.field]
+            raise UsageError(exc.reason, nano if nano in span else iso) from None
+        raise UsageError(exc.reason, _SPAN_FIELDS.get(exc.field or "", exc.field)) from None
 
 
-def _records_in(value: Any) -> Iterator[UsageRecord | None]:
-    """The records a decoded value holds (None for each span that carries none). Raises
-    UsageError for a value that is no record, span or export."""
-    if isinstance(value, list):  # a document of records or spans (one level: no recursion)
-        for item in value:
-            if isinstance(item, list):
-                raise UsageError("expected a usage record or an OpenTelemetry span, got a list in a list")
-            yield from _records_in(item)
+def _listed(value: Any, what: str) -> list[Any]:
+    """The list an OTLP export holds under `what` (none: empty); UsageError for anything else."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UsageError(f"{what}: expected a list, got {shown(value)}")
+    return value
+
+
+def _spans(document: Mapping[str, Any]) -> Iterator[Any]:
+    for resource in _listed(document.get("resourceSpans"), "resourceSpans"):
+        if not isinstance(resource, dict):
+            raise UsageError(f"resourceSpans: expected objects, got {shown(resource)}")
+        for scope in _listed(resource.get("scopeSpans"), "scopeSpans"):
+            if not isinstance(scope, dict):
+                raise UsageError(f"scopeSpans: expected objects, got {shown(scope)}")
+            yield from _listed(scope.get("spans"), "spans")
+
+
+def _records_in(value: Any) -> Iterator[UsageRecord | UsageError | None]:
+    """What a decoded value holds, in order: a record, a UsageError for a record or span that is
+    none (it is skipped, the others are read), None for a span without promptc's attributes."""
+    items = value if isinstance(value, list) else [value]  # a document of records or spans (one level)
+    odd = next((i for i, item in enumerate(items) if not isinstance(item, dict)), -1)
+    if odd != -1:  # no document of records: one warning for it, not one per item
+        inside = " in a list" if isinstance(value, list) else ""
+        yield UsageError(f"expected a usage record or an OpenTelemetry span, got {_kind(items[odd])}{inside}")
         return
-    if not isinstance(value, dict):
-        raise UsageError(f"expected a usage record or an OpenTelemetry span, got {type(value).__name__}")
-    if value.get("schema") == USAGE_SCHEMA:
-        yield UsageRecord.from_json(value)
-    elif "resourceSpans" in value:
-        for resource in value.get("resourceSpans") or ():
-            for scope in (resource or {}).get("scopeSpans") or ():
-                for span in (scope or {}).get("spans") or ():
-                    yield record_of_span(span) if isinstance(span, dict) else None
-    elif "attributes" in value and ("name" in value or "context" in value or "traceId" in value):
-        yield record_of_span(value)
-    elif "schema" in value:
-        raise UsageError(f"schema: expected {USAGE_SCHEMA!r}, got {value.get('schema')!r}")
-    else:
-        raise UsageError("expected a usage record (`schema`: promptc.usage/1) or an OpenTelemetry span export")
+    for item in items:
+        try:
+            if item.get("schema") == USAGE_SCHEMA:
+                yield UsageRecord.from_json(item)
+            elif "resourceSpans" in item:
+                for span in _spans(item):  # one bad span is skipped, not its document
+                    try:
+                        yield record_of_span(span) if isinstance(span, dict) else None
+                    except UsageError as exc:
+                        yield exc
+            elif "attributes" in item and ("name" in item or "context" in item or "traceId" in item):
+                yield record_of_span(item)
+            elif "schema" in item:
+                raise UsageError(f"schema: expected {USAGE_SCHEMA!r}, got {shown(item.get('schema'))}")
+            else:
+                raise UsageError("expected a usage record (`schema`: promptc.usage/1) or an OpenTelemetry span export")
+        except UsageError as exc:
+            yield exc
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float | Decimal):
+        return "a number"
+    return "a string" if isinstance(value, str) else type(value).__name__
 
 
 @dataclass
@@ -317,12 +464,31 @@ class ReadStats:
     #: spans without promptc attributes (other instrumentation's)
     other_spans: int = 0
     skipped: int = 0
+    #: the first MAX_DIAGNOSTICS diagnostics
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: every diagnostic counted by its code, the ones not kept too
+    warnings: dict[str, int] = field(default_factory=dict)
 
-    def report(self, diagnostic: Diagnostic) -> None:
-        self.skipped += 1
+    def report(self, diagnostic: Diagnostic, *, skipped: bool = True) -> None:
+        self.skipped += skipped
+        self.warnings[diagnostic.code] = self.warnings.get(diagnostic.code, 0) + 1
         if len(self.diagnostics) < MAX_DIAGNOSTICS:
             self.diagnostics.append(diagnostic)
+
+    def hidden(self) -> str | None:
+        """`15 more warnings not shown (W951: 5, W953: 10)` when there are diagnostics not kept."""
+        more = sum(self.warnings.values()) - len(self.diagnostics)
+        if more <= 0:
+            return None
+        shown_codes = dict.fromkeys(self.warnings, 0)
+        for d in self.diagnostics:
+            shown_codes[d.code] += 1
+        by_code = ", ".join(
+            f"{code}: {self.warnings[code] - shown_codes[code]}"
+            for code in sorted(self.warnings)
+            if self.warnings[code] > shown_codes[code]
+        )
+        return f"{more} more warnings not shown ({by_code})"
 
 
 def records_problem(path: str) -> Diagnostic | None:
@@ -346,52 +512,76 @@ def records_problem(path: str) -> Diagnostic | None:
     )
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
+def _chunks(path: Path, size: int) -> Iterator[bytes]:
     with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
+        while chunk := handle.read(size):
             yield chunk
 
 
 def read_records(
-    path: str | Path, stats: ReadStats, *, display: str | None = None
+    path: str | Path, stats: ReadStats, *, display: str | None = None, chunk_size: int = _CHUNK
 ) -> Iterator[tuple[int, UsageRecord]]:
-    """(line, record) for every usage record of the file, streamed. Malformed ones become W951
-    diagnostics on `stats`; a file that cannot be opened raises OSError (the caller's E950)."""
-    shown = display or str(path)
-    for item in _values(shown, _chunks(Path(path))):
-        span = Span(0, max(1, min(len(item.text), 80)), item.line, item.column)
+    """(line, record) for every usage record of the file, streamed in reads of `chunk_size` bytes
+    (the records are the same whatever the size). A value that is no record is a W951 diagnostic
+    on `stats`, a record with a bad field a W953 (both skipped); a file that cannot be opened
+    raises OSError (the caller's E950)."""
+    shown_path = display or str(path)
+    for item in _values(_chunks(Path(path), chunk_size)):
         if item.error is not None:
+            text = item.text()
             stats.report(
                 make(
                     codes.MALFORMED_RECORD,
                     f"not a JSON value: {item.error}",
-                    span,
+                    Span(0, max(1, min(len(text or ""), 80)), item.line, item.column),
                     "each line of a usage log is one JSON record; the line is skipped",
-                    path=shown,
-                    source_line=item.text,
-                )
+                    path=shown_path,
+                    source_line=text,
+                ),
+                skipped=not item.notice,
             )
             continue
-        try:
-            found = list(_records_in(item.value))
-        except UsageError as exc:
-            stats.report(
-                make(
-                    codes.MALFORMED_RECORD,
-                    f"not a usage record: {exc}",
-                    span,
-                    "records are what `Rendered.usage(...)` writes (promptc.usage/1), or OpenTelemetry spans",
-                    path=shown,
-                    source_line=item.text,
-                )
-            )
-            continue
-        for record in found:
-            if record is None:
+        for found in _records_in(item.value):
+            if isinstance(found, UsageRecord):
+                stats.records += 1
+                yield item.line, found
+            elif found is None:
                 stats.other_spans += 1
-                continue
-            stats.records += 1
-            yield item.line, record
+            elif found.field is None:
+                text = item.text()
+                stats.report(
+                    make(
+                        codes.MALFORMED_RECORD,
+                        f"not a usage record: {found}",
+                        Span(0, max(1, min(len(text or ""), 80)), item.line, item.column),
+                        "records are what `Rendered.usage(...)` writes (promptc.usage/1), or OpenTelemetry spans",
+                        path=shown_path,
+                        source_line=text,
+                    )
+                )
+            else:
+                # a plain record: point at its field (in a document of spans or records, the first
+                # occurrence of a name may be another item's, so the document's start it is)
+                plain = isinstance(item.value, dict) and item.value.get("schema") == USAGE_SCHEMA
+                line, column, width, text = (
+                    item.place(found.field) if plain else (item.line, item.column, 1, item.text())
+                )
+                stats.report(
+                    make(
+                        codes.BAD_RECORD_VALUE,
+                        f"usage record skipped: `{found.field}`: {found.reason}",
+                        Span(0, width, line, column),
+                        _VALUE_HINT,
+                        path=shown_path,
+                        source_line=text,
+                    )
+                )
+
+
+_VALUE_HINT = (
+    "a count is a whole number from 0 to 2^63-1 (OTLP JSON: a string of ASCII digits), a timestamp an ISO 8601 "
+    "date and time with a zone or epoch seconds, in the years 1 to 9999; the record is skipped, the others are read"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -579,6 +769,7 @@ class Reconciliation:
             "summary": {
                 "records": self.stats.records,
                 "skipped": self.stats.skipped,
+                "warnings": dict(sorted(self.stats.warnings.items())),
                 "other_spans": self.stats.other_spans,
                 "requests": self.requests,
                 "predicted_cacheable_tokens": self.total("predicted"),
@@ -1005,7 +1196,8 @@ def render_github(rec: Reconciliation, failing: Iterable[str] = ()) -> list[str]
             where = p.where.get(kind)
             level = "notice" if kind in ("not-cached",) else "warning"
             message = (
-                f"{p.name}: {kind}, {cause.requests} requests, {cause.missed} tokens missed, "
+                f"{p.name}: {kind}, {cause.requests} request{'s' if cause.requests != 1 else ''}, "
+                f"{cause.missed} tokens missed, "
                 f"${money(cause.lost)} lost: {p.details.get(kind, '')}"
             )
             title = github_escape(f"promptc reconcile: {kind}", prop=True)

@@ -4,14 +4,18 @@
 //
 // JavaScript has one number type: an integral number prints as a Python int (`3`), any other as
 // Python's float repr (`0.1`, `1e-05`, `1.5e+16`). A float that Python holds as `3.0` is `3` here.
+//
+// Which characters `repr` escapes comes from one table, `promptc.facts.printable` (generated into
+// ./printable.js), not from `\p{C}`: the engine's Unicode version is Node's ICU's, newer than the
+// Python runtime's, and the body must not depend on which runtime renders it.
 
-const NON_PRINTABLE = /^[\p{C}\p{Z}]$/u;
+import { NON_PRINTABLE } from "./printable.js";
 
 function hex(cp, width) {
   return cp.toString(16).padStart(width, "0");
 }
 
-/** Python's `repr(str)`. */
+/** Python's `repr(str)`, with the printable characters of `promptc.facts.printable`'s Unicode version. */
 export function reprString(text) {
   const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
   let out = quote;
@@ -23,7 +27,7 @@ export function reprString(text) {
     else if (ch === "\r") out += "\\r";
     else if (cp < 0x20 || cp === 0x7f) out += "\\x" + hex(cp, 2);
     else if (cp < 0x7f) out += ch;
-    else if (ch !== " " && NON_PRINTABLE.test(ch)) {
+    else if (NON_PRINTABLE.test(ch)) {
       out += cp <= 0xff ? "\\x" + hex(cp, 2) : cp <= 0xffff ? "\\u" + hex(cp, 4) : "\\U" + hex(cp, 8);
     } else out += ch;
   }
