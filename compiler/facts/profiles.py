@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .lazy import lazy_import
@@ -113,6 +113,7 @@ def _for_model(entry: dict[str, Any], key: str, model: str | None) -> tuple[Any,
     return fact.get("value"), None
 
 
+@lru_cache(maxsize=1024)  # asked on every render for another model: the answer never changes
 def provider_of_model(model: str | None) -> str | None:
     """The provider whose model names `model` starts with (`claude-…` → anthropic), or whose model
     ids it has the form of (`claude-sonnet-4-5@20250929` → anthropic-vertex: `model_pattern`)."""
