@@ -186,8 +186,9 @@ def _unmarked(artifact: Artifact, doc: Document, profile: Profile, label: str) -
 
 
 def _sendable(artifact: Artifact, doc: Document, shape: str, label: str) -> list[Diagnostic]:
-    """E711: the request of the profile's shape would have no user turn (Anthropic, Gemini) or no
-    message at all, whatever the inputs (a message that may render non-empty counts)."""
+    """E711: the request of the profile's shape would have no user turn (Anthropic, Gemini,
+    Bedrock), no message at all, or (Bedrock's Converse) an assistant turn first, whatever the
+    inputs (a message that may render non-empty counts)."""
     needs = shape_requires(shape)
     if needs is None:
         return []

@@ -16,7 +16,11 @@ them). This module reads that file and answers the questions the build and the r
   alias counts as the dated snapshot it points to), which `promptc.runtime.requestmodel` hashes;
 - `context_window(provider, model)`: the model's context window, which `promptc.backend.budget` checks;
 - `shape_provider(shape)` and `shape_requires(shape)`: the provider a shape's call goes to, and what
-  its API requires of the turns.
+  its API requires of the turns;
+- platforms: a Bedrock model id is looked up without its cross-Region prefix (`base_model`), a
+  Vertex AI id (`claude-…@20250929`) is recognised by its form (`model_pattern`), and a platform that
+  serves another provider's models as that provider documents them (`same_as`) takes that
+  provider's facts where it states none of its own.
 
 Standard library only: the runtime imports it to render shapes.
 """
@@ -274,7 +278,8 @@ def shape_provider(shape: str) -> str | None:
 
 def shape_requires(shape: str) -> str | None:
     """What the shape's API requires of the turns: `user_turn` (a turn after the opening system
-    part), `message` (any message), or None."""
+    part), `user_first` (that, and the first turn a user's: Bedrock's Converse), `message` (any
+    message), or None."""
     entry = data()["shapes"].get(shape) or {}
     return (entry.get("requires") or {}).get("needs")
 
