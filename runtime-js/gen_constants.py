@@ -110,15 +110,31 @@ def shape_params_js() -> str:
         for shape, entry in data["shapes"].items()
     }
     prefixes = {name: entry["model_prefixes"] for name, entry in data["providers"].items()}
+    patterns = {
+        name: _regex(entry["model_pattern"]["value"] + "\\Z")
+        for name, entry in data["providers"].items()
+        if entry.get("model_pattern")
+    }
+    facts = {name: _model_facts(entry) for name, entry in data["providers"].items()}
     return (
         _HEADER.format(source="promptc/data/providers.json")
         + "// promptc's parameter names → the names each shape's SDK call takes.\n"
         f"export const SHAPE_PARAMS = Object.freeze({_dump(table)});\n"
         "// Per shape: the provider it goes to, what its API requires of the turns, how the pinned\n"
-        "// Python SDK writes the body (key order, json.dumps options; Gemini's REST layout).\n"
+        "// Python SDK writes the body (key order, json.dumps options; Gemini's REST layout; the keys\n"
+        "// the SDK moves into the URL and the ones it adds).\n"
         f"export const SHAPE_INFO = Object.freeze({_dump(info)});\n"
         "// The model-name prefixes of each provider (`claude-` → anthropic).\n"
         f"export const MODEL_PREFIXES = Object.freeze({_dump(prefixes)});\n"
+        "// The form of a provider's model ids, matched whole before the prefixes\n"
+        "// (`claude-sonnet-4-5@20250929` → anthropic-vertex).\n"
+        "export const MODEL_PATTERNS = Object.freeze({"
+        + ", ".join(f"{_js(name)}: {pattern}" for name, pattern in patterns.items())
+        + "});\n"
+        "// Per provider, the per-model facts the shapes read for the model a request goes to (the\n"
+        "// longest model-name prefix in `by_model` wins, else `value`), the platform whose models it\n"
+        "// serves under the same names, and the cross-Region prefixes dropped before a lookup.\n"
+        f"export const PROVIDER_FACTS = Object.freeze({_dump(facts)});\n"
     )
 
 
@@ -138,6 +154,21 @@ def printable_js() -> str:
         '  "u",\n'
         ");\n"
     )
+
+
+#: the per-model facts of a provider the shapes need at render time
+_SHAPE_FACTS = ("cache_ttls", "explicit_breakpoints", "cache_retention")
+
+
+def _model_facts(entry: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "same_as": (entry.get("same_as") or {}).get("value"),
+        "inference_profiles": (entry.get("inference_profiles") or {}).get("value") or [],
+    }
+    for key in _SHAPE_FACTS:
+        fact = entry.get(key) or {}
+        out[key] = {"value": fact.get("value"), "by_model": fact.get("by_model") or {}}
+    return out
 
 
 def generated() -> dict[Path, str]:

@@ -57,7 +57,8 @@ export interface RenderedBlock {
   readonly text: string;
   /** a cache breakpoint of the artifact ends with this block */
   readonly breakpoint: boolean;
-  /** the anthropic shape puts `cache_control` on this block (a marker the artifact records) */
+  /** the anthropic shapes put `cache_control` on this block, the bedrock shape a `cachePoint` after
+   * it (a marker the artifact records) */
   readonly anthropic: boolean;
 }
 
@@ -81,6 +82,12 @@ export interface OutputSchema {
 export interface ShapeOptions {
   /** sent instead of the artifact's model */
   model?: string | null;
+  /** anthropic and anthropic-vertex shapes: the artifact's block markers (`"blocks"`, the default),
+   * or one top-level `cache_control` the provider moves to the last cacheable block (`"automatic"`) */
+  caching?: "blocks" | "automatic";
+  /** anthropic and anthropic-vertex shapes: ask for cache diagnostics against the conversation's
+   * previous response (its `msg_…` id), or `null` to opt in on the first turn */
+  previousMessageId?: string | null;
 }
 
 /** A rendered prompt: its messages, per message its blocks, and what the shapes need. */
@@ -99,6 +106,9 @@ export declare class Rendered {
   readonly provider: string | null;
   /** the model as the provider resolves it, which the prefix hash covers */
   readonly cacheModel: string | null;
+  /** [message, block] of the block that ends the cache-stable prefix (where the openai shapes put
+   * `prompt_cache_breakpoint` for a model with explicit breakpoints), or null */
+  readonly stableEnd: readonly [number, number] | null;
   /** the sha256 of the artifact file (the manifest's), when rendered from a build folder */
   readonly artifactSha256: string | null;
   /** when this request was rendered, in epoch seconds */

@@ -108,7 +108,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def node_bodies():
     """Render with the JavaScript runtime (`ci_only`: node): `ask(artifact_text, values, shape,
-    model)` → `{"body": …}` or `{"error": "Name: message"}`, through one long-running
+    model, options=None)` → `{"body": …}` or `{"error": "Name: message"}`, through one long-running
     tests/js_bodies.mjs."""
     node = shutil.which("node")
     assert node, "node is not installed (.ci/run installs it)"
@@ -120,8 +120,10 @@ def node_bodies():
         encoding="utf-8",
     )
 
-    def ask(artifact_text: str, inputs: dict, shape: str, model: str | None) -> dict[str, str]:
-        job = {"artifact": artifact_text, "values": inputs, "shape": shape, "model": model}
+    def ask(
+        artifact_text: str, inputs: dict, shape: str, model: str | None, options: dict | None = None
+    ) -> dict[str, str]:
+        job = {"artifact": artifact_text, "values": inputs, "shape": shape, "model": model, "options": options}
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(json.dumps(job) + "\n")
         process.stdin.flush()

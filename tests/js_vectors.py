@@ -118,8 +118,14 @@ NUMBERS_SCHEMA = {
 #: the model each case passes to the shapes of a provider (`as_shape(shape, model=…)`), unless the
 #: case says otherwise (a dict merged over these; OWN: none passed); a shape of the artifact's own
 #: provider gets none, and renders for the artifact's model
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o", "gemini": "gemini-2.5-flash"}
-OWN: dict[str, str | None] = {"anthropic": None, "openai": None, "gemini": None}
+MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-4o",
+    "gemini": "gemini-2.5-flash",
+    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "anthropic-vertex": "claude-sonnet-4-5@20250929",
+}
+OWN: dict[str, str | None] = dict.fromkeys(MODELS)
 
 #: name → (files, prompt, config, input_schema override or None, cases: (values, models))
 SOURCES: dict[str, tuple[dict[str, str], str, Config, Any, list[tuple[dict[str, Any], str | None]]]]
@@ -206,6 +212,26 @@ SOURCES = {
         Config(),
         None,
         [({"q": "Where is order 12?"}, None), ({"q": "Again"}, {"openai": "gpt-4.1"}), ({"q": "x"}, OWN)],
+    ),
+    "breakpoints": (  # OpenAI's explicit breakpoints and retention, Bedrock's cachePoints, Vertex's body
+        {
+            "b.prompt": "/// tools: tool.json\n/// output: answer.json\n/// param: model=gpt-5.6-sol\n"
+            "/// param: max_tokens=256\n/// cache_ttl: 12h\n/// input: q: str, who: str\n"
+            "----- system -----\n/// section: id stable\nYou answer in JSON — précis.\n"
+            "/// section: who dynamic\nFor ${who}.\n----- user -----\n/// section: ex stable\nAn example.\n"
+            "----- assistant -----\n{}\n----- user -----\n/// section: again stable\nOnce more.\n"
+            "/// section: q dynamic\n${q}\n",
+            "tool.json": json.dumps(TOOL),
+            "answer.json": json.dumps(STRICT_SCHEMA),
+        },
+        "b",
+        Config(),
+        None,
+        [
+            ({"q": "Where is order 12?", "who": "Ann"}, None),
+            ({"q": "", "who": ""}, {"openai": "gpt-5.5", "bedrock": "anthropic.claude-sonnet-4-6"}),
+            ({"q": "x", "who": "y"}, {"openai": "gpt-4o-mini", "anthropic-vertex": "claude-opus-4-6"}),
+        ],
     ),
     "tools_loose": (
         {
@@ -469,6 +495,7 @@ def rendered_json(rendered: runtime.Rendered) -> dict[str, Any]:
         "head_breakpoint": rendered.head_breakpoint,
         "provider": rendered.provider,
         "cache_model": rendered.cache_model,
+        "stable_end": None if rendered.stable_end is None else list(rendered.stable_end),
     }
 
 

@@ -1,9 +1,10 @@
 """Capture the HTTP request an official provider SDK would send, without sending it.
 
-Each `capture_*` function builds the real client of one SDK (anthropic, openai, google-genai) with a
-fake API key and an `httpx2.Client` whose transport is an `httpx2.MockTransport` (all three SDKs are
-built on httpx2, the pydantic fork of httpx), calls the SDK's own request method with `req` passed
-unchanged as keyword arguments, and returns what went over the (mock) wire:
+Each `capture_*` function builds the real client of one SDK (anthropic, openai, google-genai, and
+anthropic's Vertex AI client) with a fake API key and an `httpx2.Client` whose transport is an
+`httpx2.MockTransport` (all three SDKs are built on httpx2, the pydantic fork of httpx), calls the
+SDK's own request method with `req` passed unchanged as keyword arguments, and returns what went
+over the (mock) wire:
 
     {"method": "POST", "url": "...", "headers": {lowercased name: value}, "json": <decoded body>,
      "body": <the body's bytes>}
@@ -14,6 +15,11 @@ provider-shaped JSON body) when one is given; the SDK's own response object is t
 request reaches the network. Whatever the SDK raises before sending (`TypeError` for an unknown or
 missing keyword, a pydantic `ValidationError` for a bad google-genai config, ...) propagates, so a
 test can use these helpers to show that a request is *not* acceptable to the SDK.
+
+`capture_bedrock` does the same for boto3's `bedrock-runtime` client with botocore's `Stubber`:
+botocore validates the keyword arguments against the service model and serialises the request, the
+stub answers instead of the network, and the request botocore built (its URL path and body bytes)
+is what comes back.
 
 The SDKs are imported inside the functions, so importing this module needs none of them.
 """
@@ -35,8 +41,14 @@ GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/"
 #: Environment variables the SDKs read at client construction (credentials, base URLs, extra headers,
 #: organisation/project headers, Vertex AI switch, API version, HTTP backend). They are hidden while a
 #: client is built and used, so a developer's shell cannot change what is captured.
-_ENV_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GOOGLE_GENAI_", "GOOGLE_CLOUD_", "GEMINI_")
-_ENV_NAMES = ("GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS")
+_ENV_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GOOGLE_GENAI_", "GOOGLE_CLOUD_", "GEMINI_", "AWS_", "CLOUD_ML_")
+_ENV_NAMES = ("GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "BOTO_CONFIG")
+
+#: the Vertex AI client's region and project, and a token that spares it Google's credentials
+VERTEX_REGION = "us-east5"
+VERTEX_PROJECT = "promptc-capture"
+FAKE_ACCESS_TOKEN = "ya29.promptc-capture-not-a-real-token"
+BEDROCK_REGION = "us-east-1"
 
 
 @contextlib.contextmanager
@@ -244,3 +256,76 @@ def capture_gemini(req: dict[str, Any], answer: dict[str, Any] | None = None) ->
         client = genai.Client(api_key=FAKE_API_KEY, http_options=http_options)
         response = client.models.generate_content(**req)
     return {**recorder.only(), "response": response}
+
+
+def capture_anthropic_vertex(req: dict[str, Any], answer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request `anthropic.AnthropicVertex(region=…, project_id=…).messages.create(**req)` sends
+    (an `access_token` stands in for Google's credentials, so google-auth is not needed)."""
+    import anthropic
+    import httpx2
+
+    recorder = _answering(answer, _anthropic_body)
+    with _clean_env(), httpx2.Client(transport=httpx2.MockTransport(recorder), trust_env=False) as http:
+        client = anthropic.AnthropicVertex(
+            region=VERTEX_REGION,
+            project_id=VERTEX_PROJECT,
+            access_token=FAKE_ACCESS_TOKEN,
+            max_retries=0,
+            timeout=600.0,
+            http_client=http,
+        )
+        response = client.messages.create(**req)
+    return {**recorder.only(), "response": response}
+
+
+def _bedrock_answer(_req: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": "{}"}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+        "metrics": {"latencyMs": 1},
+    }
+
+
+def capture_bedrock(req: dict[str, Any], answer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request `boto3.client("bedrock-runtime").converse(**req)` builds, validated by botocore
+    against the pinned service model (a bad parameter raises `ParamValidationError`):
+
+        {"method": "POST", "url": <the path: /model/{modelId}/converse>, "headers": {…},
+         "json": <decoded body>, "body": <the body's bytes>, "response": <the stubbed answer>}
+    """
+    import boto3
+    from botocore.config import Config
+    from botocore.stub import Stubber
+
+    seen: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        seen.append(params)
+
+    with _clean_env():
+        client = boto3.client(
+            "bedrock-runtime",
+            region_name=BEDROCK_REGION,
+            aws_access_key_id="AKIAPROMPTCCAPTURE00",
+            aws_secret_access_key="promptc-capture-not-a-real-secret",
+            config=Config(retries={"max_attempts": 0}),
+        )
+        # registered first: it runs before the stub answers (and so before anything is sent)
+        client.meta.events.register_first("before-call.*.*", record)
+        with Stubber(client) as stub:
+            stub.add_response("converse", answer or _bedrock_answer(req), req)
+            response = client.converse(**req)
+            stub.assert_no_pending_responses()
+    if len(seen) != 1:
+        raise AssertionError(f"expected botocore to build exactly one request, it built {len(seen)}")
+    built = seen[0]
+    content = built["body"]
+    return {
+        "method": built["method"],
+        "url": built["url_path"],
+        "headers": {k.lower(): v for k, v in built["headers"].items()},
+        "json": json.loads(content) if content else None,
+        "body": content,
+        "response": response,
+    }

@@ -46,4 +46,4 @@ def test_the_cost_of_none_is_the_uncached_cost() -> None:
 def test_none_is_a_ttl_of_the_language_and_the_config() -> None:
     assert validate(Config(cache_ttl="none")) is None
     (bad,) = [d for d in compile_text("/// cache_ttl: 2h\nHi\n", name="p").diagnostics if d.code == "E710"]
-    assert "write one of: 5m, 1h, none" in (bad.hint or "")
+    assert "write one of: 5m, 1h, 30m, 12h, none" in (bad.hint or "")

@@ -260,6 +260,13 @@ CASES = {
         )
     ),
     "E709": _text("/// param: model=claude-sonnet-4-5\nHi\n"),
+    "W712": _text(
+        "/// param: model=us.anthropic.claude-sonnet-4-5-20250929-v1:0, max_tokens=512\n----- system -----\nRules.\n"
+        + "".join(
+            f"----- user -----\n/// section: s{i} stable\nStep {i}: check the order.\n/// section: q{i} dynamic\n${{q{i}}}\n"
+            for i in range(5)
+        )
+    ),
     "E710": _text("/// param: model=42\nHi\n"),
     "E711": _text("/// param: model=gemini-2.5-flash\nSummarize ${text}\n"),
     "E720": _text("/// budget: total<=5\n/// input: diff: str(max_tokens=10)\nReview ${diff}\n"),

@@ -1,18 +1,25 @@
 """Property: the cache proof is computed from the bytes each SDK sends.
 
 Drawn prompts — tools from a partial, output schemas, parameters, late system messages,
-one-message and empty-turn prompts, TTLs, many stable sections, models of every provider (an
-alias or its dated snapshot) — rendered with hostile values, sent through the real anthropic,
-openai (chat and responses) and google-genai clients with a capturing transport
-(tests/sdk_capture.py). In every shape: the SDK accepts the request and sends exactly
+one-message and empty-turn prompts, TTLs, many stable sections, models of every provider and
+platform (an alias or its dated snapshot; OpenAI models before and after explicit breakpoints;
+Claude on Bedrock, with and without a cross-Region prefix, and on Vertex AI) — rendered with
+hostile values, sent through the real anthropic (and its Vertex AI client), openai (chat and
+responses), google-genai and boto3 (`bedrock-runtime`, botocore's Stubber) clients with a capturing
+transport (tests/sdk_capture.py). In every shape: the SDK accepts the request and sends exactly
 `rendered.body(shape)`; the request read back from what the SDK sent, in the provider's cache
 order, begins with exactly the recorded prefix (its hash is the recorded hash, and the part after
-it is dynamic); every recorded Anthropic breakpoint is a `cache_control` marker and every marker
-a recorded breakpoint; `cacheable_tokens` is what the stable-prefix marker (or the provider's
-automatic caching) covers, counted on the sent text. The JavaScript runtime writes the same bodies
+it is dynamic); every recorded breakpoint is a marker (`cache_control`, a `cachePoint` block) and
+every marker a recorded breakpoint; an OpenAI model with explicit breakpoints carries one
+`prompt_cache_breakpoint`, on the part that ends the recorded stable prefix, and an earlier model
+none; a model that requires a retention is sent it; `cacheable_tokens` is what the stable-prefix
+marker (or the provider's automatic caching) covers, counted on the sent text. The anthropic
+shapes' options (automatic caching, cache diagnostics) pass the SDKs too. The JavaScript runtime
+writes the same bodies
 (`ci_only`: node), values that are lists and dicts of characters newer than either runtime's
-Unicode tables included. A second property mutates one thing at a time and checks that the hash and
-`diff --fail-on bust` move exactly when the provider's documented cache keys change.
+Unicode tables included. A second property mutates one thing at a time and checks
+that the hash and `diff --fail-on bust` move exactly when the provider's documented cache keys
+change.
 
 The reading-back here is the test's own (the layout each provider's cache reads, written out from
 providers.json's `cache_key`), so it checks promptc.runtime.requestmodel rather than repeating it.
@@ -51,18 +58,42 @@ pytestmark = pytest.mark.filterwarnings("ignore:Using Claude with:UserWarning")
 
 MODELS = {
     "anthropic": ["claude-sonnet-4-5", "claude-sonnet-4-5-20250929", "claude-haiku-4-5", "claude-opus-4-6"],
-    "openai": ["gpt-4o", "gpt-4o-2024-08-06", "gpt-4.1-mini", "gpt-5"],
+    "openai": ["gpt-4o", "gpt-4o-2024-08-06", "gpt-4o-mini", "gpt-4.1-mini", "gpt-5", "gpt-5.5", "gpt-5.6-sol"],
     "gemini": ["gemini-2.5-flash", "gemini-2.5-pro"],
+    "bedrock": [
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "anthropic.claude-sonnet-4-6",
+        "global.anthropic.claude-opus-4-8",
+    ],
+    "anthropic-vertex": ["claude-sonnet-4-5@20250929", "claude-haiku-4-5@20251001"],
 }
-#: the model a shape of another provider than the artifact's is rendered for
-OTHER_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o", "gemini": "gemini-2.5-flash"}
-SHAPE_PROVIDER = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai", "gemini": "gemini"}
+#: the model a shape of another provider than the artifact's is rendered for (OpenAI's: one with
+#: explicit breakpoints, so that every artifact's stable end is checked in that shape too)
+OTHER_MODEL = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-5.6-sol",
+    "gemini": "gemini-2.5-flash",
+    "bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "anthropic-vertex": "claude-sonnet-4-5@20250929",
+}
+SHAPE_PROVIDER = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai-responses": "openai",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+    "anthropic-vertex": "anthropic-vertex",
+}
 CAPTURE = {
     "anthropic": sdk_capture.capture_anthropic,
     "openai": sdk_capture.capture_openai_chat,
     "openai-responses": sdk_capture.capture_openai_responses,
     "gemini": sdk_capture.capture_gemini,
+    "bedrock": sdk_capture.capture_bedrock,
+    "anthropic-vertex": sdk_capture.capture_anthropic_vertex,
 }
+#: the shapes whose cache is written only at the markers the artifact records
+MARKED = ("anthropic", "anthropic-vertex", "bedrock")
 
 #: tool files: integer-like keys, numbers Python and JavaScript spell differently, non-ASCII
 TOOLS = [
@@ -164,12 +195,14 @@ def messages(draw, inputs: list[str]) -> str:
 
 @st.composite
 def prompts(draw) -> Drawn:
-    provider = draw(st.sampled_from([None, "anthropic", "openai", "gemini"]))
+    provider = draw(st.sampled_from([None, "anthropic", "openai", "gemini", "bedrock", "anthropic-vertex"]))
     lines = []
     files: dict[str, str] = {}
     params = ["max_tokens=64"]
+    model = None
     if provider is not None:
-        params.insert(0, f"model={draw(st.sampled_from(MODELS[provider]))}")
+        model = draw(st.sampled_from(MODELS[provider]))
+        params.insert(0, f"model={model}")
     if draw(st.booleans()):
         params.append("temperature=0.5")
     if draw(st.booleans()):
@@ -179,8 +212,10 @@ def prompts(draw) -> Drawn:
     if provider == "anthropic" and draw(st.booleans()):
         params.append('thinking={"type": "enabled", "budget_tokens": 1024}')
     lines.append(f"/// param: {', '.join(params)}\n")
-    if provider in (None, "anthropic") and draw(st.booleans()):
-        lines.append(f"/// cache_ttl: {draw(st.sampled_from(['5m', '1h']))}\n")
+    # a TTL the model offers (none: no marker at all); without a profile, Claude's
+    ttls = list(resolve(provider, model).cache_ttls) if provider else ["5m", "1h"]  # type: ignore[union-attr]
+    if ttls and draw(st.booleans()):
+        lines.append(f"/// cache_ttl: {draw(st.sampled_from([*ttls, 'none']))}\n")
     if draw(st.booleans()):
         files["schema.json"] = json.dumps(draw(st.sampled_from(SCHEMAS)), ensure_ascii=False)
         lines.append("/// output: schema.json\n")
@@ -228,7 +263,21 @@ def read_back(
     if own is not None:
         out.append(("provider", own, False))
         out.append(("model", resolve_model(own, model), False))
-    if shape == "anthropic":
+    if shape == "bedrock":
+        specs = [t["toolSpec"] for t in body.get("toolConfig", {}).get("tools", []) if "toolSpec" in t]
+        tools = [
+            {"name": s["name"], "description": s.get("description", ""), "input_schema": s["inputSchema"]["json"]}
+            for s in specs
+        ]
+        out += [(label, text, True) for label, text in _tool_parts(tools)]
+        if "outputConfig" in body:  # as for Claude on its API: a key of the system level
+            structure = body["outputConfig"]["textFormat"]["structure"]["jsonSchema"]
+            schema = {"name": structure["name"], "schema": json.loads(structure["schema"])}
+            out.append(("output_schema", canonical_json(schema), False))
+        out += [("system", b["text"], True) for b in body.get("system", []) if "text" in b]
+        out += [(m["role"], b["text"], True) for m in body["messages"] for b in m["content"] if "text" in b]
+        return out
+    if shape in ("anthropic", "anthropic-vertex"):
         tools = [{k: v for k, v in t.items() if k != "cache_control"} for t in body.get("tools", [])]
         out += [(label, text, True) for label, text in _tool_parts(tools)]
         if "output_config" in body:  # Anthropic: a key of the system level, not content
@@ -272,8 +321,12 @@ def read_back(
     if schema is not None:
         out.append(("output_schema", canonical_json({"name": schema["name"], "schema": schema["schema"]}), True))
     for turn, blocks in zip(turns, rendered.blocks, strict=True):
-        # a message is its blocks joined by a blank line; the cache reads it block by block
-        assert turn["content"] == JOINER.join(b.text for b in blocks)
+        # a message is its blocks joined by a blank line, or (explicit breakpoints) one text part
+        # per non-empty block; the cache reads it block by block
+        if isinstance(turn["content"], list):
+            assert [part["text"] for part in turn["content"]] == [b.text for b in blocks if b.text]
+        else:
+            assert turn["content"] == JOINER.join(b.text for b in blocks)
         out += [(turn["role"], b.text, True) for b in blocks if b.text]
     return out
 
@@ -294,14 +347,18 @@ def _counter(name: str):
     return meter(name)
 
 
-def check_request(drawn: Drawn, artifact, first: dict[str, Any], second: dict[str, Any]) -> list[tuple[str, Any]]:
+def check_request(
+    drawn: Drawn, artifact, first: dict[str, Any], second: dict[str, Any], options: dict[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
     """Every check of the module docstring for one artifact and two sets of values (`second` has
-    every value changed). Returns the (shape, model) pairs whose bodies were checked, per value set."""
-    checked = []
+    every value changed); `options` (the anthropic shapes': automatic caching, diagnostics) are
+    checked on the first. Returns the (shape, model, inputs, body, options) whose bodies were
+    checked."""
+    checked: list[tuple[Any, ...]] = []
     own = artifact.provider.name if artifact.provider is not None else None
     tokens = _counter(artifact.tokenizer.name).tokens
     cache_info = artifact.cache
-    for shape in ("anthropic", "openai", "openai-responses", "gemini"):
+    for shape in SHAPE_PROVIDER:
         model = None if SHAPE_PROVIDER[shape] == own else OTHER_MODEL[SHAPE_PROVIDER[shape]]
         # the cache order the recorded prefix is in: the artifact's own provider's; without a
         # profile the generic one, which is OpenAI's without the identity
@@ -313,28 +370,40 @@ def check_request(drawn: Drawn, artifact, first: dict[str, Any], second: dict[st
             try:
                 request = rendered.as_shape(shape, model=model)
             except RenderError as exc:
-                # refused only for what the API refuses: no user turn (every user turn rendered empty)
-                assert shape in ("anthropic", "gemini") and "has no user turn" in str(exc), exc
-                opening = 0
-                while opening < len(rendered.messages) and rendered.messages[opening]["role"] in SYSTEM_ROLES:
-                    opening += 1
-                assert all(not m["content"] for m in rendered.messages[opening:] if m["role"] != "assistant")
+                # refused only for what the API refuses: no user turn (every user turn rendered
+                # empty), or (Converse) a first turn that is the assistant's
+                turns = _turns(rendered)
+                if shape == "bedrock" and turns and turns[0] == "assistant":
+                    assert "must start with a user turn" in str(exc), exc
+                    reads.append(None)
+                    continue
+                assert shape in ("anthropic", "anthropic-vertex", "gemini", "bedrock"), exc
+                assert "has no user turn" in str(exc), exc
+                assert "user" not in turns, turns
                 reads.append(None)
                 continue
             body = rendered.body(shape, model=model)
+            model_key = "modelId" if shape == "bedrock" else "model"
             if inputs is first:  # through the SDK: it accepts the request and sends these bytes
                 sent = CAPTURE[shape](request)
                 assert sent["body"] == body, shape
-                # (Gemini's model is in the URL: models/NAME:generateContent)
-                assert request["model"] == json.loads(body).get("model", request["model"])
-            checked.append((shape, model, inputs, body))
+                # (Gemini's, Vertex AI's and Bedrock's model is in the URL)
+                assert request[model_key] == json.loads(body).get(model_key, request[model_key])
+                in_url = shape in ("gemini", "bedrock", "anthropic-vertex")
+                assert (request[model_key].replace(":", "%3A") in sent["url"]) == in_url, sent["url"]
+                if options and shape in ("anthropic", "anthropic-vertex"):
+                    check_options(shape, rendered, model, options)
+                    checked.append((shape, model, inputs, rendered.body(shape, model=model, **options), options))
+            checked.append((shape, model, inputs, body, None))
             sent_json = json.loads(body)
             if readable:
-                reads.append(read_back(shape, sent_json, request["model"], artifact, rendered, view))
+                reads.append(read_back(shape, sent_json, request[model_key], artifact, rendered, view))
             else:
                 reads.append(None)
-            if shape == "anthropic":
-                check_markers(sent_json, artifact, rendered, tokens)
+            if shape in MARKED:
+                check_markers(shape, sent_json, request[model_key], artifact, rendered, tokens)
+            elif shape in ("openai", "openai-responses"):
+                check_openai_cache(shape, sent_json, request["model"], artifact, rendered)
         if reads[0] is None or reads[1] is None:
             continue
         parts1, parts2 = reads
@@ -352,46 +421,158 @@ def check_request(drawn: Drawn, artifact, first: dict[str, Any], second: dict[st
         counted = sum(tokens(text) for _, text, content in parts1[:k1] if content)
         assert counted == cache_info.prefix_tokens
         profile = resolve(own, artifact.model) if own else None
-        if profile is not None and profile.shape != "anthropic":  # automatic caching of the prefix
-            assert cache_info.cacheable_tokens == profile.cacheable(counted)
+        if profile is not None and not profile.marks_blocks and not profile.explicit_breakpoints:
+            assert cache_info.cacheable_tokens == profile.cacheable(counted)  # automatic caching of the prefix
     return checked
 
 
-def check_markers(body: dict[str, Any], artifact, rendered, tokens) -> None:
-    """Every recorded Anthropic breakpoint is a `cache_control` marker and every marker a recorded
-    breakpoint; the stable-prefix marker covers what cacheable_tokens counts."""
-    recorded = [b for b in artifact.cache.breakpoints if b.anthropic]
-    sent_blocks = [
-        (m["role"], b)
-        for m in [{"role": "system", "content": body.get("system", [])}, *body["messages"]]
-        for b in m["content"]
+def _turns(rendered) -> list[str]:
+    """The roles of the turns a request sends after its system part (empty messages left out)."""
+    opening = 0
+    while opening < len(rendered.messages) and rendered.messages[opening]["role"] in SYSTEM_ROLES:
+        opening += 1
+    return [
+        "user" if m["role"] in SYSTEM_ROLES else m["role"]
+        for m, blocks in zip(rendered.messages[opening:], rendered.blocks[opening:], strict=True)
+        if any(b.text for b in blocks)
     ]
-    marked_tools = [t for t in body.get("tools", []) if "cache_control" in t]
-    assert all(t is body["tools"][-1] for t in marked_tools)
-    markers = len(marked_tools) + sum(1 for _, b in sent_blocks if "cache_control" in b)
-    assert markers == len(recorded), (recorded, body)
+
+
+def _marked_blocks(shape: str, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[bool], list[Any]]:
+    """What a marker shape sent: its tools; for each text block in request order whether it is
+    marked (`cache_control` on it; a `cachePoint` block right after it, in the same list); the text
+    blocks; and, for Bedrock, that no `cachePoint` stands anywhere but after a text block."""
+    if shape == "bedrock":
+        lists = [body.get("system", []), *(m["content"] for m in body["messages"])]
+        marked: list[bool] = []
+        texts: list[Any] = []
+        for blocks in lists:
+            for i, block in enumerate(blocks):
+                if "cachePoint" in block:
+                    assert i and "text" in blocks[i - 1], blocks
+                else:
+                    texts.append(block)
+                    marked.append(i + 1 < len(blocks) and "cachePoint" in blocks[i + 1])
+        return body.get("toolConfig", {}).get("tools", []), marked, texts
+    blocks = [b for m in [{"content": body.get("system", [])}, *body["messages"]] for b in m["content"]]
+    return body.get("tools", []), ["cache_control" in b for b in blocks], blocks
+
+
+def _markers_of(shape: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every marker the body carries (the `cache_control` or `cachePoint` objects)."""
+    if shape == "bedrock":
+        lists = [body.get("system", []), body.get("toolConfig", {}).get("tools", [])]
+        lists += [m["content"] for m in body["messages"]]
+        return [b["cachePoint"] for blocks in lists for b in blocks if "cachePoint" in b]
+    lists = [body.get("tools", []), body.get("system", []), *(m["content"] for m in body["messages"])]
+    return [b["cache_control"] for blocks in lists for b in blocks if "cache_control" in b]
+
+
+def check_markers(shape: str, body: dict[str, Any], model: str, artifact, rendered, tokens) -> None:
+    """Every recorded breakpoint is a marker (`cache_control`, or a `cachePoint` block right after the
+    block) and every marker a recorded breakpoint; the stable-prefix marker covers what
+    cacheable_tokens counts."""
+    recorded = [b for b in artifact.cache.breakpoints if b.anthropic]
+    tools, marked, texts = _marked_blocks(shape, body)
+    marked_tools = [i for i, t in enumerate(tools) if "cache_control" in t or "cachePoint" in t]
+    assert marked_tools in ([], [len(tools) - 1]), tools
+    assert sum(marked) + len(marked_tools) == len(recorded), (recorded, body)
     # the marked text blocks are exactly the artifact's marked blocks, in order
     in_order = [b for blocks in rendered.blocks for b in blocks if b.text]
-    assert [b.anthropic for b in in_order] == ["cache_control" in b for _, b in sent_blocks]
+    assert [b.anthropic for b in in_order] == marked
     assert bool(marked_tools) == any(b.message is None for b in recorded)
+    # each carries the artifact's TTL when the model offers it, else none (the default)
+    profile = resolve(SHAPE_PROVIDER[shape], model)
+    assert profile is not None
+    ttl = rendered.ttl if rendered.ttl in profile.cache_ttls else None
+    for point in _markers_of(shape, body):
+        assert point.get("ttl") == ttl, (point, rendered.ttl, model)
     # what the stable-prefix marker covers: the tools and text blocks up to it, as sent
     covered = 0
     stable = next((b for b in recorded if b.stable_prefix), None)
-    tools = [{k: v for k, v in t.items() if k != "cache_control"} for t in body.get("tools", [])]
-    if tools:
-        covered += tokens(canonical_json(tools))
+    if shape == "bedrock":
+        plain_tools = [
+            {"name": s["name"], "description": s.get("description", ""), "input_schema": s["inputSchema"]["json"]}
+            for s in (t["toolSpec"] for t in tools if "toolSpec" in t)
+        ]
+    else:
+        plain_tools = [{k: v for k, v in t.items() if k != "cache_control"} for t in tools]
+    if plain_tools:
+        covered += tokens(canonical_json(plain_tools))
     if stable is not None and stable.message is not None:
-        for _, block in sent_blocks:
+        for block, mark in zip(texts, marked, strict=True):
             covered += tokens(block["text"])
-            if "cache_control" in block:
+            if mark:
                 break
     if stable is not None:
         assert stable.tokens == covered
-    profile = (
-        resolve("anthropic", artifact.model) if artifact.provider and artifact.provider.name == "anthropic" else None
-    )
-    if profile is not None:
+    own = artifact.provider.name if artifact.provider else None
+    if own is not None and own == SHAPE_PROVIDER[shape]:
+        profile = resolve(own, artifact.model)
+        assert profile is not None and profile.marks_blocks
         assert artifact.cache.cacheable_tokens == profile.cacheable(covered if stable is not None else 0)
+
+
+def check_openai_cache(shape: str, body: dict[str, Any], model: str, artifact, rendered) -> None:
+    """OpenAI GPT-5.6 and later: one `prompt_cache_breakpoint`, on the text part that ends the
+    recorded stable prefix (none when it ends in the tools, on a Responses assistant turn, or with
+    `cache_ttl: none`), and `cacheable_tokens` what it covers; earlier models: no marker. A model
+    that requires a retention is sent it."""
+    profile = resolve("openai", model)
+    assert profile is not None
+    turns = body["messages" if shape == "openai" else "input"]
+    found = [
+        (mi, pi, part)
+        for mi, turn in enumerate(turns)
+        if isinstance(turn["content"], list)
+        for pi, part in enumerate(turn["content"])
+        if "prompt_cache_breakpoint" in part
+    ]
+    end = next(((b.message, b.block) for b in artifact.cache.breakpoints if b.stable_prefix), None)
+    expected = (
+        profile.explicit_breakpoints
+        and end is not None
+        and end[0] is not None
+        and artifact.cache.ttl != "none"
+        and not (shape == "openai-responses" and rendered.messages[end[0]]["role"] == "assistant")
+    )
+    if not expected:
+        assert not found, found
+    else:
+        assert len(found) == 1, found
+        mi, pi, part = found[0]
+        blocks = rendered.blocks[end[0]]
+        assert mi == end[0] and part["text"] == blocks[end[1]].text
+        assert pi == sum(1 for b in blocks[: end[1]] if b.text)  # the part of that block
+        ttl = artifact.cache.ttl if artifact.cache.ttl in profile.cache_ttls else None
+        assert part["prompt_cache_breakpoint"] == ({"mode": "explicit", "ttl": ttl} if ttl else {"mode": "explicit"})
+    assert body.get("prompt_cache_retention") == (profile.cache_retention or body.get("prompt_cache_retention"))
+    if profile.cache_retention:
+        assert body["prompt_cache_retention"] == "24h"
+    own = artifact.provider.name if artifact.provider else None
+    if own == "openai" and profile.explicit_breakpoints and model in (artifact.model, None):
+        own_profile = resolve("openai", artifact.model)
+        assert own_profile is not None
+        marked = end is not None and end[0] is not None and artifact.cache.ttl != "none"
+        assert artifact.cache.cacheable_tokens == (own_profile.cacheable(artifact.cache.prefix_tokens) if marked else 0)
+
+
+def check_options(shape: str, rendered, model: str | None, options: dict[str, Any]) -> None:
+    """The anthropic shapes' options through the SDK: automatic caching is one top-level
+    `cache_control` and no block marker; `previous_message_id` is the request's `diagnostics`."""
+    request = rendered.as_shape(shape, model=model, **options)
+    sent = CAPTURE[shape](request)
+    assert sent["body"] == rendered.body(shape, model=model, **options)
+    body = sent["json"]
+    automatic = options.get("caching") == "automatic"
+    assert ("cache_control" in body) == automatic
+    _, marked, _ = _marked_blocks(shape, body)
+    assert not any(marked) or not automatic
+    assert not any("cache_control" in t for t in body.get("tools", [])) or not automatic
+    if "previous_message_id" in options:
+        assert body["diagnostics"] == {"previous_message_id": options["previous_message_id"]}
+    else:
+        assert "diagnostics" not in body
 
 
 def compiled(drawn: Drawn):
@@ -401,7 +582,7 @@ def compiled(drawn: Drawn):
         # the only errors a drawn prompt may have: its own provider's API refuses it (E711), or a
         # param's value (E730: `temperature` other than 1 for OpenAI's reasoning models)
         assert {d.code for d in errors} <= {"E711", "E730"}, [(d.code, d.message) for d in errors]
-        assert drawn.provider in ("anthropic", "gemini", "openai")
+        assert drawn.provider is not None
         return None
     assert result.artifact is not None
     return result.artifact
@@ -411,6 +592,16 @@ def value_sets(drawn: Drawn, data) -> tuple[dict[str, Any], dict[str, Any]]:
     first = {name: data.draw(values, label=name) for name in drawn.inputs}
     second = {name: value + "¤" if isinstance(value, str) else [value, "¤"] for name, value in first.items()}
     return first, second
+
+
+#: the anthropic shapes' options: automatic caching, cache diagnostics (opted in, or a previous id)
+shape_options = st.fixed_dictionaries(
+    {},
+    optional={
+        "caching": st.sampled_from(["blocks", "automatic"]),
+        "previous_message_id": st.sampled_from([None, "msg_01AbCdEf", "msg_é😀"]),
+    },
+)
 
 
 @pytest.mark.slow  # the three SDKs on drawn prompts; .ci/run runs it with the fuller profile
@@ -424,7 +615,7 @@ def test_every_shape_sends_the_recorded_prefix_through_the_real_sdks(drawn: Draw
     artifact = compiled(drawn)
     if artifact is None:
         return
-    check_request(drawn, artifact, *value_sets(drawn, data))
+    check_request(drawn, artifact, *value_sets(drawn, data), data.draw(shape_options, label="options"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,8 +639,9 @@ def test_node_sends_the_bytes_python_sends(drawn: Drawn, data, node_bodies) -> N
     if artifact is None:
         return
     text = dumps(artifact).decode("utf-8")  # the artifact file, as the build writes it
-    for shape, model, inputs, body in check_request(drawn, artifact, *value_sets(drawn, data)):
-        answer = node_bodies(text, inputs, shape, model)
+    options = data.draw(shape_options, label="options")
+    for shape, model, inputs, body, used in check_request(drawn, artifact, *value_sets(drawn, data), options):
+        answer = node_bodies(text, inputs, shape, model, used)
         assert answer == {"body": body.decode("utf-8")}, shape
 
 

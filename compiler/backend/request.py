@@ -8,7 +8,9 @@ Anthropic breakpoint TTL (`/// cache_ttl:`, else config). `check(artifact, doc, 
 reports what the profile says about the artifact: a prefix below the model's minimum (W705, which
 names a part of the head the provider does not cache), parameters the provider's request does not
 take (W707), breakpoints out of the lookback's reach (W708), a parameter the provider requires
-(E709), and a request the provider's API refuses (E711: no user turn).
+(E709), a cache TTL the model does not offer (E710), a request the provider's API refuses (E711:
+no user turn, or Bedrock's first turn the assistant's), and more stable ends than the provider
+takes markers (W712, naming the ones left unmarked).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Span, make
-from ..facts.profiles import shape_params, shape_requires
+from ..facts.profiles import Profile, shape_params, shape_requires
 from ..runtime.model import Artifact
 from ..runtime.requestmodel import opening
 from ..syntax.nodes import Document, Message, Section
@@ -100,7 +102,7 @@ def check(artifact: Artifact, doc: Document, request: Request) -> list[Diagnosti
                 )
             )
 
-    if profile.shape == "anthropic" and "max_tokens" not in artifact.params:
+    if profile.shape in ("anthropic", "anthropic-vertex") and "max_tokens" not in artifact.params:
         diagnostics.append(
             make(
                 codes.REQUIRED_PARAM_MISSING,
@@ -113,22 +115,109 @@ def check(artifact: Artifact, doc: Document, request: Request) -> list[Diagnosti
 
     if profile.lookback_blocks:
         diagnostics += _lookback(artifact, doc, profile.lookback_blocks, label)
+    diagnostics += _ttl(doc, request, label)
+    diagnostics += _unmarked(artifact, doc, profile, label)
     return diagnostics
 
 
+def _ttl(doc: Document, request: Request, label: str) -> list[Diagnostic]:
+    """E710: the prompt's `cache_ttl` is not a lifetime its model offers (`cache_ttls`: Claude 5m
+    and 1h, some Claude models on Bedrock 5m only, OpenAI GPT-5.6 and later 30m and 12h), so the
+    request would carry a TTL the API refuses. A `[tool.promptc]` default is a project's: it is
+    checked only for a model that offers TTLs (an automatic cache takes none, whatever the project
+    says), and reported at the prompt's model."""
+    profile, ttl = request.profile, request.ttl
+    if profile is None or not ttl or ttl == "none" or ttl in profile.cache_ttls:
+        return []
+    offered = profile.cache_ttls
+    header = doc.header
+    choices = ", ".join(f"`/// cache_ttl: {choice}`" for choice in (*offered, "none"))
+    if header.cache_ttl:
+        span = header.cache_ttl_span
+        if offered:
+            message = f"{label} offers no `{ttl}` cache TTL: its breakpoints live {' or '.join(offered)}"
+            hint = f"write {choices} (`none`: send no breakpoint)"
+        else:
+            message = f"{label} takes no cache TTL: its prompt cache is automatic, with no lifetime to choose"
+            hint = "remove the `/// cache_ttl:` line"
+    elif offered:
+        span = dict(header.param_spans).get("model")
+        message = f"{label} offers no `{ttl}` cache TTL ([tool.promptc] `cache_ttl`): its breakpoints live {' or '.join(offered)}"
+        hint = f"give this prompt its own: {choices} (`none`: send no breakpoint)"
+    else:
+        return []
+    return [make(codes.INVALID_MODEL, message, span or doc.source.span(0), hint, source=doc.source)]
+
+
+def _unmarked(artifact: Artifact, doc: Document, profile: Profile, label: str) -> list[Diagnostic]:
+    """W712: the prompt has more runs of stable text than the provider takes markers (Claude: four
+    `cache_control` or `cachePoint`), so the ends the build could not mark write no cache entry: a
+    request whose text changed before one of them re-sends it uncached. The end of the stable
+    prefix is always marked; the others are the ones that cover the most tokens. Named by where
+    each unmarked stable block starts."""
+    if not profile.marks_blocks or artifact.cache.ttl == "none":
+        return []
+    left = [b for b in artifact.cache.breakpoints if not b.anthropic]
+    if not left:
+        return []
+    places = []
+    spans = []
+    for b in left:
+        span = _block_span(doc, b.message, b.block)
+        spans.append(span)
+        if b.message is None:
+            places.append("after the tools")
+        else:
+            src = span.src if span.src is not None else doc.source
+            where = f"line {span.line}" if src is doc.source else f"{src.path}:{span.line}"
+            places.append(f"{where} (covering {b.tokens:,} tokens)")
+    plural = "s" if len(left) != 1 else ""
+    return [
+        make(
+            codes.STABLE_ENDS_UNMARKED,
+            f"{len(left)} stable end{plural} left without a cache marker: {', '.join(places)}; "
+            f"{label} takes {profile.max_breakpoints} per request, and the ones sent cover more tokens",
+            spans[0],
+            "merge stable sections so that fewer runs of stable text sit between dynamic ones, or move the dynamic "
+            "text after them; a request whose text changed before an unmarked end re-sends what follows it uncached",
+            source=doc.source,
+        )
+    ]
+
+
 def _sendable(artifact: Artifact, doc: Document, shape: str, label: str) -> list[Diagnostic]:
-    """E711: the request of the profile's shape would have no user turn (Anthropic, Gemini) or no
-    message at all, whatever the inputs (a message that may render non-empty counts)."""
+    """E711: the request of the profile's shape would have no user turn (Anthropic, Gemini,
+    Bedrock), no message at all, or (Bedrock's Converse) an assistant turn first, whatever the
+    inputs (a message that may render non-empty counts)."""
     needs = shape_requires(shape)
     if needs is None:
         return []
     roles = [m.role for m in artifact.messages]
-    first = opening(roles) if needs == "user_turn" else 0
+    first = opening(roles) if needs in ("user_turn", "user_first") else 0
 
     def may_have_text(index: int) -> bool:
         return any(not b.stable or b.text for b in artifact.messages[index].blocks)
 
     candidates = [i for i in range(first, len(roles)) if needs == "message" or roles[i] != "assistant"]
+    if needs == "user_first":
+        # the first turn that may have text must be a user's: refused whatever the inputs when it
+        # is an assistant turn with stable text (one that may render empty can leave a user first)
+        turn = next((i for i in range(first, len(roles)) if may_have_text(i)), None)
+        if (
+            turn is not None
+            and roles[turn] == "assistant"
+            and any(b.stable and b.text for b in artifact.messages[turn].blocks)
+        ):
+            span = _message_span(doc.messages[turn]) if turn < len(doc.messages) else None
+            return [
+                make(
+                    codes.REQUEST_NOT_SENDABLE,
+                    f"the {shape} request for {label} would start with the assistant's turn; its API refuses it",
+                    span or doc.source.span(0),
+                    "put the `----- user -----` message it answers before it",
+                    source=doc.source,
+                )
+            ]
     if any(may_have_text(i) for i in candidates):
         return []
     if needs == "message":

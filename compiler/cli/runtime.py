@@ -22,6 +22,7 @@ from ..runtime.envinfo import DATE_KEYS, ENV_KEYS, GIT_KEYS, date_inputs, env_in
 from ..runtime.inputtypes import from_text
 from ..runtime.model import Artifact
 from ..runtime.render import MissingInputsError, RenderError, load
+from ..runtime.shapes import CACHING
 from .common import Settings, config_options, envelope, settings
 
 
@@ -134,6 +135,21 @@ def complete_prompt_names(ctx: click.Context, _param: click.Parameter, incomplet
     help="request: the request itself, to pass on; json: the request in the CLI's JSON envelope; body: the exact "
     "bytes the shape's pinned Python SDK sends (no newline after), to POST as they are.",
 )
+@click.option(
+    "--caching",
+    type=click.Choice(CACHING),
+    default="blocks",
+    show_default=True,
+    help="anthropic and anthropic-vertex shapes: the artifact's block markers, or one top-level cache_control "
+    "the provider moves to the last cacheable block (automatic; docs/caching.md says when it wins).",
+)
+@click.option(
+    "--previous-message-id",
+    default=None,
+    metavar="ID",
+    help="anthropic and anthropic-vertex shapes: ask for cache diagnostics against the previous response of the "
+    "conversation (its msg_… id); an empty ID opts in on the first turn.",
+)
 @config_options("render")
 @click.option(
     "--unknown-inputs",
@@ -150,11 +166,16 @@ def render_cmd(
     shape: str,
     std_inputs: bool,
     fmt: str,
+    caching: str,
+    previous_message_id: str | None,
     model: str | None,
     unknown_inputs: str,
     out: str | None,
 ) -> None:
     """Render prompt NAME from the build folder and print the request as JSON."""
+    options: dict[str, Any] = {"caching": caching}
+    if previous_message_id is not None:
+        options["previous_message_id"] = previous_message_id or None
     inputs: dict[str, Any] = _read_vars(vars_file) if vars_file else {}
     texts: dict[str, Any] = {}
     for raw in variables:
@@ -174,10 +195,10 @@ def render_cmd(
             _fail(_with_std_hint(exc, std_inputs))
         if fmt == "body":
             sys.stdout.flush()
-            sys.stdout.buffer.write(rendered.body(shape, model=model))
+            sys.stdout.buffer.write(rendered.body(shape, model=model, **options))
             sys.stdout.buffer.flush()
             return
-        payload = rendered.as_shape(shape, model=model)
+        payload = rendered.as_shape(shape, model=model, **options)
     if fmt == "json":
         payload = envelope("render", prompt=name, shape=shape, request=payload)
     click.echo(json.dumps(payload, ensure_ascii=False, indent=2))

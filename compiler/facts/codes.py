@@ -281,7 +281,7 @@ MALFORMED_SECTION = _code(
 PREFIX_BELOW_MINIMUM = _code(
     "W705",
     "cache-stable prefix below the provider minimum",
-    "The cache-stable prefix is shorter than the configured provider's minimum cacheable prefix, so the provider will not cache it.",
+    "The cache-stable prefix is shorter than the configured provider's minimum cacheable prefix, so the provider will not cache it. The minimum is the platform's own for the model: Claude on Amazon Bedrock holds some models to other minimums than the Claude API (Claude Opus 4.5 to 4.8, Sonnet 4.5 and Haiku 4.5: 4,096 tokens), and a Bedrock model id is matched without its cross-Region prefix (`us.`, `global.` …).",
 )
 DYNAMIC_LOOKING_TEXT = _code(
     "W706",
@@ -306,7 +306,7 @@ REQUIRED_PARAM_MISSING = _code(
 INVALID_MODEL = _code(
     "E710",
     "invalid model or cache TTL",
-    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m`, `1h` or `none`, or the TTL is set for a provider whose cache takes none.",
+    "`param: model=` is not a non-empty string, `cache_ttl` is not `5m`, `1h`, `30m`, `12h` or `none`, or it is a lifetime the prompt's model does not offer (providers.json `cache_ttls`: Claude 5m and 1h, some Claude models on Bedrock 5m only, OpenAI GPT-5.6 and later 30m and 12h), or a `/// cache_ttl:` line is written for a model whose cache takes no TTL (OpenAI before GPT-5.6, Gemini: their caching is automatic). A request carrying such a TTL is refused by the provider's API. Reported at the `/// cache_ttl:` value, with the lifetimes the model offers in the hint; a `[tool.promptc]` `cache_ttl` default the model does not offer is reported at the prompt's model (`none`, no breakpoint, is always accepted).",
 )
 PREFIX_CUT_SHORT = _code(
     "W710",
@@ -317,6 +317,11 @@ REQUEST_NOT_SENDABLE = _code(
     "E711",
     "the provider's API refuses this request",
     "The request for the prompt's own provider cannot be sent as it is: Anthropic's Messages API and Gemini's generate_content need a user turn after the opening system part (`messages` / `contents` must not be empty), and every API needs a message. A prompt file with no separator line is one system message, so `Summarize ${text}` alone is a system prompt with no turn to answer. Add a `----- user -----` message (move the request into it). Without a profile (no `provider`, no model) nothing is required; rendering another provider's shape checks the same at render time and names the shape.",
+)
+STABLE_ENDS_UNMARKED = _code(
+    "W712",
+    "more stable ends than the provider takes cache markers",
+    "The prompt has more runs of stable text (stable blocks between dynamic ones, and the tools) than the provider takes cache markers in one request: Claude, on its API, on Amazon Bedrock and on Vertex AI, writes a cache entry only at a marker (`cache_control`, a `cachePoint` block), at most four. The build marks the end of the cache-stable prefix and then the ends that cover the most tokens; the warning names the stable ends left unmarked by where they are written. A request whose text changed before an unmarked end cannot read what follows it from the cache. Merge stable sections, or move dynamic text after the stable text; `cache_ttl: none` (no markers at all) silences it.",
 )
 STABLE_HAS_CODE = _code(
     "E707",

@@ -223,15 +223,20 @@ class Config:
         commands=_BUILDS,
         flag=("--tokenizer",),
     )
-    #: the provider profile for every prompt: "anthropic", "openai", "gemini", or "" to take it from
-    #: each prompt's model. Profiles live in promptc/data/providers.json.
+    #: the provider profile for every prompt: "anthropic", "openai", "gemini", "bedrock",
+    #: "anthropic-vertex", or "" to take it from each prompt's model. Profiles live in
+    #: promptc/data/providers.json.
     provider: str = option(
         "",
         _string,
-        "Provider profile for every prompt: anthropic, openai or gemini (default: from each prompt's model).",
-        doc="the provider profile of every prompt: `anthropic`, `openai` or `gemini` "
-        "(`promptc/data/providers.json`, explained in `caching.md`). Unset, a prompt's profile is the "
-        "provider of its model (`claude-…`, `gpt-…`/`o3`…, `gemini-…`); a prompt with neither has none. "
+        "Provider profile for every prompt: anthropic, openai, gemini, bedrock or anthropic-vertex "
+        "(default: from each prompt's model).",
+        doc="the provider profile of every prompt: `anthropic`, `openai`, `gemini`, or a platform, `bedrock` "
+        "(Claude on Amazon Bedrock) or `anthropic-vertex` (Claude on Vertex AI) (`promptc/data/providers.json`, "
+        "explained in `caching.md`). Unset, a prompt's profile is the provider of its model (`claude-…`, "
+        "`gpt-…`/`o3`…, `gemini-…`, `anthropic.claude-…` and `us.anthropic.claude-…` for Bedrock, "
+        "`claude-…@20250929` for Vertex AI; a Vertex id without `@` needs `anthropic-vertex` here); a prompt "
+        "with neither has none. "
         "The profile sets the minimum cacheable prefix (W705), `cache.cacheable_tokens`, the parameters "
         "the request takes (W707), what it requires (E709) and the breakpoint lookback (W708)",
         fingerprint=True,
@@ -249,13 +254,14 @@ class Config:
         commands=("render",),
         flag=("--model",),
     )
-    #: Anthropic breakpoint lifetime, "5m" or "1h" ("" leaves the provider's default, 5 minutes)
+    #: breakpoint lifetime, "5m", "1h", "30m" or "12h" ("" leaves the provider's default)
     cache_ttl: str = option(
         "",
         _one_of(CACHE_TTLS, empty=True),
-        "Anthropic breakpoint lifetime: 5m, 1h, or none (no cache_control).",
-        doc="`5m` or `1h`: the `ttl` of the Anthropic shape's `cache_control`; `none`: no `cache_control` at "
-        "all; a prompt's `/// cache_ttl:` wins",
+        "Cache breakpoint lifetime: 5m, 1h (Claude), 30m, 12h (OpenAI GPT-5.6+), or none (no breakpoint).",
+        doc="`5m` or `1h` (Claude), `30m` or `12h` (OpenAI GPT-5.6 and later): the `ttl` of the markers the "
+        "shapes send; `none`: no marker at all; a prompt's `/// cache_ttl:` wins. A prompt whose model offers "
+        "TTLs but not this one is E710 (a model whose cache is automatic ignores it)",
         fingerprint=True,
     )
     #: where every build writes the generated Python bindings (`promptc gen python`), "" for nowhere

@@ -265,15 +265,17 @@ MAX_NESTING = 90
 # Builds and artifacts
 
 #: Request shapes `Rendered.as_shape` produces.
-Shape = Literal["plain", "anthropic", "openai", "openai-responses", "gemini"]
+Shape = Literal["plain", "anthropic", "openai", "openai-responses", "gemini", "bedrock", "anthropic-vertex"]
 SHAPES: tuple[Shape, ...] = get_args(Shape)
 #: Tool definitions and output schemas (`/// tools:`, `/// output:`) are files with this suffix.
 RESOURCE_SUFFIX = ".json"
 #: The shape of a tool's name that every provider accepts.
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
-#: `cache_ttl` values: Anthropic's two breakpoint lifetimes, and `none` (the anthropic shape sends
-#: no `cache_control`: where caching costs more than it saves, `promptc cost --advise`).
-Ttl = Literal["5m", "1h", "none"]
+#: `cache_ttl` values: the breakpoint lifetimes the providers offer (Claude, on its API, Bedrock and
+#: Vertex AI: 5m, 1h; OpenAI GPT-5.6 and later: 30m, 12h; which one a model takes is its profile's
+#: `cache_ttls`, E710), and `none` (no breakpoint is sent: where caching costs more than it saves,
+#: `promptc cost --advise`).
+Ttl = Literal["5m", "1h", "30m", "12h", "none"]
 CACHE_TTLS: tuple[Ttl, ...] = get_args(Ttl)
 #: what a `/// budget:` line limits (promptc.backend.budget): the whole request, and what is not cached
 BUDGET_LIMITS: tuple[str, ...] = ("total", "uncached")

@@ -16,7 +16,11 @@ them). This module reads that file and answers the questions the build and the r
   alias counts as the dated snapshot it points to), which `promptc.runtime.requestmodel` hashes;
 - `context_window(provider, model)`: the model's context window, which `promptc.backend.budget` checks;
 - `shape_provider(shape)` and `shape_requires(shape)`: the provider a shape's call goes to, and what
-  its API requires of the turns.
+  its API requires of the turns;
+- platforms: a Bedrock model id is looked up without its cross-Region prefix (`base_model`), a
+  Vertex AI id (`claude-…@20250929`) is recognised by its form (`model_pattern`), and a platform that
+  serves another provider's models as that provider documents them (`same_as`) takes that
+  provider's facts where it states none of its own.
 
 Standard library only: the runtime imports it to render shapes.
 """
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 import json
 import os
-from functools import cache
+import re
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .lazy import lazy_import
@@ -37,8 +42,10 @@ else:  # only for a package imported from a zip (its wheel)
     resources = lazy_import("importlib.resources")
 
 __all__ = [
+    "MARKER_SHAPES",
     "Profile",
     "ProfileError",
+    "base_model",
     "data",
     "providers",
     "resolve",
@@ -70,11 +77,30 @@ def data() -> dict[str, Any]:
     else:
         text = resources.files("promptc.data").joinpath("providers.json").read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
+    for entry in loaded["providers"].values():
+        # a platform that serves another provider's models as that provider documents them (Claude
+        # on Vertex AI): the facts it does not state itself are that provider's
+        same = (entry.get("same_as") or {}).get("value")
+        if same:
+            for key, fact in loaded["providers"][same].items():
+                entry.setdefault(key, fact)
     return loaded
 
 
 def providers() -> tuple[str, ...]:
     return tuple(data()["providers"])
+
+
+def base_model(entry: dict[str, Any], model: str | None) -> str | None:
+    """`model` without the cross-Region inference profile in front of it (`us.anthropic.claude-…`
+    → `anthropic.claude-…`, providers.json `inference_profiles`): the id the per-model facts of a
+    platform are keyed by."""
+    if not model:
+        return model
+    for prefix in (entry.get("inference_profiles") or {}).get("value") or ():
+        if model.startswith(prefix):
+            return model[len(prefix) :]
+    return model
 
 
 def _for_model(entry: dict[str, Any], key: str, model: str | None) -> tuple[Any, str | None]:
@@ -83,6 +109,7 @@ def _for_model(entry: dict[str, Any], key: str, model: str | None) -> tuple[Any,
     fact = entry.get(key)
     if not isinstance(fact, dict):
         return fact, None
+    model = base_model(entry, model)
     table = fact.get("by_model") or {}
     best = max((prefix for prefix in table if model and model.startswith(prefix)), key=len, default=None)
     if best is not None:
@@ -90,10 +117,15 @@ def _for_model(entry: dict[str, Any], key: str, model: str | None) -> tuple[Any,
     return fact.get("value"), None
 
 
+@lru_cache(maxsize=1024)  # asked on every render for another model: the answer never changes
 def provider_of_model(model: str | None) -> str | None:
-    """The provider whose model names `model` starts with (`claude-…` → anthropic)."""
+    """The provider whose model names `model` starts with (`claude-…` → anthropic), or whose model
+    ids it has the form of (`claude-sonnet-4-5@20250929` → anthropic-vertex: `model_pattern`)."""
     if not model:
         return None
+    for name, pattern in _model_patterns():
+        if pattern.fullmatch(model):
+            return name
     matches = [
         (len(prefix), name)
         for name, entry in data()["providers"].items()
@@ -101,6 +133,20 @@ def provider_of_model(model: str | None) -> str | None:
         if model.startswith(prefix)
     ]
     return max(matches)[1] if matches else None
+
+
+@cache
+def _model_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple(
+        (name, re.compile(entry["model_pattern"]["value"]))
+        for name, entry in data()["providers"].items()
+        if entry.get("model_pattern")
+    )
+
+
+#: The request shapes whose cache is written only where the request marks it, at most
+#: `max_breakpoints` markers (`cache_control`, `cachePoint`): the artifact's breakpoints are theirs.
+MARKER_SHAPES = ("anthropic", "anthropic-vertex", "bedrock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +176,17 @@ class Profile:
     schema_cached: bool = True
     #: … and, when not, the level it keys (Anthropic: "system"), or None: it keys nothing
     schema_level: str | None = "output_schema"
+    #: the request marks the end of the stable prefix with an explicit breakpoint, and the
+    #: provider matches a cached prefix only there (OpenAI GPT-5.6 and later)
+    explicit_breakpoints: bool = False
+    #: the `prompt_cache_retention` the model requires (`24h`: OpenAI GPT-5.5 and later), or None
+    cache_retention: str | None = None
+
+    @property
+    def marks_blocks(self) -> bool:
+        """The provider caches only where the request puts a marker, at most `max_breakpoints`
+        (Claude, on its API, on Bedrock, on Vertex AI): `MARKER_SHAPES`."""
+        return self.shape in MARKER_SHAPES
 
     def cacheable(self, tokens: int) -> int:
         """What the provider caches of a stable prefix of `tokens` tokens."""
@@ -166,10 +223,12 @@ def resolve(provider: str | None, model: str | None) -> Profile | None:
         _for_model(entry, "lookback_blocks", model)[0],
         tuple(_for_model(entry, "cache_ttls", model)[0] or ()),
         *_cache_key(entry),
+        explicit_breakpoints=bool(_for_model(entry, "explicit_breakpoints", model)[0]),
+        cache_retention=_for_model(entry, "cache_retention", model)[0],
     )
 
 
-def _cache_key(entry: dict[str, Any]) -> tuple[Any, ...]:
+def _cache_key(entry: dict[str, Any]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], bool, str | None]:
     key = entry.get("cache_key") or {}
     schema = key.get("output_schema") or {}
     order = tuple((entry.get("cache_order") or {}).get("value") or ("tools", "output_schema", "messages"))
@@ -219,7 +278,8 @@ def shape_provider(shape: str) -> str | None:
 
 def shape_requires(shape: str) -> str | None:
     """What the shape's API requires of the turns: `user_turn` (a turn after the opening system
-    part), `message` (any message), or None."""
+    part), `user_first` (that, and the first turn a user's: Bedrock's Converse), `message` (any
+    message), or None."""
     entry = data()["shapes"].get(shape) or {}
     return (entry.get("requires") or {}).get("needs")
 

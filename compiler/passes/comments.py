@@ -17,7 +17,7 @@ import re
 
 from ..facts import codes
 from ..facts.diagnostics import Edit, Fix
-from ..facts.language import BOUNDARIES, DIRECTIVE_ORDER, IDENTIFIER_PATTERN, TARGETS
+from ..facts.language import BOUNDARIES, CACHE_TTLS, DIRECTIVE_ORDER, IDENTIFIER_PATTERN, TARGETS
 from ..syntax.nodes import Comment, Directive, Document, Text, evolve
 from .context import Context
 from .directives import RESERVED_KEYS
@@ -35,7 +35,7 @@ _VALUE_SHAPES = {
     "input": re.compile(rf"{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})+"),
     "tools": re.compile(r"\S+\.json(?:[ \t]*,[ \t]*\S+\.json)*"),
     "output": re.compile(r"\S+\.json"),
-    "cache_ttl": re.compile(r"(?:5m|1h|none)"),
+    "cache_ttl": re.compile("|".join(map(re.escape, CACHE_TTLS))),
 }
 
 

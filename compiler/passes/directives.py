@@ -395,7 +395,8 @@ class _HeaderBuilder:
                     codes.INVALID_MODEL,
                     f"unknown cache TTL `{d.value}`",
                     d.value_span if d.value else d.span,
-                    f"write one of: {', '.join(CACHE_TTLS)} (Anthropic's two breakpoint lifetimes, or no breakpoints)",
+                    f"write one of: {', '.join(CACHE_TTLS)} (a breakpoint lifetime the model offers: Claude 5m or 1h, "
+                    "OpenAI GPT-5.6 and later 30m or 12h; or none, no breakpoints)",
                 )
             else:
                 self.cache_ttl = self.once(self.cache_ttl, d)

@@ -311,6 +311,10 @@ class Rendered:
     provider: str | None = None
     #: the model as the provider resolves it, which the prefix hash covers (`cache.key.model`)
     cache_model: str | None = None
+    #: (message, block) of the block that ends the cache-stable prefix, where the openai shapes put
+    #: `prompt_cache_breakpoint` for a model with explicit breakpoints; None: the prefix ends in the
+    #: head (the tools), or there is none
+    stable_end: tuple[int, int] | None = None
     #: the sha256 of the artifact file (the manifest's), when rendered from a build folder
     artifact_sha256: str | None = None
     #: when this request was rendered (epoch seconds; not part of equality)
@@ -341,24 +345,45 @@ class Rendered:
         except usage.UsageError as exc:
             raise RenderError(f"prompt `{self.name}`: {exc}") from None
 
-    def as_shape(self, shape: str = "plain", *, model: str | None = None) -> Any:
+    def as_shape(
+        self,
+        shape: str = "plain",
+        *,
+        model: str | None = None,
+        caching: str = "blocks",
+        previous_message_id: Any = shapes.NOT_GIVEN,
+    ) -> Any:
         """The request in a provider's shape: the keyword arguments of its official SDK call
-        (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`; see `promptc.runtime.shapes`).
+        (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`, `bedrock`,
+        `anthropic-vertex`; see `promptc.runtime.shapes`).
         `model`, when given, is sent instead of the artifact's (the artifact's cache numbers were
         computed for its own model) and must be one of the shape's provider; a shape of another
-        provider than the artifact's needs it. A request that cannot be sent (no model, no user
-        turn, another provider's model) is a RenderError that names the shape."""
+        provider than the artifact's needs it. The anthropic shapes take two options:
+        `caching="automatic"` (one top-level `cache_control` the provider moves to the last
+        cacheable block, instead of the artifact's block markers: docs/caching.md says when it
+        wins) and `previous_message_id` (the `id` of this conversation's previous response, or None
+        on its first turn: the response then says why the cache missed, `diagnostics`). A request
+        that cannot be sent (no model, no user turn, another provider's model, an option the shape
+        does not take) is a RenderError that names the shape."""
         try:
-            return shapes.build(self, shape, model)
+            return shapes.build(self, shape, model, caching=caching, previous_message_id=previous_message_id)
         except shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
-    def body(self, shape: str, *, model: str | None = None) -> bytes:
+    def body(
+        self,
+        shape: str,
+        *,
+        model: str | None = None,
+        caching: str = "blocks",
+        previous_message_id: Any = shapes.NOT_GIVEN,
+    ) -> bytes:
         """The exact bytes of the request body the pinned Python SDK sends for `as_shape(shape)`
-        (its key order and JSON options; Gemini's REST body): what to POST to send the same bytes
-        from anywhere (the JavaScript runtime's `rendered.body(shape)` writes them too)."""
+        with the same options (its key order and JSON options; Gemini's REST body; Bedrock's
+        rest-json body, the model id in the URI): what to POST to send the same bytes from
+        anywhere (the JavaScript runtime's `rendered.body(shape)` writes them too)."""
         try:
-            return shapes.body(self, shape, model)
+            return shapes.body(self, shape, model, caching=caching, previous_message_id=previous_message_id)
         except shapes.ShapeError as exc:
             raise RenderError(str(exc)) from None
 
@@ -795,6 +820,10 @@ def _generate(plan: RenderPlan, artifact: Artifact, required: set[str]) -> Calla
         "head_breakpoint": any(b.message is None and b.anthropic for b in artifact.cache.breakpoints),
         "provider": None if artifact.provider is None else artifact.provider.name,
         "cache_model": None if artifact.cache.key is None else artifact.cache.key.model,
+        "stable_end": next(
+            ((b.message, b.block) for b in artifact.cache.breakpoints if b.stable_prefix and b.message is not None),
+            None,
+        ),
         "artifact_sha256": plan.sha256,
     }
     lines.append("    rendered = _new(_Rendered)")

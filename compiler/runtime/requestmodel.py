@@ -24,8 +24,9 @@ Everything about the cache is read from this model, never computed again elsewhe
 - `Request.prefix()` is *the* walk: the cache-stable prefix (the parts up to the first dynamic
   content part, empty parts skipped as the shapes skip them, key parts only when content after
   them is in the prefix), its hash (`ENCODING`), size, last part and where it stops;
-- `Request.markers()` places the anthropic shape's `cache_control` markers (on the last tool, or on
-  a non-empty stable block: a place the body really has), with the tokens each covers;
+- `Request.markers()` places the block markers (the anthropic shapes' `cache_control`, the bedrock
+  shape's `cachePoint`: on the last tool, or on a non-empty stable block, a place the body really
+  has), with the tokens each covers;
 - `cache(...)` turns both into the artifact's `cache` (emit writes it; the runtimes, diff, cost,
   the report and the language server read it);
 - `of_artifact` rebuilds the model from an artifact (with source spans when the compiled document
@@ -265,7 +266,7 @@ class Request:
 def _labels(profile: Profile | None) -> tuple[bool, dict[str, str]]:
     """Whether the provider has a system part of its own, and the label of a turn by its role."""
     shape = profile.shape if profile is not None else None
-    if shape == "anthropic":
+    if profile is not None and profile.marks_blocks:  # Claude, on its API, Bedrock or Vertex AI
         return True, {"assistant": "assistant"}
     if shape == "gemini":
         return True, {"assistant": "model"}
@@ -397,9 +398,11 @@ def of_artifact(
 
 
 def anthropic_view(profile: Profile | None) -> Profile:
-    """The profile the anthropic shape's markers are placed with: the prompt's own when it is an
-    Anthropic one, else Anthropic's defaults (any artifact can be rendered in that shape)."""
-    if profile is not None and profile.shape == "anthropic":
+    """The profile the block markers (the anthropic and anthropic-vertex shapes' `cache_control`,
+    the bedrock shape's `cachePoint`) are placed with: the prompt's own when its provider caches
+    only where the request marks it (`Profile.marks_blocks`), else Anthropic's defaults (any
+    artifact can be rendered in those shapes)."""
+    if profile is not None and profile.marks_blocks:
         return profile
     return _anthropic_defaults()
 
@@ -444,11 +447,11 @@ def cache(
     view = anthropic_view(profile)
     marks = (
         own
-        if profile is not None and profile.shape == "anthropic"
+        if profile is not None and profile.marks_blocks
         else of_parts(view, model, params, tools, output_schema, messages, count=count)
     )
-    # `cache_ttl: none`: the anthropic shape sends no `cache_control` at all (caching costs more
-    # than it saves at the prompt's traffic: `promptc cost --advise`)
+    # `cache_ttl: none`: no shape sends a marker at all (caching costs more than it saves at the
+    # prompt's traffic: `promptc cost --advise`)
     markers = marks.markers(0 if ttl == "none" else view.max_breakpoints)
     breakpoints = tuple(Breakpoint(m.message, m.block, m.chars, m.tokens, m.stable_prefix, m.sent) for m in markers)
     head: list[HeadPart] = []
@@ -463,11 +466,17 @@ def cache(
     head_tokens = sum(p.tokens for p in head if p.cached)
     if profile is None:
         cacheable = None
-    elif profile.shape == "anthropic":
+    elif profile.marks_blocks:
         # only what a sent marker covers: the one at the end of the stable prefix
         covered = next((m.tokens for m in markers if m.stable_prefix and m.sent), 0)
         cacheable = profile.cacheable(covered)
-    else:  # automatic caching of the whole prefix (OpenAI, Gemini)
+    elif profile.explicit_breakpoints:
+        # OpenAI GPT-5.6 and later match a cached prefix only at a breakpoint: what the one the
+        # openai shapes put on the last block of the stable prefix covers (its tools and output
+        # schema included); none when the prefix ends in the head, where no text part can carry it
+        marked = prefix.last is not None and prefix.last.kind == "block" and ttl != "none"
+        cacheable = profile.cacheable(prefix.tokens) if marked else 0
+    else:  # automatic caching of the whole prefix (OpenAI before GPT-5.6, Gemini)
         cacheable = profile.cacheable(prefix.tokens)
     last = prefix.last
     end_message = last.message if last is not None and last.kind == "block" else None

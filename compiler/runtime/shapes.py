@@ -7,6 +7,8 @@
 | `openai`           | `openai.OpenAI().chat.completions.create(**req)`            |
 | `openai-responses` | `openai.OpenAI().responses.create(**req)`                   |
 | `gemini`           | `google.genai.Client().models.generate_content(**req)`      |
+| `bedrock`          | `boto3.client("bedrock-runtime").converse(**req)`           |
+| `anthropic-vertex` | `anthropic.AnthropicVertex(...).messages.create(**req)`     |
 
 Every shape but `plain` carries the model (the artifact's, or the one passed in), the tools, the
 output schema and the parameters the call takes, spelled as the call spells them
@@ -16,14 +18,25 @@ build warns, W707, for the profile's own shape). The tests pass each shape to th
 A request goes to the provider of its shape: rendering a shape of another provider than the
 artifact's model needs a model of that provider (`model=`), else it is refused with the reason;
 a request the provider's API refuses (no user turn for Anthropic and Gemini, `shapes.*.requires`)
-is a `ShapeError` naming the shape. The cache breakpoints are the artifact's: `cache_control` goes
-exactly where the build recorded it (`promptc.runtime.requestmodel` places it on a non-empty stable block
-or the last tool), never moved at render; `prompt_cache_key` is the prefix hash, sent when the
-request goes to the artifact's own OpenAI model (the hash covers the model).
+is a `ShapeError` naming the shape. The cache breakpoints are the artifact's: `cache_control`
+(anthropic, anthropic-vertex) and `cachePoint` blocks (bedrock) go exactly where the build recorded
+them (`promptc.runtime.requestmodel` places them on a non-empty stable block or the last tool),
+never moved at render; for an OpenAI model with explicit breakpoints (GPT-5.6 and later) the openai
+shapes put one `prompt_cache_breakpoint` on the text part that ends the cache-stable prefix, and
+none after it; `prompt_cache_key` is the prefix hash, sent when the request goes to the artifact's
+own OpenAI model (the hash covers the model); a model that requires a `prompt_cache_retention`
+(OpenAI GPT-5.5 and later: `24h`) is sent it. A marker's TTL is the artifact's `cache_ttl` when
+the model the request goes to offers it (providers.json `cache_ttls`), else the provider's default.
+
+Options of the anthropic shapes (`build(..., caching="automatic")`: one top-level `cache_control`
+instead of the block markers; `previous_message_id=`: Anthropic's cache diagnostics) are the
+caller's, per request; docs/caching.md says when automatic caching wins.
 
 `body(rendered, shape)` is the exact bytes the pinned Python SDK sends for the request: its
-top-level key order and `json.dumps` options (`shapes.*.body`), for Gemini its REST layout. The
-JavaScript runtime's `rendered.body(shape)` writes the same bytes.
+top-level key order and `json.dumps` options (`shapes.*.body`), for Gemini its REST layout, for
+Bedrock botocore's rest-json body (the model id goes in the URI), for Vertex AI the Messages body
+without the model (in the URL) and with the SDK's `anthropic_version`. The JavaScript runtime's
+`rendered.body(shape)` writes the same bytes.
 
 The order of the request keeps the artifact's cache proof true in each provider's cache order
 (tools, then system, then messages): the tools and schema are the artifact's, byte for byte; one
@@ -39,19 +52,82 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..facts.language import SHAPES, SYSTEM_ROLES
-from ..facts.profiles import data, provider_of_model, shape_params, shape_provider, shape_requires
+from ..facts.profiles import Profile, data, provider_of_model, resolve, shape_params, shape_provider, shape_requires
+from ..facts.records import dataclass
 
 if TYPE_CHECKING:
     from .render import Rendered
 
-__all__ = ["SHAPES", "body", "build", "strict_compatible"]
+__all__ = ["CACHING", "NOT_GIVEN", "SHAPES", "ShapeOptions", "body", "build", "strict_compatible"]
 
 
 class ShapeError(ValueError):
     """A rendered prompt cannot take this shape (the runtime turns it into a RenderError)."""
+
+
+class _NotGiven:
+    """`previous_message_id` left out: the request asks for no cache diagnostics (None opts in
+    without a previous message)."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN: Any = _NotGiven()
+#: how the anthropic shapes mark the cache: the artifact's block markers (`blocks`, the default),
+#: or one top-level `cache_control` the provider moves to the last cacheable block (`automatic`)
+CACHING = ("blocks", "automatic")
+#: the shapes that take the options of Anthropic's Messages API
+_ANTHROPIC_SHAPES = ("anthropic", "anthropic-vertex")
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeOptions:
+    """The caller's per-request options: `caching` (`CACHING`) and `previous_message_id` (a
+    `msg_…` id, None to opt in to cache diagnostics on a first turn, `NOT_GIVEN` not to)."""
+
+    caching: str = "blocks"
+    previous_message_id: Any = NOT_GIVEN
+
+    def check(self, shape: str) -> None:
+        if self.caching not in CACHING:
+            raise ShapeError(f"caching must be one of {', '.join(CACHING)}, got {self.caching!r}")
+        given = [
+            name
+            for name, on in (
+                ("caching='automatic'", self.caching == "automatic"),
+                ("previous_message_id", self.previous_message_id is not NOT_GIVEN),
+            )
+            if on
+        ]
+        if given and shape not in _ANTHROPIC_SHAPES:
+            raise ShapeError(
+                f"{' and '.join(given)}: an option of the anthropic and anthropic-vertex shapes, not of {shape}"
+            )
+        pid = self.previous_message_id
+        if pid is not NOT_GIVEN and pid is not None and not (isinstance(pid, str) and pid):
+            raise ShapeError(f"previous_message_id must be a message id (`msg_…`) or None, got {pid!r}")
+
+
+_DEFAULT_OPTIONS = ShapeOptions()
+
+
+@lru_cache(maxsize=256)
+def _profile(provider: str | None, model: str | None) -> Profile | None:
+    """The profile of the model a request goes to (its provider named by the shape)."""
+    return resolve(provider, model) if provider else None
+
+
+def _offered(ttl: str | None, profile: Profile | None) -> str | None:
+    """The artifact's `cache_ttl` when the model the request goes to offers it, else None (the
+    provider's default lifetime: a TTL written for another provider's model is never sent)."""
+    if not ttl or profile is None or ttl not in profile.cache_ttls:
+        return None
+    return ttl
 
 
 def strict_compatible(schema: Any) -> bool:
@@ -90,7 +166,7 @@ def _params(rendered: Rendered, shape: str) -> dict[str, Any]:
         native = names.get(key)
         if native is None:
             continue
-        if native in ("stop_sequences",) and isinstance(value, str):
+        if native in ("stop_sequences", "stopSequences") and isinstance(value, str):
             value = [value]
         out[native] = value
     return out
@@ -102,14 +178,14 @@ def _model(rendered: Rendered, shape: str, model: str | None) -> str:
     target = shape_provider(shape)
     if model:
         other = provider_of_model(model)
-        if target and other and other != target:
+        if target and other and not _serves(target, other):
             raise ShapeError(
                 f"prompt `{rendered.name}`: `{model}` is an {other} model; the {shape} request goes to {target}: "
                 f"pass one of its models (`--model`, `as_shape('{shape}', model=…)`)"
             )
         return model
     own = rendered.provider or provider_of_model(rendered.model)
-    if rendered.model and target and own and own != target:
+    if rendered.model and target and own and not _serves(target, own):
         raise ShapeError(
             f"prompt `{rendered.name}` is built for `{rendered.model}` ({own}); the {shape} request goes to {target}: "
             f"pass one of its models (`--model`, `as_shape('{shape}', model=…)`)"
@@ -120,6 +196,15 @@ def _model(rendered: Rendered, shape: str, model: str | None) -> str:
             "`model` in [tool.promptc], or pass one (`--model`, `as_shape(shape, model=…)`)"
         )
     return rendered.model
+
+
+def _serves(target: str, provider: str) -> bool:
+    """Whether a request to `target` can go to a model of `provider`: its own, or the provider
+    whose models the platform serves under the same names (Vertex AI serves `claude-opus-4-6`)."""
+    if target == provider:
+        return True
+    same: str | None = ((data()["providers"].get(target) or {}).get("same_as") or {}).get("value")
+    return same == provider
 
 
 def _cache_key(rendered: Rendered, model: str | None) -> str | None:
@@ -139,7 +224,13 @@ def _cache_key(rendered: Rendered, model: str | None) -> str | None:
 
 def _refuse_turnless(rendered: Rendered, shape: str, turns: list[dict[str, Any]], system: bool) -> None:
     """A request with no user turn, which the shape's API refuses (`shapes.*.requires`)."""
-    if shape_requires(shape) != "user_turn" or any(turn["role"] == "user" for turn in turns):
+    needs = shape_requires(shape)
+    if needs == "user_first" and turns and turns[0]["role"] != "user":
+        raise ShapeError(
+            f"prompt `{rendered.name}`: the {shape} request must start with a user turn, and its first turn is the "
+            f"{turns[0]['role']}'s; put a `----- user -----` message before it, or render the user turn non-empty"
+        )
+    if needs not in ("user_turn", "user_first") or any(turn["role"] == "user" for turn in turns):
         return
     if not turns and system:
         why = "every message is a system message (the opening system and developer messages are its system part)"
@@ -158,21 +249,27 @@ def _cache_control(ttl: str | None) -> dict[str, str]:
     return {"type": "ephemeral", "ttl": ttl} if ttl else {"type": "ephemeral"}
 
 
-def _anthropic(rendered: Rendered, model: str | None) -> dict[str, Any]:
+def _anthropic(
+    rendered: Rendered, model: str | None, options: ShapeOptions, shape: str = "anthropic"
+) -> dict[str, Any]:
     """One text block per artifact block; empty blocks are skipped (the API refuses empty text), and
     a message left with no block at all is dropped. `cache_control` (with the TTL) goes on the
     blocks the artifact marks for Anthropic (each a non-empty stable block) and on the last tool
-    when the artifact marks the place after the tools."""
-    params = _params(rendered, "anthropic")
+    when the artifact marks the place after the tools; with `caching="automatic"` one top-level
+    `cache_control` instead (a top-level marker counts against the same limit of four, so the two
+    are never mixed). `previous_message_id` asks for Anthropic's cache diagnostics."""
+    params = _params(rendered, shape)
     if "max_tokens" not in params:
         raise ShapeError(
-            f"prompt `{rendered.name}`: the anthropic request needs `max_tokens`; "
+            f"prompt `{rendered.name}`: the {shape} request needs `max_tokens`; "
             "add `/// param: max_tokens=1024` to the prompt"
         )
-    chosen = _model(rendered, "anthropic", model)
-    control = _cache_control(rendered.ttl)
+    chosen = _model(rendered, shape, model)
+    control = _cache_control(_offered(rendered.ttl, _profile(shape_provider(shape), chosen)))
+    automatic = options.caching == "automatic"
+    marks = not automatic
     tools = [tool.to_json() for tool in rendered.tools]
-    if tools and rendered.head_breakpoint:
+    if tools and rendered.head_breakpoint and marks:
         tools[-1]["cache_control"] = dict(control)
     system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
@@ -183,13 +280,17 @@ def _anthropic(rendered: Rendered, model: str | None) -> dict[str, Any]:
         for block in blocks:
             if block.text:
                 content.append({"type": "text", "text": block.text})
-                if block.anthropic:
+                if block.anthropic and marks:
                     content[-1]["cache_control"] = dict(control)
         if not opening and content:
             role = "user" if message["role"] in SYSTEM_ROLES else message["role"]
             messages.append({"role": role, "content": content})
-    _refuse_turnless(rendered, "anthropic", messages, bool(system))
+    _refuse_turnless(rendered, shape, messages, bool(system))
     request: dict[str, Any] = {"model": chosen, "max_tokens": params.pop("max_tokens")}
+    if automatic:
+        request["cache_control"] = control
+    if options.previous_message_id is not NOT_GIVEN:
+        request["diagnostics"] = {"previous_message_id": options.previous_message_id}
     if tools:
         request["tools"] = tools
     if system:
@@ -201,12 +302,105 @@ def _anthropic(rendered: Rendered, model: str | None) -> dict[str, Any]:
     return request
 
 
+def _anthropic_vertex(rendered: Rendered, model: str | None, options: ShapeOptions) -> dict[str, Any]:
+    """The anthropic shape's request for Claude on Vertex AI (the same Messages API)."""
+    return _anthropic(rendered, model, options, "anthropic-vertex")
+
+
+def _bedrock(rendered: Rendered, model: str | None, options: ShapeOptions) -> dict[str, Any]:
+    """Converse: `system` and `messages` of `{"text": …}` blocks (empty ones left out), a
+    `cachePoint` block right after each block the artifact marks (the anthropic shape's markers,
+    at most four) and after the last tool when it marks the head; consecutive turns of one role
+    are one message (Converse refuses roles that do not alternate). The inference parameters
+    go in `inferenceConfig`, the tools in `toolConfig`, the output schema (as JSON text) in
+    `outputConfig`."""
+    chosen = _model(rendered, "bedrock", model)
+    ttl = _offered(rendered.ttl, _profile("bedrock", chosen))
+    point = {"type": "default", "ttl": ttl} if ttl else {"type": "default"}
+    params = _params(rendered, "bedrock")
+    system: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
+    opening = True
+    for message, blocks in zip(rendered.messages, rendered.blocks, strict=True):
+        opening = opening and message["role"] in SYSTEM_ROLES
+        content: list[dict[str, Any]] = system if opening else []
+        for block in blocks:
+            if block.text:
+                content.append({"text": block.text})
+                if block.anthropic:
+                    content.append({"cachePoint": dict(point)})
+        if not opening and content:
+            role = "user" if message["role"] in SYSTEM_ROLES else message["role"]
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].extend(content)
+            else:
+                messages.append({"role": role, "content": content})
+    _refuse_turnless(rendered, "bedrock", messages, bool(system))
+    request: dict[str, Any] = {"modelId": chosen, "messages": messages}
+    if system:
+        request["system"] = system
+    inference = {name: params[name] for name in data()["shapes"]["bedrock"]["body"]["inference"] if name in params}
+    if inference:
+        request["inferenceConfig"] = inference
+    if rendered.tools:
+        specs: list[dict[str, Any]] = []
+        for tool in rendered.tools:
+            spec: dict[str, Any] = {"name": tool.name}
+            if tool.description:  # a NonEmptyString: an empty one is left out
+                spec["description"] = tool.description
+            spec["inputSchema"] = {"json": tool.to_json()["input_schema"]}
+            specs.append({"toolSpec": spec})
+        if rendered.head_breakpoint:
+            specs.append({"cachePoint": dict(point)})
+        request["toolConfig"] = {"tools": specs}
+    output = rendered.output_schema
+    if output is not None:
+        structure = {"jsonSchema": {"schema": _schema_text(output.schema), "name": output.name}}
+        request["outputConfig"] = {"textFormat": {"type": "json_schema", "structure": structure}}
+    return request
+
+
+def _schema_text(schema: Any) -> str:
+    """The output schema as the JSON text Converse takes (`jsonSchema.schema` is a string):
+    compact, keys as written, non-ASCII kept (the runtimes write the same text)."""
+    return json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+
+
 def _openai_messages(rendered: Rendered) -> list[dict[str, str]]:
     return [m.copy() for m in rendered.messages]
 
 
-def _openai(rendered: Rendered, model: str | None) -> dict[str, Any]:
-    request: dict[str, Any] = {"model": _model(rendered, "openai", model), "messages": _openai_messages(rendered)}
+def _openai_turns(rendered: Rendered, profile: Profile | None, responses: bool) -> list[dict[str, Any]]:
+    """The turns of an openai request. For a model with explicit breakpoints, one text part per
+    non-empty artifact block and a `prompt_cache_breakpoint` on the part that ends the cache-stable
+    prefix (none after it; none with `cache_ttl: none`); a message whose blocks are all empty keeps
+    its empty text. In Responses input an assistant turn keeps its text: its parts would be
+    `output_text`, which takes no breakpoint. Every other model: the messages as they are."""
+    if profile is None or not profile.explicit_breakpoints:
+        return _openai_messages(rendered)
+    end = rendered.stable_end if rendered.ttl != "none" else None
+    ttl = _offered(rendered.ttl, profile)
+    marker = {"mode": "explicit", "ttl": ttl} if ttl else {"mode": "explicit"}
+    kind = "input_text" if responses else "text"
+    turns: list[dict[str, Any]] = []
+    for mi, (message, blocks) in enumerate(zip(rendered.messages, rendered.blocks, strict=True)):
+        if responses and message["role"] == "assistant":
+            turns.append(message.copy())
+            continue
+        parts: list[dict[str, Any]] = []
+        for bi, block in enumerate(blocks):
+            if block.text:
+                parts.append({"type": kind, "text": block.text})
+                if end is not None and end[0] == mi and end[1] == bi:
+                    parts[-1]["prompt_cache_breakpoint"] = dict(marker)
+        turns.append({"role": message["role"], "content": parts or message["content"]})
+    return turns
+
+
+def _openai(rendered: Rendered, model: str | None, options: ShapeOptions) -> dict[str, Any]:
+    chosen = _model(rendered, "openai", model)
+    profile = _profile("openai", chosen)
+    request: dict[str, Any] = {"model": chosen, "messages": _openai_turns(rendered, profile, False)}
     if rendered.tools:
         request["tools"] = [
             {
@@ -226,15 +420,16 @@ def _openai(rendered: Rendered, model: str | None) -> dict[str, Any]:
         # Requests that share a cache-stable prefix (and model) share the key, which routes them to
         # the same cache shard; requests with different prefixes never collide.
         request["prompt_cache_key"] = key
+    if profile is not None and profile.cache_retention:
+        request["prompt_cache_retention"] = profile.cache_retention
     request.update(_params(rendered, "openai"))
     return request
 
 
-def _openai_responses(rendered: Rendered, model: str | None) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "model": _model(rendered, "openai-responses", model),
-        "input": _openai_messages(rendered),
-    }
+def _openai_responses(rendered: Rendered, model: str | None, options: ShapeOptions) -> dict[str, Any]:
+    chosen = _model(rendered, "openai-responses", model)
+    profile = _profile("openai", chosen)
+    request: dict[str, Any] = {"model": chosen, "input": _openai_turns(rendered, profile, True)}
     if rendered.tools:
         request["tools"] = [
             {
@@ -259,11 +454,13 @@ def _openai_responses(rendered: Rendered, model: str | None) -> dict[str, Any]:
     key = _cache_key(rendered, model)
     if key:
         request["prompt_cache_key"] = key
+    if profile is not None and profile.cache_retention:
+        request["prompt_cache_retention"] = profile.cache_retention
     request.update(_params(rendered, "openai-responses"))
     return request
 
 
-def _gemini(rendered: Rendered, model: str | None) -> dict[str, Any]:
+def _gemini(rendered: Rendered, model: str | None, options: ShapeOptions) -> dict[str, Any]:
     """`contents` with Gemini's roles (`user`, `model`); opening system and developer messages are
     the `system_instruction` (one part per block); empty parts are left out."""
     chosen = _model(rendered, "gemini", model)
@@ -300,20 +497,33 @@ def _gemini(rendered: Rendered, model: str | None) -> dict[str, Any]:
     return request
 
 
-_BUILDERS: dict[str, Callable[[Rendered, str | None], Any]] = {
-    "plain": lambda rendered, model: _openai_messages(rendered),
+_BUILDERS: dict[str, Callable[[Rendered, str | None, ShapeOptions], Any]] = {
+    "plain": lambda rendered, model, options: _openai_messages(rendered),
     "anthropic": _anthropic,
     "openai": _openai,
     "openai-responses": _openai_responses,
     "gemini": _gemini,
+    "bedrock": _bedrock,
+    "anthropic-vertex": _anthropic_vertex,
 }
 
 
-def build(rendered: Rendered, shape: str, model: str | None = None) -> Any:
+def build(
+    rendered: Rendered,
+    shape: str,
+    model: str | None = None,
+    *,
+    caching: str = "blocks",
+    previous_message_id: Any = NOT_GIVEN,
+) -> Any:
     builder = _BUILDERS.get(shape)
     if builder is None:
         raise ShapeError(f"unknown shape `{shape}`; shapes: {', '.join(SHAPES)}")
-    return builder(rendered, model)
+    options = _DEFAULT_OPTIONS
+    if caching != "blocks" or previous_message_id is not NOT_GIVEN:
+        options = ShapeOptions(caching, previous_message_id)
+        options.check(shape)
+    return builder(rendered, model, options)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,17 +585,28 @@ def _gemini_body(request: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def body(rendered: Rendered, shape: str, model: str | None = None) -> bytes:
+def body(
+    rendered: Rendered,
+    shape: str,
+    model: str | None = None,
+    *,
+    caching: str = "blocks",
+    previous_message_id: Any = NOT_GIVEN,
+) -> bytes:
     """The request body of `shape` as the pinned Python SDK sends it: the same bytes (providers.json
-    `shapes.*.body`: the SDK's top-level order and json.dumps options; Gemini's REST layout)."""
+    `shapes.*.body`: the SDK's top-level order and json.dumps options; Gemini's REST layout; the
+    keys the SDK moves into the URL (`uri`) left out, the ones it adds (`append`) last)."""
     if shape == "plain":
         raise ShapeError("the plain shape is not a request body: pick a provider's shape")
-    request = build(rendered, shape, model)
+    request = build(rendered, shape, model, caching=caching, previous_message_id=previous_message_id)
     spec = data()["shapes"][shape]["body"]
     if shape == "gemini":
         payload = _gemini_body(request, spec)
     else:
+        for key in spec.get("uri", ()):
+            request.pop(key, None)
         payload = _ordered(request, spec["order"])
+        payload.update(spec.get("append", {}))
     options = spec["serializer"]
     text = json.dumps(
         payload,

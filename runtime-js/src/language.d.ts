@@ -1,6 +1,6 @@
 // Generated from promptc.facts.language by runtime-js/gen_constants.py: do not edit.
 
-export type Shape = "plain" | "anthropic" | "openai" | "openai-responses" | "gemini";
+export type Shape = "plain" | "anthropic" | "openai" | "openai-responses" | "gemini" | "bedrock" | "anthropic-vertex";
 export declare const JOINER: "\n\n";
 export declare const SHAPES: readonly Shape[];
 export declare const SYSTEM_ROLES: readonly ("system" | "developer")[];

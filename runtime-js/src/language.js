@@ -3,7 +3,7 @@
 // Between the sections of a block and between the blocks of a message.
 export const JOINER = "\n\n";
 // The request shapes `Rendered.asShape` produces.
-export const SHAPES = Object.freeze(["plain", "anthropic", "openai", "openai-responses", "gemini"]);
+export const SHAPES = Object.freeze(["plain", "anthropic", "openai", "openai-responses", "gemini", "bedrock", "anthropic-vertex"]);
 // Roles whose messages go to Anthropic's `system` field (and open a Gemini request's system).
 export const SYSTEM_ROLES = Object.freeze(["system", "developer"]);
 // What a placeholder holds: a name or a dotted path (`${user.name}`).

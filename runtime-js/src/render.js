@@ -246,6 +246,12 @@ export function parseOutput(artifact, response) {
   return value;
 }
 
+/** [message, block] of the breakpoint that ends the cache-stable prefix on a block, or null. */
+function stableEndOf(breakpoints) {
+  const end = breakpoints.find((b) => b.stable_prefix && b.message !== null);
+  return end === undefined ? null : Object.freeze([end.message, end.block]);
+}
+
 /** A rendered prompt: its messages, per message its blocks, and what the shapes need. */
 export class Rendered {
   constructor(fields) {
@@ -261,6 +267,9 @@ export class Rendered {
     this.headBreakpoint = fields.headBreakpoint;
     this.provider = fields.provider;
     this.cacheModel = fields.cacheModel;
+    /** [message, block] of the block that ends the cache-stable prefix (where the openai shapes put
+     * `prompt_cache_breakpoint` for a model with explicit breakpoints), or null */
+    this.stableEnd = fields.stableEnd ?? null;
     /** the sha256 of the artifact file (the manifest's), when rendered from a build folder */
     this.artifactSha256 = fields.artifactSha256 ?? null;
     /** when this request was rendered, in epoch seconds */
@@ -285,10 +294,13 @@ export class Rendered {
 
   /** The request in a provider's shape: the keyword arguments of its official SDK call, as plain
    * values (a JavaScript SDK writes them with JSON.stringify, which puts integer-like keys of a
-   * tool's schema first: for the bytes Python sends, send `body(shape)`). */
+   * tool's schema first: for the bytes Python sends, send `body(shape)`). `options`: `model`
+   * (sent instead of the artifact's), and for the anthropic shapes `caching: "automatic"` (one
+   * top-level `cache_control` instead of the block markers) and `previousMessageId` (the `id` of
+   * the conversation's previous response, or null on its first turn: cache diagnostics). */
   asShape(shape = "plain", options = {}) {
     try {
-      return buildShape(this, shape, options.model ?? null);
+      return buildShape(this, shape, options.model ?? null, options);
     } catch (error) {
       if (error instanceof ShapeError) throw new RenderError(error.message);
       throw error;
@@ -300,7 +312,7 @@ export class Rendered {
    * service sends the bytes a Python service sends, so both share the provider's cache. */
   body(shape, options = {}) {
     try {
-      return shapeBody(this, shape, options.model ?? null);
+      return shapeBody(this, shape, options.model ?? null, options);
     } catch (error) {
       if (error instanceof ShapeError) throw new RenderError(error.message);
       throw error;
@@ -322,6 +334,7 @@ export class Rendered {
       head_breakpoint: this.headBreakpoint,
       provider: this.provider,
       cache_model: this.cacheModel,
+      stable_end: this.stableEnd,
     };
   }
 }
@@ -429,6 +442,7 @@ export function renderArtifact(artifact, values = {}, options = {}) {
     headBreakpoint: artifact.cache.breakpoints.some((b) => b.message === null && b.anthropic),
     provider: artifact.provider ? artifact.provider.name : null,
     cacheModel: artifact.cache.key ? artifact.cache.key.model : null,
+    stableEnd: stableEndOf(artifact.cache.breakpoints),
     artifactSha256: options?.artifactSha256 ?? null,
     renderedAt: Date.now() / 1000,
   });

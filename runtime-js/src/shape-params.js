@@ -49,6 +49,22 @@ export const SHAPE_PARAMS = Object.freeze({
     "safety_identifier": "safety_identifier",
     "prompt_cache_retention": "prompt_cache_retention"
   },
+  "bedrock": {
+    "max_tokens": "maxTokens",
+    "temperature": "temperature",
+    "top_p": "topP",
+    "stop": "stopSequences"
+  },
+  "anthropic-vertex": {
+    "max_tokens": "max_tokens",
+    "stop": "stop_sequences",
+    "metadata": "metadata",
+    "service_tier": "service_tier",
+    "thinking": "thinking",
+    "tool_choice": "tool_choice",
+    "inference_geo": "inference_geo",
+    "speed": "speed"
+  },
   "gemini": {
     "max_tokens": "max_output_tokens",
     "stop": "stop_sequences",
@@ -64,7 +80,8 @@ export const SHAPE_PARAMS = Object.freeze({
   }
 });
 // Per shape: the provider it goes to, what its API requires of the turns, how the pinned
-// Python SDK writes the body (key order, json.dumps options; Gemini's REST layout).
+// Python SDK writes the body (key order, json.dumps options; Gemini's REST layout; the keys
+// the SDK moves into the URL and the ones it adds).
 export const SHAPE_INFO = Object.freeze({
   "anthropic": {
     "provider": "anthropic",
@@ -205,6 +222,85 @@ export const SHAPE_INFO = Object.freeze({
       ]
     }
   },
+  "bedrock": {
+    "provider": "bedrock",
+    "requires": "user_first",
+    "body": {
+      "sdk": "boto3==1.43.11",
+      "serializer": {
+        "ensure_ascii": true,
+        "separators": [
+          ", ",
+          ": "
+        ],
+        "allow_nan": true
+      },
+      "order": [
+        "messages",
+        "system",
+        "inferenceConfig",
+        "toolConfig",
+        "guardrailConfig",
+        "additionalModelRequestFields",
+        "promptVariables",
+        "additionalModelResponseFieldPaths",
+        "requestMetadata",
+        "performanceConfig",
+        "serviceTier",
+        "outputConfig"
+      ],
+      "uri": [
+        "modelId"
+      ],
+      "inference": [
+        "maxTokens",
+        "temperature",
+        "topP",
+        "stopSequences"
+      ],
+      "note": "botocore's rest-json serializer: the members it is given, in that order, with json.dumps defaults (ASCII escapes, `, ` and `: `); `modelId` goes in the URI (POST /model/{modelId}/converse), and the body is what SigV4 signs."
+    }
+  },
+  "anthropic-vertex": {
+    "provider": "anthropic-vertex",
+    "requires": "user_turn",
+    "body": {
+      "sdk": "anthropic==2.15.0",
+      "serializer": {
+        "ensure_ascii": false,
+        "separators": [
+          ",",
+          ":"
+        ],
+        "allow_nan": false
+      },
+      "order": [
+        "max_tokens",
+        "messages",
+        "cache_control",
+        "container",
+        "diagnostics",
+        "inference_geo",
+        "metadata",
+        "output_config",
+        "service_tier",
+        "speed",
+        "stop_sequences",
+        "stream",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools"
+      ],
+      "uri": [
+        "model"
+      ],
+      "append": {
+        "anthropic_version": "2026-10-21"
+      },
+      "note": "The Messages body without `model`, which goes in the URL (…/publishers/anthropic/models/{model}:rawPredict), and with the SDK's `anthropic_version` last (anthropic/lib/vertex/_client.py `_prepare_options`)."
+    }
+  },
   "gemini": {
     "provider": "gemini",
     "requires": "user_turn",
@@ -342,5 +438,181 @@ export const MODEL_PREFIXES = Object.freeze({
   ],
   "gemini": [
     "gemini-"
-  ]
+  ],
+  "bedrock": [
+    "anthropic.claude-",
+    "us.anthropic.claude-",
+    "eu.anthropic.claude-",
+    "apac.anthropic.claude-",
+    "jp.anthropic.claude-",
+    "au.anthropic.claude-",
+    "global.anthropic.claude-"
+  ],
+  "anthropic-vertex": []
+});
+// The form of a provider's model ids, matched whole before the prefixes
+// (`claude-sonnet-4-5@20250929` → anthropic-vertex).
+export const MODEL_PATTERNS = Object.freeze({"anthropic-vertex": /^claude-[a-z0-9.-]+@[0-9]{8}$/});
+// Per provider, the per-model facts the shapes read for the model a request goes to (the
+// longest model-name prefix in `by_model` wins, else `value`), the platform whose models it
+// serves under the same names, and the cross-Region prefixes dropped before a lookup.
+export const PROVIDER_FACTS = Object.freeze({
+  "anthropic": {
+    "same_as": null,
+    "inference_profiles": [],
+    "cache_ttls": {
+      "value": [
+        "5m",
+        "1h"
+      ],
+      "by_model": {}
+    },
+    "explicit_breakpoints": {
+      "value": null,
+      "by_model": {}
+    },
+    "cache_retention": {
+      "value": null,
+      "by_model": {}
+    }
+  },
+  "openai": {
+    "same_as": null,
+    "inference_profiles": [],
+    "cache_ttls": {
+      "value": [],
+      "by_model": {
+        "gpt-5.6": [
+          "30m",
+          "12h"
+        ],
+        "gpt-6": [
+          "30m",
+          "12h"
+        ]
+      }
+    },
+    "explicit_breakpoints": {
+      "value": false,
+      "by_model": {
+        "gpt-5.6": true,
+        "gpt-6": true
+      }
+    },
+    "cache_retention": {
+      "value": null,
+      "by_model": {
+        "gpt-5.5": "24h",
+        "gpt-5.6": "24h",
+        "gpt-6": "24h"
+      }
+    }
+  },
+  "gemini": {
+    "same_as": null,
+    "inference_profiles": [],
+    "cache_ttls": {
+      "value": [],
+      "by_model": {}
+    },
+    "explicit_breakpoints": {
+      "value": null,
+      "by_model": {}
+    },
+    "cache_retention": {
+      "value": null,
+      "by_model": {}
+    }
+  },
+  "bedrock": {
+    "same_as": null,
+    "inference_profiles": [
+      "us.",
+      "eu.",
+      "apac.",
+      "jp.",
+      "au.",
+      "global."
+    ],
+    "cache_ttls": {
+      "value": [
+        "5m"
+      ],
+      "by_model": {
+        "anthropic.claude-opus-5": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-fable-5-1": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-opus-4-8": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-opus-4-7": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-opus-4-6": [
+          "5m"
+        ],
+        "anthropic.claude-opus-4-5": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-sonnet-4-6": [
+          "5m"
+        ],
+        "anthropic.claude-sonnet-4-5": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-haiku-4-5": [
+          "5m",
+          "1h"
+        ],
+        "anthropic.claude-opus-4-1": [
+          "5m"
+        ],
+        "anthropic.claude-opus-4-20250514": [
+          "5m"
+        ],
+        "anthropic.claude-3-7-sonnet": [
+          "5m"
+        ],
+        "anthropic.claude-3-5-sonnet-20241022-v2": [
+          "5m"
+        ]
+      }
+    },
+    "explicit_breakpoints": {
+      "value": null,
+      "by_model": {}
+    },
+    "cache_retention": {
+      "value": null,
+      "by_model": {}
+    }
+  },
+  "anthropic-vertex": {
+    "same_as": "anthropic",
+    "inference_profiles": [],
+    "cache_ttls": {
+      "value": [
+        "5m",
+        "1h"
+      ],
+      "by_model": {}
+    },
+    "explicit_breakpoints": {
+      "value": null,
+      "by_model": {}
+    },
+    "cache_retention": {
+      "value": null,
+      "by_model": {}
+    }
+  }
 });

@@ -9,9 +9,60 @@
 
 import { dumps, plain } from "./json.js";
 import { SYSTEM_ROLES } from "./language.js";
-import { MODEL_PREFIXES, SHAPE_INFO, SHAPE_PARAMS } from "./shape-params.js";
+import { repr } from "./python.js";
+import { MODEL_PATTERNS, MODEL_PREFIXES, PROVIDER_FACTS, SHAPE_INFO, SHAPE_PARAMS } from "./shape-params.js";
 
 export class ShapeError extends Error {}
+
+/** How the anthropic shapes mark the cache: the artifact's block markers, or one top-level marker. */
+export const CACHING = Object.freeze(["blocks", "automatic"]);
+const ANTHROPIC_SHAPES = ["anthropic", "anthropic-vertex"];
+
+/** The caller's options (`caching`, `previousMessageId`: a `msg_…` id, null to opt in to cache
+ * diagnostics on a first turn, undefined not to), checked as `ShapeOptions.check` checks them. */
+function checkedOptions(options, shape) {
+  const caching = options.caching ?? "blocks";
+  const pid = options.previousMessageId;
+  if (!CACHING.includes(caching)) {
+    throw new ShapeError(`caching must be one of ${CACHING.join(", ")}, got ${repr(caching)}`);
+  }
+  const given = [];
+  if (caching === "automatic") given.push("caching='automatic'");
+  if (pid !== undefined) given.push("previous_message_id");
+  if (given.length && !ANTHROPIC_SHAPES.includes(shape)) {
+    throw new ShapeError(`${given.join(" and ")}: an option of the anthropic and anthropic-vertex shapes, not of ${shape}`);
+  }
+  if (pid !== undefined && pid !== null && !(typeof pid === "string" && pid)) {
+    throw new ShapeError(`previous_message_id must be a message id (\`msg_…\`) or None, got ${repr(pid)}`);
+  }
+  return { caching, previousMessageId: pid };
+}
+
+/** A per-model fact of a provider (providers.json, `PROVIDER_FACTS`): the entry of the longest
+ * model-name prefix that matches the model without its cross-Region prefix, else the value. */
+function forModel(provider, key, model) {
+  const entry = PROVIDER_FACTS[provider];
+  if (entry === undefined) return null;
+  let base = model ?? "";
+  for (const prefix of entry.inference_profiles) {
+    if (base.startsWith(prefix)) {
+      base = base.slice(prefix.length);
+      break;
+    }
+  }
+  const fact = entry[key];
+  let best = null;
+  for (const prefix of Object.keys(fact.by_model)) {
+    if (base && base.startsWith(prefix) && (best === null || prefix.length > best.length)) best = prefix;
+  }
+  return best === null ? fact.value : fact.by_model[best];
+}
+
+/** The artifact's `cache_ttl` when the model the request goes to offers it, else null. */
+function offered(ttl, provider, model) {
+  if (!ttl || !provider) return null;
+  return (forModel(provider, "cache_ttls", model) ?? []).includes(ttl) ? ttl : null;
+}
 
 const isMap = (node) => node instanceof Map;
 
@@ -54,7 +105,8 @@ function params(rendered, shape) {
   for (const [key, value] of rendered.params) {
     if (!Object.hasOwn(names, key)) continue;
     const native = names[key];
-    out.set(native, native === "stop_sequences" && typeof value === "string" ? [value] : value);
+    const listed = native === "stop_sequences" || native === "stopSequences";
+    out.set(native, listed && typeof value === "string" ? [value] : value);
   }
   return out;
 }
@@ -62,6 +114,7 @@ function params(rendered, shape) {
 /** The provider whose model names `model` starts with (`claude-…` → anthropic). */
 export function providerOfModel(model) {
   if (!model) return null;
+  for (const [name, pattern] of Object.entries(MODEL_PATTERNS)) if (pattern.test(model)) return name;
   let best = null;
   for (const [name, prefixes] of Object.entries(MODEL_PREFIXES)) {
     for (const prefix of prefixes) {
@@ -73,11 +126,17 @@ export function providerOfModel(model) {
   return best === null ? null : best[1];
 }
 
+/** Whether a request to `target` can go to a model of `provider`: its own, or the provider whose
+ * models the platform serves under the same names. */
+function serves(target, provider) {
+  return target === provider || (PROVIDER_FACTS[target]?.same_as ?? null) === provider;
+}
+
 function model(rendered, shape, chosen) {
   const target = SHAPE_INFO[shape]?.provider ?? null;
   if (chosen) {
     const other = providerOfModel(chosen);
-    if (target && other && other !== target) {
+    if (target && other && !serves(target, other)) {
       throw new ShapeError(
         `prompt \`${rendered.name}\`: \`${chosen}\` is an ${other} model; the ${shape} request goes to ${target}: ` +
           `pass one of its models (\`--model\`, \`as_shape('${shape}', model=…)\`)`,
@@ -86,7 +145,7 @@ function model(rendered, shape, chosen) {
     return chosen;
   }
   const own = rendered.provider || providerOfModel(rendered.model);
-  if (rendered.model && target && own && own !== target) {
+  if (rendered.model && target && own && !serves(target, own)) {
     throw new ShapeError(
       `prompt \`${rendered.name}\` is built for \`${rendered.model}\` (${own}); the ${shape} request goes to ${target}: ` +
         `pass one of its models (\`--model\`, \`as_shape('${shape}', model=…)\`)`,
@@ -110,7 +169,14 @@ function cacheKey(rendered, chosen) {
 }
 
 function refuseTurnless(rendered, shape, turns, system) {
-  if (SHAPE_INFO[shape]?.requires !== "user_turn" || turns.some((turn) => turn.role === "user")) return;
+  const needs = SHAPE_INFO[shape]?.requires;
+  if (needs === "user_first" && turns.length && turns[0].role !== "user") {
+    throw new ShapeError(
+      `prompt \`${rendered.name}\`: the ${shape} request must start with a user turn, and its first turn is the ` +
+        `${turns[0].role}'s; put a \`----- user -----\` message before it, or render the user turn non-empty`,
+    );
+  }
+  if ((needs !== "user_turn" && needs !== "user_first") || turns.some((turn) => turn.role === "user")) return;
   let why;
   if (!turns.length && system) {
     why = "every message is a system message (the opening system and developer messages are its system part)";
@@ -126,18 +192,20 @@ function refuseTurnless(rendered, shape, turns, system) {
 const cacheControl = (ttl) => (ttl ? { type: "ephemeral", ttl } : { type: "ephemeral" });
 const toolJson = (t) => ({ name: t.name, description: t.description, input_schema: t.input_schema });
 
-function anthropic(rendered, chosen) {
-  const p = params(rendered, "anthropic");
+function anthropic(rendered, chosen, options, shape = "anthropic") {
+  const p = params(rendered, shape);
   if (!p.has("max_tokens")) {
     throw new ShapeError(
-      `prompt \`${rendered.name}\`: the anthropic request needs \`max_tokens\`; ` +
+      `prompt \`${rendered.name}\`: the ${shape} request needs \`max_tokens\`; ` +
         "add `/// param: max_tokens=1024` to the prompt",
     );
   }
-  const chosenModel = model(rendered, "anthropic", chosen);
-  const control = cacheControl(rendered.ttl);
+  const chosenModel = model(rendered, shape, chosen);
+  const control = cacheControl(offered(rendered.ttl, SHAPE_INFO[shape].provider, chosenModel));
+  const automatic = options.caching === "automatic";
+  const marks = !automatic;
   const tools = rendered.tools.map(toolJson);
-  if (tools.length && rendered.headBreakpoint) tools[tools.length - 1].cache_control = { ...control };
+  if (tools.length && rendered.headBreakpoint && marks) tools[tools.length - 1].cache_control = { ...control };
   const system = [];
   const messages = [];
   let opening = true;
@@ -147,16 +215,18 @@ function anthropic(rendered, chosen) {
     for (const block of rendered.blocks[i]) {
       if (!block.text) continue;
       content.push({ type: "text", text: block.text });
-      if (block.anthropic) content[content.length - 1].cache_control = { ...control };
+      if (block.anthropic && marks) content[content.length - 1].cache_control = { ...control };
     }
     if (!opening && content.length) {
       const role = SYSTEM_ROLES.includes(message.role) ? "user" : message.role;
       messages.push({ role, content });
     }
   });
-  refuseTurnless(rendered, "anthropic", messages, system.length > 0);
+  refuseTurnless(rendered, shape, messages, system.length > 0);
   const request = { model: chosenModel, max_tokens: p.get("max_tokens") };
   p.delete("max_tokens");
+  if (automatic) request.cache_control = control;
+  if (options.previousMessageId !== undefined) request.diagnostics = { previous_message_id: options.previousMessageId };
   if (tools.length) request.tools = tools;
   if (system.length) request.system = system;
   request.messages = messages;
@@ -167,10 +237,89 @@ function anthropic(rendered, chosen) {
   return request;
 }
 
+const anthropicVertex = (rendered, chosen, options) => anthropic(rendered, chosen, options, "anthropic-vertex");
+
+/** The output schema as the JSON text Converse takes: compact, keys as written, non-ASCII kept. */
+const schemaText = (schema) => dumps(schema, { ensureAscii: false, separators: [",", ":"], allowNan: true });
+
+function bedrock(rendered, chosen) {
+  const chosenModel = model(rendered, "bedrock", chosen);
+  const ttl = offered(rendered.ttl, "bedrock", chosenModel);
+  const point = ttl ? { type: "default", ttl } : { type: "default" };
+  const p = params(rendered, "bedrock");
+  const system = [];
+  const messages = [];
+  let opening = true;
+  rendered.messages.forEach((message, i) => {
+    opening = opening && SYSTEM_ROLES.includes(message.role);
+    const content = opening ? system : [];
+    for (const block of rendered.blocks[i]) {
+      if (!block.text) continue;
+      content.push({ text: block.text });
+      if (block.anthropic) content.push({ cachePoint: { ...point } });
+    }
+    if (!opening && content.length) {
+      const role = SYSTEM_ROLES.includes(message.role) ? "user" : message.role;
+      const last = messages[messages.length - 1];
+      if (last && last.role === role) last.content.push(...content);
+      else messages.push({ role, content });
+    }
+  });
+  refuseTurnless(rendered, "bedrock", messages, system.length > 0);
+  const request = { modelId: chosenModel, messages };
+  if (system.length) request.system = system;
+  const inference = new Map();
+  for (const name of SHAPE_INFO.bedrock.body.inference) if (p.has(name)) inference.set(name, p.get(name));
+  if (inference.size) request.inferenceConfig = inference;
+  if (rendered.tools.length) {
+    const specs = rendered.tools.map((t) => {
+      const spec = { name: t.name };
+      if (t.description) spec.description = t.description;
+      spec.inputSchema = { json: t.input_schema };
+      return { toolSpec: spec };
+    });
+    if (rendered.headBreakpoint) specs.push({ cachePoint: { ...point } });
+    request.toolConfig = { tools: specs };
+  }
+  const output = rendered.outputSchema;
+  if (output !== null) {
+    const structure = { jsonSchema: { schema: schemaText(output.schema), name: output.name } };
+    request.outputConfig = { textFormat: { type: "json_schema", structure } };
+  }
+  return request;
+}
+
 const openaiMessages = (rendered) => rendered.messages.map((m) => ({ ...m }));
 
+/** The turns of an openai request: for a model with explicit breakpoints, one text part per
+ * non-empty block and `prompt_cache_breakpoint` on the part that ends the stable prefix (see
+ * `_openai_turns`); for every other model the messages as they are. */
+function openaiTurns(rendered, chosenModel, responses) {
+  if (!forModel("openai", "explicit_breakpoints", chosenModel)) return openaiMessages(rendered);
+  const end = rendered.ttl !== "none" ? rendered.stableEnd : null;
+  const ttl = offered(rendered.ttl, "openai", chosenModel);
+  const marker = ttl ? { mode: "explicit", ttl } : { mode: "explicit" };
+  const kind = responses ? "input_text" : "text";
+  return rendered.messages.map((message, mi) => {
+    if (responses && message.role === "assistant") return { ...message };
+    const parts = [];
+    rendered.blocks[mi].forEach((block, bi) => {
+      if (!block.text) return;
+      parts.push({ type: kind, text: block.text });
+      if (end !== null && end[0] === mi && end[1] === bi) parts[parts.length - 1].prompt_cache_breakpoint = { ...marker };
+    });
+    return { role: message.role, content: parts.length ? parts : message.content };
+  });
+}
+
+function retention(request, chosenModel) {
+  const kept = forModel("openai", "cache_retention", chosenModel);
+  if (kept) request.prompt_cache_retention = kept;
+}
+
 function openai(rendered, chosen) {
-  const request = { model: model(rendered, "openai", chosen), messages: openaiMessages(rendered) };
+  const chosenModel = model(rendered, "openai", chosen);
+  const request = { model: chosenModel, messages: openaiTurns(rendered, chosenModel, false) };
   if (rendered.tools.length) {
     request.tools = rendered.tools.map((t) => ({
       type: "function",
@@ -186,12 +335,14 @@ function openai(rendered, chosen) {
   }
   const key = cacheKey(rendered, chosen);
   if (key) request.prompt_cache_key = key;
+  retention(request, chosenModel);
   for (const [k, v] of params(rendered, "openai")) request[k] = v;
   return request;
 }
 
 function openaiResponses(rendered, chosen) {
-  const request = { model: model(rendered, "openai-responses", chosen), input: openaiMessages(rendered) };
+  const chosenModel = model(rendered, "openai-responses", chosen);
+  const request = { model: chosenModel, input: openaiTurns(rendered, chosenModel, true) };
   if (rendered.tools.length) {
     request.tools = rendered.tools.map((t) => ({
       type: "function",
@@ -209,6 +360,7 @@ function openaiResponses(rendered, chosen) {
   }
   const key = cacheKey(rendered, chosen);
   if (key) request.prompt_cache_key = key;
+  retention(request, chosenModel);
   for (const [k, v] of params(rendered, "openai-responses")) request[k] = v;
   return request;
 }
@@ -254,18 +406,20 @@ const BUILDERS = {
   openai,
   "openai-responses": openaiResponses,
   gemini,
+  bedrock,
+  "anthropic-vertex": anthropicVertex,
 };
 
-function request(rendered, shape, chosenModel) {
+function request(rendered, shape, chosenModel, options = {}) {
   if (!Object.hasOwn(BUILDERS, shape)) {
     throw new ShapeError(`unknown shape \`${shape}\`; shapes: ${Object.keys(BUILDERS).join(", ")}`);
   }
-  return BUILDERS[shape](rendered, chosenModel);
+  return BUILDERS[shape](rendered, chosenModel, checkedOptions(options, shape));
 }
 
 /** The keyword arguments of the shape's SDK call, as plain JavaScript values. */
-export function build(rendered, shape, chosenModel = null) {
-  return plain(request(rendered, shape, chosenModel));
+export function build(rendered, shape, chosenModel = null, options = {}) {
+  return plain(request(rendered, shape, chosenModel, options));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,15 +490,21 @@ function geminiBody(req, spec) {
 }
 
 /** The request body of `shape` as the pinned Python SDK sends it: the same bytes, as a string. */
-export function body(rendered, shape, chosenModel = null) {
+export function body(rendered, shape, chosenModel = null, options = {}) {
   if (shape === "plain") throw new ShapeError("the plain shape is not a request body: pick a provider's shape");
-  const req = request(rendered, shape, chosenModel);
+  const req = request(rendered, shape, chosenModel, options);
   const spec = SHAPE_INFO[shape].body;
-  const payload = shape === "gemini" ? geminiBody(req, spec) : ordered(req, spec.order);
-  const options = spec.serializer;
+  let payload;
+  if (shape === "gemini") payload = geminiBody(req, spec);
+  else {
+    for (const key of spec.uri ?? []) delete req[key];
+    payload = ordered(req, spec.order);
+    for (const [key, value] of Object.entries(spec.append ?? {})) payload.set(key, value);
+  }
+  const serializer = spec.serializer;
   return dumps(payload, {
-    ensureAscii: options.ensure_ascii,
-    separators: options.separators,
-    allowNan: options.allow_nan,
+    ensureAscii: serializer.ensure_ascii,
+    separators: serializer.separators,
+    allowNan: serializer.allow_nan,
   });
 }

@@ -7,6 +7,15 @@ const request = rendered.asShape("anthropic", { model: "claude-sonnet-4-5" });
 const messages: { role: string; content: string }[] = rendered.asShape("plain");
 const text: string = rendered.blocks[0][0].text;
 const body: string = rendered.body("openai", { model: "gpt-4o" });
+// the platforms' shapes and the anthropic shapes' options
+const converse = rendered.asShape("bedrock", { model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0" });
+const vertex: string = rendered.body("anthropic-vertex", {
+  model: "claude-sonnet-4-5@20250929",
+  caching: "automatic",
+  previousMessageId: null,
+});
+const end: readonly [number, number] | null = rendered.stableEnd;
+console.log(converse, vertex, end);
 const same: string = dumpsJson(parseJson('{"zeta": 1, "10": -0.0}'), { ensureAscii: true, separators: [", ", ": "] });
 const fromText = renderArtifact(readArtifact('{"schema": "promptc.artifact/2"}'));
 try {
