@@ -272,3 +272,17 @@ def test_the_command_prints_the_diagnosis(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "cl: dynamic, 1 request" in done.stdout and "— prompts_src/cl.prompt:5" in done.stdout
     assert "the provider's diagnosis: system_changed ×1" in done.stdout
+
+
+def test_the_reasons_a_cause_keeps_are_bounded(project: Path) -> None:
+    """Records are data: a file naming a new reason on every line keeps MAX_REASONS of them."""
+    from promptc.tools.reconcile import MAX_REASONS
+
+    day = Day(_artifacts(project)["cl"], "cl")
+    day.add("first-write", T0, read=0, written=day.predicted)
+    for i in range(3 * MAX_REASONS):
+        day.add("dynamic", T0 + 10 + i, read=0, written=day.predicted, cache_miss_reason=f"reason_{i}")
+    result, _ = _reconcile(project, day.items)
+    cause = result.prompts["cl"].causes["dynamic"]
+    assert cause.requests == cause.diagnosed == 3 * MAX_REASONS
+    assert len(cause.reasons) == MAX_REASONS and sum(cause.reasons.values()) == MAX_REASONS

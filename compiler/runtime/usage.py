@@ -353,6 +353,9 @@ def counts_of(response: Any, shape: str) -> Counts:
             missed,
         )
     if shape == "bedrock":
+        # "the inputTokens field represents only the non-cached input tokens … total input tokens =
+        # inputTokens + cacheReadInputTokens + cacheWriteInputTokens"
+        # (https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, read 2026-12-06)
         uncached = _count(_get(usage, "inputTokens"), "usage.inputTokens")
         if uncached is None:
             raise UsageError("the bedrock response's usage has no inputTokens")

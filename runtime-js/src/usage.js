@@ -209,6 +209,8 @@ export function countsOf(response, shape) {
     };
   }
   if (shape === "bedrock") {
+    // inputTokens is the input neither read nor written (Bedrock's prompt-caching page: total input
+    // tokens = inputTokens + cacheReadInputTokens + cacheWriteInputTokens)
     const uncached = count(get(usage, "inputTokens"), "usage.inputTokens");
     if (uncached === null) throw new UsageError("the bedrock response's usage has no inputTokens");
     const read = count(get(usage, "cacheReadInputTokens"), "usage.cacheReadInputTokens");
