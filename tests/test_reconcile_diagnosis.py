@@ -41,6 +41,11 @@ PROMPTS = {
     "hour": "/// param: model=claude-sonnet-4-5, max_tokens=100\n/// cache_ttl: 1h\n"
     f"----- system -----\nYou are the refunds assistant.\n{STABLE}\n----- user -----\n${{q}}\n",
     "gp": f"/// param: model=gpt-4o\n----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
+    "rock": "/// param: model=us.anthropic.claude-sonnet-4-5-20250929-v1:0, max_tokens=100\n"
+    f"----- system -----\nYou are the orders assistant.\n{STABLE}\n{STABLE.replace('Policy', 'Rule')}\n"
+    "----- user -----\n${q}\n",  # twice as long: Bedrock's minimum for Claude Sonnet 4.5 is 4,096
+    # GPT-6: no price the table can verify; its breakpoints are kept at least 30 minutes
+    "six": f"/// param: model=gpt-6\n----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
 }
 T0 = 1_796_115_600.0  # 2026-12-01T09:00:00Z
 
@@ -240,25 +245,29 @@ def test_an_entry_lives_as_long_as_the_request_asked(project: Path) -> None:
     assert "longer than its 1h TTL" in result.prompts["hour"].details["expired"]
 
 
+def test_the_lifetime_is_the_one_the_model_keeps_its_entries(project: Path) -> None:
+    """A model the price table cannot price still has a lifetime: GPT-6's breakpoints default to
+    `30m` (providers.json `cache_ttls`, the SDK's PromptCacheBreakpoint.ttl), so a miss 20 minutes
+    after the last use is no expiry (it was, at a guessed 5 minutes); 40 minutes is."""
+    day = Day(_artifacts(project)["six"], "six")
+    p = day.predicted
+    assert p > 0
+    day.add("first-write", T0, read=0)
+    day.add("dynamic", T0 + 1200, read=0)
+    day.add("expired", T0 + 1200 + 2400, read=0)
+    result, seen = _reconcile(project, day.items)
+    assert list(seen.values()) == ["first-write", "dynamic", "expired"]
+    assert "longer than its 30m TTL" in result.prompts["six"].details["expired"]
+
+
 def test_a_claude_platform_read_of_a_marker_is_a_hit(project: Path) -> None:
     """On Bedrock (and Vertex AI) Claude reads up to a cache point, as on the Claude API: something
     read and nothing written is a hit, whatever Claude's own count of the tokens."""
-    data = json.loads((project / "build/cl.json").read_text())
-    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-    data["provider"]["name"] = "bedrock"
-    data["model"] = model
-    data["cache"]["key"]["model"] = model
-    artifact = Artifact.from_json(data)
-    day = Day(artifact, "cl")
+    day = Day(_artifacts(project)["rock"], "rock")
+    assert day.artifact.provider.name == "bedrock"
     day.add("first-write", T0, read=0, written=day.predicted, shape="bedrock")
     day.add("hit", T0 + 60, read=day.predicted // 2, shape="bedrock")
-    seen: dict[int, str] = {}
-    reconcile(
-        [(line, record) for line, (record, _) in enumerate(day.items, 1)],
-        {"cl": artifact},
-        ReadStats(),
-        observe=lambda line, prompt, kind: seen.__setitem__(line, kind),
-    )
+    _, seen = _reconcile(project, day.items)
     assert list(seen.values()) == ["first-write", "hit"]
 
 

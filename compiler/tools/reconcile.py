@@ -60,7 +60,7 @@ from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Span, file_span, github_escape, make
 from ..facts.language import MANIFEST
-from ..facts.profiles import resolve_model
+from ..facts.profiles import MARKER_SHAPES, resolve, resolve_model
 from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime import requestmodel
@@ -114,9 +114,6 @@ _CHUNK = 1 << 20
 #: diagnostics shown in full; the rest are counted
 MAX_DIAGNOSTICS = 50
 _MTOK = Decimal(1_000_000)
-#: shapes whose provider reads the cache up to a marker the request sends (Claude: the Claude API, on
-#: Vertex AI, on Bedrock): a read of anything with no write is a hit of every marker
-BREAKPOINT_SHAPES = ("anthropic", "anthropic-vertex", "bedrock")
 #: what a provider's diagnosis of a miss says, and the part of the request it names (where the cause
 #: points): Anthropic's cache_miss_reason types (anthropic/types/cache_miss_*.py) and the reasons of
 #: OpenAI's prompt_cache_diagnostics (openai/types/responses/response.py PromptCacheDiagnosticsCacheMiss).
@@ -928,12 +925,7 @@ def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
     price = found if isinstance(found, Price) else None
     wanted = artifact.cache.ttl if artifact.cache.ttl not in (None, "none") else None
     ttl_name = price.ttl(wanted) if price is not None else (wanted or "5m")
-    # The lifetime the request carried: the TTL it asked for (the build checked that its model offers
-    # it, and the shape sends it), else the model's own (its price row's first TTL: 24h for gpt-5.5,
-    # which accepts only `prompt_cache_retention: "24h"`). Not the write price's TTL: a row without a
-    # price for the TTL asked for prices the write at the default, but the entry lives as long as asked.
-    lifetime = wanted if wanted in table.ttl_seconds else ttl_name
-    seconds = float(table.ttl_seconds.get(lifetime, 300))
+    seconds, lifetime = _lifetime(artifact, wanted, ttl_name, table)
     key_model = artifact.cache.key.model if artifact.cache.key is not None else artifact.model
     return _Facts(
         artifact,
@@ -947,6 +939,20 @@ def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
         ttl_name,
         lifetime,
     )
+
+
+def _lifetime(artifact: Artifact, wanted: str | None, priced: str, table: PriceTable) -> tuple[float, str]:
+    """How long a cache entry of the artifact's requests lives unused, in seconds, and its name: the
+    lifetime the requests carry, as the request side's facts (providers.json) say the shape sends
+    it — the TTL the build asked for (its model offers it: E710), else the model's default marker
+    TTL (Claude `5m`, OpenAI GPT-5.6 `30m`: the lifetime a breakpoint is kept at least), else the
+    retention the model requires (`prompt_cache_retention: "24h"` for gpt-5.5) — and for a model
+    without any, its price row's first TTL (`5m` before GPT-5.6). Not the TTL its writes are priced
+    at: a row without a price for the TTL asked for prices them at its default."""
+    profile = resolve(artifact.provider.name, artifact.model) if artifact.provider is not None else None
+    carried = [wanted, *(profile.cache_ttls[:1] if profile else ()), profile.cache_retention if profile else None]
+    name = next((ttl for ttl in carried if ttl in table.ttl_seconds), priced)
+    return float(table.ttl_seconds.get(name, 300)), name
 
 
 def _cost(
@@ -1070,7 +1076,7 @@ def reconcile(
             result.kinds["hit"] = result.kinds.get("hit", 0) + 1
             refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
             return
-        provider_below = (record.shape in BREAKPOINT_SHAPES and read == 0 and written == 0) or (
+        provider_below = (record.shape in MARKER_SHAPES and read == 0 and written == 0) or (
             fact.minimum is not None and total < fact.minimum
         )
         if provider_below:
@@ -1131,7 +1137,7 @@ def _full_hit(record: UsageRecord, read: int, written: int, predicted: int, exac
     to a breakpoint: something read and nothing written is a hit of every marker, whatever its own
     count of the tokens (promptc's count for Claude is an estimate). Elsewhere the read must reach
     the prediction; with an estimated count (Gemini), 90 % of it."""
-    if record.shape in BREAKPOINT_SHAPES:
+    if record.shape in MARKER_SHAPES:
         return read > 0 and written == 0 or read >= predicted
     if exact:
         return read >= predicted
