@@ -7,7 +7,6 @@ its TTL-split writes are kept."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -42,6 +41,11 @@ PROMPTS = {
     "claude.prompt": f"/// param: model=claude-sonnet-4-5, max_tokens=256\n----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
     "gpt.prompt": f"/// param: model=gpt-4o\n----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
     "gem.prompt": f"/// param: model=gemini-2.5-flash\n----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
+    # Claude on the platforms: Bedrock's Converse API, and Vertex AI (its own cache)
+    "rock.prompt": "/// param: model=us.anthropic.claude-sonnet-4-5-20250929-v1:0, max_tokens=256\n"
+    f"----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
+    "vertex.prompt": "/// param: model=claude-sonnet-4-5@20250929, max_tokens=256\n"
+    f"----- system -----\n{STABLE}\n----- user -----\n${{q}}\n",
 }
 
 #: provider-shaped answers, with the cache fields each provider reports
@@ -204,8 +208,8 @@ PROMPT_OF = {
     "openai": "gpt",
     "openai-responses": "gpt",
     "gemini": "gem",
-    "bedrock": "claude",
-    "anthropic-vertex": "claude",
+    "bedrock": "rock",
+    "anthropic-vertex": "vertex",
 }
 
 #: what each answer's record says: (input_tokens, cache_read, cache_creation, output, the provider's own counts)
@@ -470,30 +474,15 @@ def test_openai_chat_writes_are_kept(out: Path) -> None:
     assert record.cache_creation_by_ttl == {} and record.cache_miss_reason is None
 
 
-def _converse(answer: dict) -> dict:
-    """What boto3's bedrock-runtime client returns for `answer`: botocore's Stubber refuses a
-    response the Converse output shape does not admit, and the client checks the request."""
-    import boto3
-    from botocore.stub import Stubber
-
-    client = boto3.client(
-        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="promptc", aws_secret_access_key="promptc"
-    )
-    with Stubber(client) as stubber:
-        stubber.add_response("converse", answer)
-        return client.converse(
-            modelId="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-            messages=[{"role": "user", "content": [{"text": "How do refunds work?"}]}],
-        )
-
-
 def test_a_bedrock_converse_response_is_read(out: Path) -> None:
-    """Bedrock counts the input neither read nor written apart (`inputTokens`), as Anthropic does;
-    `cacheDetails` splits the writes by TTL (the botocore model: sorted 1h before 5m)."""
-    response = _converse(BEDROCK_ANSWER)
-    rendered = _rendered(out, "anthropic")
-    record = rendered.usage(response, model="us.anthropic.claude-sonnet-4-5-20250929-v1:0", timestamp=WHEN)
+    """The dict boto3's `converse` returns (botocore's Stubber refuses a response the Converse
+    output shape does not admit). Bedrock counts the input neither read nor written apart
+    (`inputTokens`), as Anthropic does; `cacheDetails` splits the writes by TTL (sorted 1h before 5m)."""
+    rendered = _rendered(out, "bedrock")
+    response = sdk_capture.capture_bedrock(rendered.as_shape("bedrock"), BEDROCK_ANSWER)["response"]
+    record = rendered.usage(response, timestamp=WHEN)
     assert (record.shape, record.provider, record.response_model) == ("bedrock", "bedrock", None)
+    assert record.model == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert (record.input_tokens, record.cache_read_input_tokens, record.cache_creation_input_tokens) == (3134, 0, 3120)
     assert record.cache_creation_by_ttl == {"1h": 3000, "5m": 120}
     assert record.usage == {
@@ -505,41 +494,32 @@ def test_a_bedrock_converse_response_is_read(out: Path) -> None:
         "outputTokens": 9,
     }
     assert UsageRecord.from_json(json.loads(record.line())) == record
-    hit = {
-        **BEDROCK_ANSWER,
-        "usage": {"inputTokens": 14, "outputTokens": 9, "totalTokens": 3143, "cacheReadInputTokens": 3120},
-    }
-    read = rendered.usage(_converse(hit), shape="bedrock")
+    usage = {"inputTokens": 14, "outputTokens": 9, "totalTokens": 3143, "cacheReadInputTokens": 3120}
+    hit = sdk_capture.capture_bedrock(rendered.as_shape("bedrock"), {**BEDROCK_ANSWER, "usage": usage})
+    read = rendered.usage(hit["response"], shape="bedrock")
     assert (read.input_tokens, read.cache_read_input_tokens, read.cache_creation_input_tokens) == (3134, 3120, 0)
     with pytest.raises(RenderError, match=r"usage.cacheDetails: expected a TTL such as `5m`"):
         rendered.usage({"usage": {"inputTokens": 1, "cacheDetails": [{"ttl": "forever", "inputTokens": 1}]}})
 
 
 def test_a_claude_on_vertex_response_is_the_vertex_shapes(out: Path) -> None:
-    """Claude on Vertex AI answers with Anthropic's Message: a prompt built for the
-    `anthropic-vertex` provider reads it as that shape (another cache than the Claude API's)."""
-    import anthropic
-    import httpx2
-
-    rendered = _rendered(out, "anthropic")
-    request = {**rendered.as_shape("anthropic"), "model": "claude-sonnet-4-5@20250929"}
+    """Claude on Vertex AI answers with Anthropic's Message (the AnthropicVertex client parses it): a
+    prompt built for the `anthropic-vertex` provider reads it as that shape (another cache than the
+    Claude API's); the same JSON for a prompt built for the Claude API reads as `anthropic`."""
+    rendered = _rendered(out, "anthropic-vertex")
+    assert rendered.provider == "anthropic-vertex"
     answer = {**DIAGNOSED["anthropic"], "model": "claude-sonnet-4-5@20250929"}
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=answer))
-    with httpx2.Client(transport=transport, trust_env=False) as http:
-        client = anthropic.AnthropicVertex(
-            region="us-east5", project_id="promptc", access_token="promptc", max_retries=0, http_client=http
-        )
-        response = client.messages.create(**request)
-    vertex = dataclasses.replace(rendered, provider="anthropic-vertex")
-    record = vertex.usage(response, model="claude-sonnet-4-5@20250929", timestamp=WHEN)
+    response = sdk_capture.capture_anthropic_vertex(rendered.as_shape("anthropic-vertex"), answer)["response"]
+    record = rendered.usage(response, timestamp=WHEN)
     assert (record.shape, record.provider, record.cache_miss_reason) == (
         "anthropic-vertex",
         "anthropic-vertex",
         "system_changed",
     )
+    assert record == rendered.usage(answer, shape="anthropic-vertex", timestamp=WHEN)
     assert record.cache_creation_by_ttl == {"5m": 120, "1h": 3000}
-    assert rendered.usage(response).shape == "anthropic"  # the same JSON, from a prompt built for the Claude API
-    assert vertex.usage(response, shape="anthropic").provider == "anthropic"  # as the caller says
+    assert _rendered(out, "anthropic").usage(response).shape == "anthropic"
+    assert rendered.usage(response, shape="anthropic").provider == "anthropic"  # as the caller says
 
 
 def test_a_gemini_interactions_response_is_read(out: Path) -> None:
@@ -700,22 +680,18 @@ def test_node_writes_the_records_python_writes(out: Path, tmp_path: Path) -> Non
             record.pop("started_at")
             expected.append(record)
     # Claude on Vertex AI: the shape named, or the same JSON read for a prompt built for its provider
-    cases.append({"prompt": "claude", "shape": "anthropic-vertex", "answer": DIAGNOSED["anthropic"]})
-    vertex = _rendered(out, "anthropic").usage(DIAGNOSED["anthropic"], shape="anthropic-vertex", timestamp=WHEN)
-    expected.append({k: v for k, v in vertex.to_json().items() if k != "started_at"})
-    cases.append({"prompt": "claude", "shape": None, "answer": DIAGNOSED["anthropic"], "provider": "anthropic-vertex"})
-    built_for_vertex = dataclasses.replace(_rendered(out, "anthropic"), provider="anthropic-vertex")
-    detected = built_for_vertex.usage(DIAGNOSED["anthropic"], timestamp=WHEN).to_json()
-    expected.append({k: v for k, v in detected.items() if k != "started_at"})
-    assert expected[-1] == expected[-2]
+    for given in ("anthropic-vertex", None):
+        cases.append({"prompt": "vertex", "shape": given, "answer": DIAGNOSED["anthropic"]})
+        vertex = _rendered(out, "anthropic-vertex").usage(DIAGNOSED["anthropic"], shape=given, timestamp=WHEN)
+        expected.append({k: v for k, v in vertex.to_json().items() if k != "started_at"})
+    assert expected[-1] == expected[-2] and expected[-1]["shape"] == "anthropic-vertex"
     script = tmp_path / "records.mjs"
     script.write_text(
         f"import {{ load, recordLine }} from {json.dumps((ROOT / 'runtime-js' / 'index.js').as_uri())};\n"
         f"const runtime = load({json.dumps(str(out))});\n"
         "const cases = JSON.parse(process.argv[2]);\n"
         "for (const c of cases) {\n"
-        "  let rendered = runtime.render(c.prompt, { q: 'How do refunds work?' });\n"
-        "  if (c.provider) rendered = Object.assign(Object.create(Object.getPrototypeOf(rendered)), rendered, { provider: c.provider });\n"
+        "  const rendered = runtime.render(c.prompt, { q: 'How do refunds work?' });\n"
         f"  const record = rendered.usage(c.answer, {{ shape: c.shape ?? undefined, timestamp: {json.dumps(WHEN)} }});\n"
         "  if (!/^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z$/.test(record.started_at)) throw new Error('started_at');\n"
         "  delete record.started_at;\n"
