@@ -6,12 +6,14 @@ import type { Rendered, Shape, UnknownInputs, UsageRecord } from "./render.js";
 export declare const USAGE_SCHEMA: "promptc.usage/1";
 /** promptc's provider names → the OpenTelemetry GenAI `gen_ai.provider.name` values */
 export declare const OTEL_PROVIDER_NAMES: { readonly [provider: string]: string };
+/** `cache_miss_reason` for a diagnosis the provider had not finished when it wrote the response */
+export declare const PENDING: "pending";
 /** The usage record of a response to `rendered` (what `rendered.usage` returns, without sending it). */
 export declare function makeRecord(rendered: Rendered, response: unknown, options?: { shape?: Exclude<Shape, "plain">; model?: string | null; timestamp?: number | Date | string }): UsageRecord;
 /** The shape whose response this is, or null when the response does not say. */
 export declare function detectShape(response: unknown): Exclude<Shape, "plain"> | null;
 /** A response's token counts, normalised. */
-export declare function countsOf(response: unknown, shape: Exclude<Shape, "plain">): { input: number; read: number; written: number | null; output: number | null; usage: { [name: string]: number }; responseModel: string | null };
+export declare function countsOf(response: unknown, shape: Exclude<Shape, "plain">): { input: number; read: number; written: number | null; output: number | null; usage: { [name: string]: number }; responseModel: string | null; byTtl: { [ttl: string]: number }; reason: string | null; missed: number | null };
 /** A record as one JSONL line (no newline), as Python writes it. */
 export declare function recordLine(record: UsageRecord): string;
 /** The OpenTelemetry attributes of a record (GenAI conventions plus `promptc.*`). */

@@ -44,6 +44,7 @@ export {
   makeRecord,
   OTEL_PROVIDER_NAMES,
   parseTimestamp,
+  PENDING,
   recordLine,
   spanAttributes,
   USAGE_SCHEMA,

@@ -136,7 +136,7 @@ export interface UsageRecord {
   artifact_sha256: string | null;
   prefix_sha256: string | null;
   shape: Exclude<Shape, "plain">;
-  provider: "anthropic" | "openai" | "gemini";
+  provider: "anthropic" | "openai" | "gemini" | "bedrock" | "anthropic-vertex";
   model: string | null;
   response_model: string | null;
   started_at: string | null;
@@ -146,7 +146,13 @@ export interface UsageRecord {
   cache_read_input_tokens: number;
   /** null where the provider does not report cache writes */
   cache_creation_input_tokens: number | null;
+  /** the writes the provider splits by lifetime, by TTL name (`{"1h": 3000}`); absent when it does not split them */
+  cache_creation_by_ttl?: { [ttl: string]: number };
   output_tokens: number | null;
+  /** the provider's diagnosis of a cache miss (`system_changed`, …, or `pending`); absent without one */
+  cache_miss_reason?: string;
+  /** the provider's estimate of the input tokens that miss did not read from the cache */
+  cache_missed_input_tokens?: number;
   /** the provider's own counts, under its names */
   usage: { [name: string]: number };
 }

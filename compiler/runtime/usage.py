@@ -5,20 +5,39 @@ the prompt, the artifact and prefix hashes of the build that rendered it, the sh
 was sent as, when, and the provider's own token counts, read from the official SDK's response
 object or from the plain JSON of the HTTP response:
 
-    anthropic          usage.input_tokens, usage.cache_read_input_tokens,
-                       usage.cache_creation_input_tokens, usage.output_tokens
+    anthropic,         usage.input_tokens, usage.cache_read_input_tokens,
+    anthropic-vertex   usage.cache_creation_input_tokens (split by TTL in usage.cache_creation:
+                       ephemeral_5m_input_tokens, ephemeral_1h_input_tokens), usage.output_tokens;
+                       diagnostics.cache_miss_reason (type, cache_missed_input_tokens)
     openai (chat)      usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens
                        (and .cache_write_tokens where reported), usage.completion_tokens
-    openai-responses   usage.input_tokens, usage.input_tokens_details.cached_tokens
-                       (and .cache_write_tokens), usage.output_tokens
+    openai-responses   usage.input_tokens, usage.input_tokens_details.cached_tokens, .cache_write_tokens
+                       (split by TTL in .cache_write_tokens_details: ttl_30m_tokens, ttl_12h_tokens),
+                       usage.output_tokens; prompt_cache_diagnostics (type, reason, cache_missed_tokens)
+    bedrock            usage.inputTokens, usage.cacheReadInputTokens, usage.cacheWriteInputTokens
+                       (split by TTL in usage.cacheDetails: [{ttl, inputTokens}]), usage.outputTokens
     gemini             usage_metadata.prompt_token_count, .cached_content_token_count,
-                       .candidates_token_count (REST JSON: usageMetadata.promptTokenCount …)
+                       .candidates_token_count (REST JSON: usageMetadata.promptTokenCount …); the
+                       Interactions API's usage.total_input_tokens, .total_cached_tokens,
+                       .total_output_tokens
 
 The record's own counts are normalised the way the OpenTelemetry GenAI conventions count:
-`input_tokens` is every input token of the request, cached and written ones included (Anthropic
-reports the three apart; promptc adds them), `cache_read_input_tokens` what was read from the
-cache, `cache_creation_input_tokens` what was written to it (None where the provider does not
-say). `usage` keeps the provider's counts under the provider's names, as reported.
+`input_tokens` is every input token of the request, cached and written ones included (Anthropic and
+Bedrock report the three apart; promptc adds them), `cache_read_input_tokens` what was read from
+the cache, `cache_creation_input_tokens` what was written to it (None where the provider does not
+say), and `cache_creation_by_ttl` the writes the provider splits by lifetime, under the price
+table's TTL names (`{"5m": …, "1h": …}`; left out when the provider does not split them) so each is
+priced at its own TTL's write price. `usage` keeps the provider's counts under the provider's names,
+as reported (nested details flattened with a dot).
+
+The provider's own diagnosis of a cache miss, where the request asked for one, is
+`cache_miss_reason`: Anthropic's `diagnostics.cache_miss_reason.type` (`model_changed`,
+`system_changed`, `tools_changed`, `messages_changed`, `previous_message_not_found`, `unavailable`),
+OpenAI's `prompt_cache_diagnostics` (its `reason` for a `cache_miss`, else its `type`:
+`comparison_response_not_found`, `unavailable`; a `cache_hit` is no miss), with the estimate of the
+tokens the miss cost as `cache_missed_input_tokens`. A `diagnostics` object whose
+`cache_miss_reason` is null means the diagnosis was still pending when the response was written:
+the record says `pending`. No diagnostics: no `cache_miss_reason`.
 
 A record goes to a JSONL file (`to="usage.jsonl"`: one line per record, appended with one write),
 to a callable (`to=callback`), to several of them (`to=[...]`), and, opt-in (`otel=True`), onto the
@@ -26,7 +45,14 @@ current OpenTelemetry span as the GenAI attributes (`gen_ai.provider.name`,
 `gen_ai.request.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.cache_read.input_tokens`,
 `gen_ai.usage.cache_creation.input_tokens`, `gen_ai.usage.output_tokens`,
 `gen_ai.response.model`) plus `promptc.prompt`, `promptc.artifact_sha256`,
-`promptc.prefix_sha256`, `promptc.shape`. OpenTelemetry is imported only then.
+`promptc.prefix_sha256`, `promptc.shape`, `promptc.cache_miss_reason`,
+`promptc.cache_missed_input_tokens` and `promptc.usage.cache_creation.<ttl>.input_tokens` (the
+conventions define no TTL split nor a miss reason). OpenTelemetry is imported only then.
+
+The schema stays `promptc.usage/1`: the fields added since (`cache_creation_by_ttl`,
+`cache_miss_reason`, `cache_missed_input_tokens`) are optional and written only when the response
+has them, so a record of a response without them is the line it always was, and a reader of the
+first records reads them all.
 
 `promptc reconcile` (promptc.tools.reconcile) reads these records back. Standard library only: the
 runtime that applications ship imports this module (runtime-js/src/usage.js is its port and
@@ -56,6 +82,8 @@ opentelemetry_trace = lazy_import("opentelemetry.trace")
 __all__ = [
     "USAGE_SCHEMA",
     "OTEL_PROVIDER_NAMES",
+    "PENDING",
+    "TTL_WRITES_ATTRIBUTE",
     "Counts",
     "UsageError",
     "UsageRecord",
@@ -68,9 +96,36 @@ __all__ = [
 ]
 
 USAGE_SCHEMA = "promptc.usage/1"
-#: promptc's provider names → the OpenTelemetry GenAI `gen_ai.provider.name` values
-OTEL_PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "gemini": "gcp.gemini"}
-_SHAPE_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai", "gemini": "gemini"}
+#: promptc's provider names → the OpenTelemetry GenAI `gen_ai.provider.name` values (the conventions'
+#: well-known values: `aws.bedrock`, and `gcp.vertex_ai` for Claude on Vertex AI)
+OTEL_PROVIDER_NAMES = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "gemini": "gcp.gemini",
+    "bedrock": "aws.bedrock",
+    "anthropic-vertex": "gcp.vertex_ai",
+}
+_SHAPE_PROVIDERS = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai-responses": "openai",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+    "anthropic-vertex": "anthropic-vertex",
+}
+#: shapes whose responses are the same JSON (Claude on Vertex AI answers with Anthropic's Message): a
+#: response that reads as the second is the first's when the prompt was built for the first's provider
+_SAME_RESPONSE = {"anthropic-vertex": "anthropic"}
+#: the TTL-split write counts, the provider's field → the price table's TTL name (sources: the pinned
+#: SDKs' anthropic/types/cache_creation.py CacheCreation and openai/types/responses/response_usage.py
+#: InputTokensDetailsCacheWriteTokensDetails; Bedrock's TokenUsage.cacheDetails names its TTL itself)
+_ANTHROPIC_TTLS = (("ephemeral_5m_input_tokens", "5m"), ("ephemeral_1h_input_tokens", "1h"))
+_OPENAI_TTLS = (("ttl_30m_tokens", "30m"), ("ttl_12h_tokens", "12h"))
+#: a TTL name as the price table writes it (`5m`, `1h`, `30m`, `12h`, `24h`)
+_TTL = re.compile(r"[1-9][0-9]{0,3}[smhd]\Z")
+#: `cache_miss_reason` for a diagnosis the provider had not finished when it wrote the response
+#: (Anthropic: a `diagnostics` object whose `cache_miss_reason` is null)
+PENDING = "pending"
 
 
 class UsageError(ValueError):
@@ -148,7 +203,8 @@ def _count(value: Any, what: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Counts:
-    """One response's token counts, normalised (see the module docstring)."""
+    """One response's token counts, normalised (see the module docstring), and the provider's
+    diagnosis of its cache miss."""
 
     input_tokens: int
     cache_read_input_tokens: int
@@ -158,11 +214,17 @@ class Counts:
     usage: dict[str, int] = field(default_factory=dict)
     #: the model the response names (`claude-sonnet-4-5-20250929`, Gemini's `modelVersion`)
     response_model: str | None = None
+    #: the writes the provider splits by lifetime, by the price table's TTL name (zeros left out)
+    cache_creation_by_ttl: dict[str, int] = field(default_factory=dict)
+    #: the provider's reason for a cache miss (`system_changed`; `pending`), None without diagnostics
+    cache_miss_reason: str | None = None
+    #: the provider's estimate of the input tokens the miss did not read from the cache
+    cache_missed_input_tokens: int | None = None
 
 
 def detect_shape(response: Any) -> str | None:
     """The shape whose response `response` is, from the fields only that shape's usage has; None
-    when it cannot tell (pass `shape=`)."""
+    when it cannot tell (pass `shape=`). A Claude on Vertex AI response reads as `anthropic`."""
     if _get(response, "usage_metadata", "usageMetadata") is not None:
         return "gemini"
     usage = _get(response, "usage")
@@ -172,11 +234,57 @@ def detect_shape(response: Any) -> str | None:
         return "openai"
     if _get(usage, "input_tokens_details") is not None or _get(response, "object") == "response":
         return "openai-responses"
+    if _get(usage, "inputTokens") is not None:
+        return "bedrock"
+    if _get(usage, "total_input_tokens", "totalInputTokens", "total_cached_tokens", "totalCachedTokens") is not None:
+        return "gemini"  # the Interactions API
     if _get(response, "type") == "message" or any(
         _get(usage, key) is not None for key in ("cache_read_input_tokens", "cache_creation_input_tokens")
     ):
         return "anthropic"
     return None
+
+
+def _ttl_counts(holder: Any, fields: tuple[tuple[str, str], ...], what: str) -> list[tuple[str, str, int | None]]:
+    """(the provider's field, its TTL name, its count) of each TTL-split write count `holder` has."""
+    return [(name, ttl, _count(_get(holder, name), f"{what}.{name}")) for name, ttl in fields]
+
+
+def _split(counts: Iterable[tuple[str, str, int | None]], written: int | None) -> dict[str, int]:
+    """The TTL split of `written` tokens, by TTL name, zeros left out; empty when the parts add up
+    to more than the writes the provider reports (an inconsistent split is not priced: the writes
+    are priced at the request's TTL instead, and the provider's counts stay in `usage`)."""
+    split: dict[str, int] = {}
+    for _, ttl, tokens in counts:
+        if tokens:
+            split[ttl] = split.get(ttl, 0) + tokens
+    return split if sum(split.values()) <= (written or 0) else {}
+
+
+def _diagnosis(response: Any, shape: str) -> tuple[str | None, int | None]:
+    """(`cache_miss_reason`, `cache_missed_input_tokens`) of a response (see the module docstring)."""
+    if shape in ("anthropic", "anthropic-vertex"):
+        diagnostics = _get(response, "diagnostics")
+        if diagnostics is None:
+            return None, None
+        reason = _get(diagnostics, "cache_miss_reason")
+        if reason is None:
+            return PENDING, None
+        kind = _get(reason, "type")
+        what = "diagnostics.cache_miss_reason"
+        missed_name = "cache_missed_input_tokens"
+    elif shape in ("openai", "openai-responses"):
+        reason = _get(response, "prompt_cache_diagnostics")
+        if reason is None or _get(reason, "type") == "cache_hit":
+            return None, None
+        kind = _get(reason, "reason") if _get(reason, "type") == "cache_miss" else _get(reason, "type")
+        what = "prompt_cache_diagnostics"
+        missed_name = "cache_missed_tokens"
+    else:
+        return None, None
+    if not isinstance(kind, str) or not kind:
+        raise UsageError(f"expected a reason (its `type`), got {shown(kind)}", what)
+    return kind, _count(_get(reason, missed_name), f"{what}.{missed_name}")
 
 
 def counts_of(response: Any, shape: str) -> Counts:
@@ -189,40 +297,100 @@ def counts_of(response: Any, shape: str) -> Counts:
     response_model = response_model if isinstance(response_model, str) else None
     if shape == "gemini":
         meta = _get(response, "usage_metadata", "usageMetadata")
-        if meta is None:
-            raise UsageError("the gemini response has no usage_metadata (usageMetadata)")
-        total = _count(_get(meta, "prompt_token_count", "promptTokenCount"), "usage_metadata.prompt_token_count")
-        cached = _count(
-            _get(meta, "cached_content_token_count", "cachedContentTokenCount"),
-            "usage_metadata.cached_content_token_count",
-        )
-        output = _count(
-            _get(meta, "candidates_token_count", "candidatesTokenCount"), "usage_metadata.candidates_token_count"
-        )
-        own = {
-            "prompt_token_count": total,
-            "cached_content_token_count": cached,
-            "candidates_token_count": output,
-        }
+        if meta is not None:
+            total = _count(_get(meta, "prompt_token_count", "promptTokenCount"), "usage_metadata.prompt_token_count")
+            cached = _count(
+                _get(meta, "cached_content_token_count", "cachedContentTokenCount"),
+                "usage_metadata.cached_content_token_count",
+            )
+            output = _count(
+                _get(meta, "candidates_token_count", "candidatesTokenCount"), "usage_metadata.candidates_token_count"
+            )
+            own = {
+                "prompt_token_count": total,
+                "cached_content_token_count": cached,
+                "candidates_token_count": output,
+            }
+            return Counts(total or 0, cached or 0, None, output, _present(own), response_model)
+        # the Interactions API (google.genai.interactions.Interaction): its usage's total_* counts
+        usage = _get(response, "usage")
+        if _get(usage, "total_input_tokens", "totalInputTokens", "total_cached_tokens", "totalCachedTokens") is None:
+            raise UsageError("the gemini response has no usage_metadata (usageMetadata) nor usage.total_input_tokens")
+        total = _count(_get(usage, "total_input_tokens", "totalInputTokens"), "usage.total_input_tokens")
+        cached = _count(_get(usage, "total_cached_tokens", "totalCachedTokens"), "usage.total_cached_tokens")
+        output = _count(_get(usage, "total_output_tokens", "totalOutputTokens"), "usage.total_output_tokens")
+        own = {"total_input_tokens": total, "total_cached_tokens": cached, "total_output_tokens": output}
         return Counts(total or 0, cached or 0, None, output, _present(own), response_model)
     usage = _get(response, "usage")
     if usage is None:
         raise UsageError(f"the {shape} response has no usage")
-    if shape == "anthropic":
+    reason, missed = _diagnosis(response, shape)
+    if shape in ("anthropic", "anthropic-vertex"):
         uncached = _count(_get(usage, "input_tokens"), "usage.input_tokens")
         if uncached is None:
-            raise UsageError("the anthropic response's usage has no input_tokens")
+            raise UsageError(f"the {shape} response's usage has no input_tokens")
         read = _count(_get(usage, "cache_read_input_tokens"), "usage.cache_read_input_tokens")
         written = _count(_get(usage, "cache_creation_input_tokens"), "usage.cache_creation_input_tokens")
+        by_ttl = _ttl_counts(_get(usage, "cache_creation"), _ANTHROPIC_TTLS, "usage.cache_creation")
         output = _count(_get(usage, "output_tokens"), "usage.output_tokens")
         own = {
             "input_tokens": uncached,
             "cache_read_input_tokens": read,
             "cache_creation_input_tokens": written,
+            **{f"cache_creation.{name}": tokens for name, _, tokens in by_ttl},
             "output_tokens": output,
         }
         total = uncached + (read or 0) + (written or 0)
-        return Counts(total, read or 0, written or 0, output, _present(own), response_model)
+        return Counts(
+            total,
+            read or 0,
+            written or 0,
+            output,
+            _present(own),
+            response_model,
+            _split(by_ttl, written),
+            reason,
+            missed,
+        )
+    if shape == "bedrock":
+        # "the inputTokens field represents only the non-cached input tokens … total input tokens =
+        # inputTokens + cacheReadInputTokens + cacheWriteInputTokens"
+        # (https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html, read 2026-12-06)
+        uncached = _count(_get(usage, "inputTokens"), "usage.inputTokens")
+        if uncached is None:
+            raise UsageError("the bedrock response's usage has no inputTokens")
+        read = _count(_get(usage, "cacheReadInputTokens"), "usage.cacheReadInputTokens")
+        written = _count(_get(usage, "cacheWriteInputTokens"), "usage.cacheWriteInputTokens")
+        details = _get(usage, "cacheDetails") or ()
+        if isinstance(details, str | bytes | Mapping) or not isinstance(details, Iterable):
+            raise UsageError(f"expected a list of {{ttl, inputTokens}}, got {shown(details)}", "usage.cacheDetails")
+        split: list[tuple[str, str, int | None]] = []
+        for detail in details:
+            ttl = _get(detail, "ttl")
+            if not isinstance(ttl, str) or not _TTL.match(ttl):
+                raise UsageError(f"expected a TTL such as `5m` or `1h`, got {shown(ttl)}", "usage.cacheDetails")
+            name = f"cacheDetails.{ttl}.inputTokens"
+            split.append((name, ttl, _count(_get(detail, "inputTokens"), f"usage.{name}")))
+        output = _count(_get(usage, "outputTokens"), "usage.outputTokens")
+        own = {
+            "inputTokens": uncached,
+            "cacheReadInputTokens": read,
+            "cacheWriteInputTokens": written,
+            **{name: tokens for name, _, tokens in split},
+            "outputTokens": output,
+        }
+        total = uncached + (read or 0) + (written or 0)
+        return Counts(
+            total,
+            read or 0,
+            written or 0,
+            output,
+            _present(own),
+            response_model,
+            _split(split, written),
+            reason,
+            missed,
+        )
     if shape == "openai":
         total_name, details_name, output_name = "prompt_tokens", "prompt_tokens_details", "completion_tokens"
     else:
@@ -233,14 +401,19 @@ def counts_of(response: Any, shape: str) -> Counts:
     details = _get(usage, details_name)
     cached = _count(_get(details, "cached_tokens"), f"usage.{details_name}.cached_tokens")
     written = _count(_get(details, "cache_write_tokens"), f"usage.{details_name}.cache_write_tokens")
+    prefix = f"{details_name}.cache_write_tokens_details"
+    by_ttl = _ttl_counts(_get(details, "cache_write_tokens_details"), _OPENAI_TTLS, f"usage.{prefix}")
     output = _count(_get(usage, output_name), f"usage.{output_name}")
     own = {
         total_name: total,
         f"{details_name}.cached_tokens": cached,
         f"{details_name}.cache_write_tokens": written,
+        **{f"{prefix}.{name}": tokens for name, _, tokens in by_ttl},
         output_name: output,
     }
-    return Counts(total, cached or 0, written, output, _present(own), response_model)
+    return Counts(
+        total, cached or 0, written, output, _present(own), response_model, _split(by_ttl, written), reason, missed
+    )
 
 
 def _present(counts: Mapping[str, int | None]) -> dict[str, int]:
@@ -343,9 +516,18 @@ class UsageRecord:
     response_model: str | None = None
     #: when the request was sent (ISO 8601, UTC): when it was rendered, unless `started=` said
     started_at: str | None = None
+    #: the writes the provider splits by lifetime, by the price table's TTL name (`{"1h": 3000}`);
+    #: empty when it does not split them. Part of `cache_creation_input_tokens`.
+    cache_creation_by_ttl: dict[str, int] = field(default_factory=dict)
+    #: the provider's diagnosis of a cache miss (`system_changed`, …; `pending`), None without one
+    cache_miss_reason: str | None = None
+    #: the provider's estimate of the input tokens that miss did not read from the cache
+    cache_missed_input_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The record's JSON, in the key order of its JSONL line. The fields added to
+        `promptc.usage/1` after its first release are written only when the record has them."""
+        data: dict[str, Any] = {
             "schema": USAGE_SCHEMA,
             "prompt": self.prompt,
             "artifact_sha256": self.artifact_sha256,
@@ -359,9 +541,16 @@ class UsageRecord:
             "input_tokens": self.input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "output_tokens": self.output_tokens,
-            "usage": dict(self.usage),
         }
+        if self.cache_creation_by_ttl:
+            data["cache_creation_by_ttl"] = dict(self.cache_creation_by_ttl)
+        data["output_tokens"] = self.output_tokens
+        if self.cache_miss_reason is not None:
+            data["cache_miss_reason"] = self.cache_miss_reason
+        if self.cache_missed_input_tokens is not None:
+            data["cache_missed_input_tokens"] = self.cache_missed_input_tokens
+        data["usage"] = dict(self.usage)
+        return data
 
     def line(self) -> str:
         """The record as one JSONL line (no newline): compact, keys in `to_json` order."""
@@ -403,6 +592,26 @@ class UsageRecord:
             own = {}
         elif not isinstance(own, Mapping):
             raise UsageError(f"expected an object of counts, got {shown(own)}", "usage")
+        by_ttl = data.get("cache_creation_by_ttl")
+        if by_ttl is None:
+            by_ttl = {}
+        elif not isinstance(by_ttl, Mapping):
+            raise UsageError(f"expected an object of counts by TTL, got {shown(by_ttl)}", "cache_creation_by_ttl")
+        split: dict[str, int] = {}
+        for ttl, tokens in by_ttl.items():
+            if not isinstance(ttl, str) or not _TTL.match(ttl):
+                raise UsageError(f"expected TTLs such as `5m` or `1h`, got {shown(ttl)}", "cache_creation_by_ttl")
+            try:
+                split[ttl] = whole_number(tokens, "cache_creation_by_ttl")
+            except UsageError as exc:
+                raise UsageError(f"{ttl}: {exc.reason}", "cache_creation_by_ttl") from None
+        if sum(split.values()) > (written or 0):
+            raise UsageError(
+                f"{sum(split.values())} tokens, more than the {written or 0} written", "cache_creation_by_ttl"
+            )
+        reason = data.get("cache_miss_reason")
+        if reason is not None and (not isinstance(reason, str) or not reason):
+            raise UsageError(f"expected the provider's reason or null, got {shown(reason)}", "cache_miss_reason")
         return cls(
             texts["prompt"],
             texts["artifact_sha256"],
@@ -423,6 +632,9 @@ class UsageRecord:
             },
             texts["response_model"],
             started_at,
+            {ttl: tokens for ttl, tokens in split.items() if tokens},
+            reason,
+            _count(data.get("cache_missed_input_tokens"), "cache_missed_input_tokens"),
         )
 
 
@@ -444,8 +656,11 @@ def make_record(
     if chosen is None:
         raise UsageError(
             f"prompt `{rendered.name}`: cannot tell which provider's response this is; pass shape= "
-            "(anthropic, openai, openai-responses, gemini)"
+            f"({', '.join(_SHAPE_PROVIDERS)})"
         )
+    own = getattr(rendered, "provider", None)
+    if shape is None and _SAME_RESPONSE.get(own or "") == chosen:
+        chosen = str(own)
     counts = counts_of(response, chosen)
     if started is None:
         started = getattr(rendered, "rendered_at", None)
@@ -464,11 +679,20 @@ def make_record(
         counts.usage,
         counts.response_model,
         None if started is None else iso_timestamp(started),
+        counts.cache_creation_by_ttl,
+        counts.cache_miss_reason,
+        counts.cache_missed_input_tokens,
     )
 
 
 # ---------------------------------------------------------------------------------------------
 # Where records go
+
+
+#: the span attribute of the writes of one TTL: the GenAI conventions count writes in
+#: `gen_ai.usage.cache_creation.input_tokens` and define no split by lifetime, so the split is promptc's,
+#: named as that attribute with the TTL one namespace further (`promptc.usage.cache_creation.1h.input_tokens`)
+TTL_WRITES_ATTRIBUTE = "promptc.usage.cache_creation.{ttl}.input_tokens"
 
 
 def span_attributes(record: UsageRecord) -> dict[str, str | int]:
@@ -486,7 +710,11 @@ def span_attributes(record: UsageRecord) -> dict[str, str | int]:
         "promptc.artifact_sha256": record.artifact_sha256,
         "promptc.prefix_sha256": record.prefix_sha256,
         "promptc.shape": record.shape,
+        "promptc.cache_miss_reason": record.cache_miss_reason,
+        "promptc.cache_missed_input_tokens": record.cache_missed_input_tokens,
     }
+    for ttl, tokens in record.cache_creation_by_ttl.items():
+        attributes[TTL_WRITES_ATTRIBUTE.format(ttl=ttl)] = tokens
     return {key: value for key, value in attributes.items() if value is not None}
 
 

@@ -21,6 +21,15 @@ request:
     dynamic        a miss on a warm entry: what was sent differs from the build's prefix (the
                    source line is where the provider's read stopped)
 
+A record that carries the provider's own diagnosis of its miss (`cache_miss_reason`: Anthropic's
+cache diagnostics, OpenAI's prompt_cache_diagnostics) is classified by it once promptc's certain
+causes (model, stale, bust, below-minimum) and a first write are ruled out: `model_changed` is
+`model`, every other change the provider names (`system_changed`, `tools_changed`,
+`messages_changed`, OpenAI's `input_changed` …) is `dynamic`, pointing at the part of the request it
+names; a reason that diagnoses nothing (`previous_message_not_found`, `unavailable`,
+`comparison_response_not_found`, `pending`) leaves the record to the timeline and is named in the
+detail of the cause it gets.
+
 Records are read in order of when their requests started (`started_at`, else the timestamp minus
 `window` seconds); appending processes write them out of order by at most their latency, so a
 reorder buffer of `horizon` seconds puts them back in order. Memory is bounded by that buffer and
@@ -51,13 +60,14 @@ from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Span, file_span, github_escape, make
 from ..facts.language import MANIFEST
-from ..facts.profiles import resolve_model
+from ..facts.profiles import MARKER_SHAPES, resolve, resolve_model
 from ..facts.records import dataclass
 from ..passes.context import SourceTree
 from ..runtime import requestmodel
 from ..runtime.buildfolder import BuildFolder, BuildFolderError
 from ..runtime.model import Artifact
 from ..runtime.usage import (
+    TTL_WRITES_ATTRIBUTE,
     USAGE_SCHEMA,
     UsageError,
     UsageRecord,
@@ -104,6 +114,33 @@ _CHUNK = 1 << 20
 #: diagnostics shown in full; the rest are counted
 MAX_DIAGNOSTICS = 50
 _MTOK = Decimal(1_000_000)
+#: what a provider's diagnosis of a miss says, and the part of the request it names (where the cause
+#: points): Anthropic's cache_miss_reason types (anthropic/types/cache_miss_*.py) and the reasons of
+#: OpenAI's prompt_cache_diagnostics (openai/types/responses/response.py PromptCacheDiagnosticsCacheMiss).
+#: `model_changed` is a `model` cause, every other a `dynamic` one; a reason not listed (a provider's
+#: new one) is `dynamic` too, shown as the provider wrote it.
+DIAGNOSES: dict[str, tuple[str, str | None]] = {
+    "model_changed": ("the model differs from the previous request's", None),
+    "system_changed": ("the system prompt differs from the previous request's", "system"),
+    "tools_changed": ("the tools differ from the previous request's", "tools"),
+    "messages_changed": ("an earlier message differs from the previous request's", "messages"),
+    "input_changed": ("the input differs from the compared response's", None),
+    "prompt_cache_key_changed": ("the prompt_cache_key differs from the compared response's", None),
+    "text_format_changed": ("the output format differs from the compared response's", None),
+    "reasoning_effort_changed": ("the reasoning effort differs from the compared response's", None),
+    "verbosity_changed": ("the verbosity differs from the compared response's", None),
+    "service_tier_changed": ("the service tier differs from the compared response's", None),
+    "context_compacted": ("the conversation was compacted since the compared response", None),
+}
+#: reasons that diagnose nothing: the record is classified by the timeline, and the detail says so
+UNDIAGNOSED = {
+    "previous_message_not_found": "the provider has no record of the message `diagnostics.previous_message_id` named",
+    "comparison_response_not_found": "the provider has no record of the response `comparison_response_id` named",
+    "unavailable": "the provider could not diagnose the request",
+    "pending": "the diagnosis was not finished when the response was written",
+}
+#: distinct reasons kept per cause (records are data: the set they name is bounded here)
+MAX_REASONS = 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,8 +377,23 @@ def _span_time(span: Mapping[str, Any], nano: str, iso: str) -> Any:
     return span.get(iso)
 
 
-_OTEL_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "gcp.gemini": "gemini", "gemini": "gemini"}
-_PROVIDER_SHAPES = {"anthropic": "anthropic", "openai": "openai", "gemini": "gemini"}
+_OTEL_PROVIDERS = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "gcp.gemini": "gemini",
+    "gemini": "gemini",
+    "aws.bedrock": "bedrock",
+    "gcp.vertex_ai": "anthropic-vertex",
+}
+_PROVIDER_SHAPES = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+    "anthropic-vertex": "anthropic-vertex",
+}
+#: `promptc.usage.cache_creation.<ttl>.input_tokens`: the writes of one TTL
+_TTL_WRITES = TTL_WRITES_ATTRIBUTE.split("{ttl}")
 #: a record's fields → the span attribute each is read from (a bad value is named as the span writes it)
 _SPAN_FIELDS = {
     "prompt": "promptc.prompt",
@@ -354,7 +406,10 @@ _SPAN_FIELDS = {
     "input_tokens": "gen_ai.usage.input_tokens",
     "cache_read_input_tokens": "gen_ai.usage.cache_read.input_tokens",
     "cache_creation_input_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "cache_creation_by_ttl": TTL_WRITES_ATTRIBUTE,
     "output_tokens": "gen_ai.usage.output_tokens",
+    "cache_miss_reason": "promptc.cache_miss_reason",
+    "cache_missed_input_tokens": "promptc.cache_missed_input_tokens",
 }
 
 
@@ -389,7 +444,14 @@ def record_of_span(span: Mapping[str, Any]) -> UsageRecord | None:
                 "input_tokens": attributes.get("gen_ai.usage.input_tokens"),
                 "cache_read_input_tokens": attributes.get("gen_ai.usage.cache_read.input_tokens") or 0,
                 "cache_creation_input_tokens": attributes.get("gen_ai.usage.cache_creation.input_tokens"),
+                "cache_creation_by_ttl": {
+                    key[len(_TTL_WRITES[0]) : -len(_TTL_WRITES[1])]: value
+                    for key, value in attributes.items()
+                    if key.startswith(_TTL_WRITES[0]) and key.endswith(_TTL_WRITES[1])
+                },
                 "output_tokens": attributes.get("gen_ai.usage.output_tokens"),
+                "cache_miss_reason": attributes.get("promptc.cache_miss_reason"),
+                "cache_missed_input_tokens": attributes.get("promptc.cache_missed_input_tokens"),
             }
         )
     except UsageError as exc:
@@ -629,6 +691,10 @@ class Locator:
     def tokens(self, artifact: Artifact, offset: int) -> Where | None:
         return None
 
+    def level(self, artifact: Artifact, level: str) -> Where | None:
+        """Where the request's first part at `level` (`system`, `messages`, `tools`) is written."""
+        return None
+
     def bust(self, artifact: Artifact) -> Where | None:
         return None
 
@@ -653,6 +719,10 @@ class _Cause:
     extreme: float | None = None
     models: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)
+    #: the providers' reasons its records carry (`cache_miss_reason`), and how many of them
+    reasons: dict[str, int] = field(default_factory=dict)
+    #: the records classified by the provider's diagnosis rather than by the timeline
+    diagnosed: int = 0
 
 
 @dataclass
@@ -742,6 +812,7 @@ class Reconciliation:
                         "detail": p.details.get(kind),
                         "where": None if where is None else where.to_json(),
                         "first_record_line": cause.first_line,
+                        "provider_reasons": dict(sorted(cause.reasons.items())),
                     }
                 )
             prompts.append(
@@ -839,9 +910,12 @@ class _Facts:
     provider: str | None
     model: str | None  # as the provider resolves it (cache.key.model)
     minimum: int | None
+    #: how long an entry lives unused (`expired` past it), and its name (`5m`, `1h`, `24h`)
     ttl_seconds: float
     price: Price | None
+    #: the TTL whose write price a write pays
     ttl_name: str | None
+    lifetime: str = "5m"
 
 
 def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
@@ -851,7 +925,7 @@ def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
     price = found if isinstance(found, Price) else None
     wanted = artifact.cache.ttl if artifact.cache.ttl not in (None, "none") else None
     ttl_name = price.ttl(wanted) if price is not None else (wanted or "5m")
-    seconds = float(table.ttl_seconds.get(ttl_name, 300))
+    seconds, lifetime = _lifetime(artifact, wanted, ttl_name, table)
     key_model = artifact.cache.key.model if artifact.cache.key is not None else artifact.model
     return _Facts(
         artifact,
@@ -863,19 +937,46 @@ def _facts(artifact: Artifact, table: PriceTable) -> _Facts:
         seconds,
         price,
         ttl_name,
+        lifetime,
     )
 
 
-def _cost(price: Price | None, ttl: str | None, total: int, read: int, written: int) -> Decimal:
+def _lifetime(artifact: Artifact, wanted: str | None, priced: str, table: PriceTable) -> tuple[float, str]:
+    """How long a cache entry of the artifact's requests lives unused, in seconds, and its name: the
+    lifetime the requests carry, as the request side's facts (providers.json) say the shape sends
+    it — the TTL the build asked for (its model offers it: E710), else the model's default marker
+    TTL (Claude `5m`, OpenAI GPT-5.6 `30m`: the lifetime a breakpoint is kept at least), else the
+    retention the model requires (`prompt_cache_retention: "24h"` for gpt-5.5) — and for a model
+    without any, its price row's first TTL (`5m` before GPT-5.6). Not the TTL its writes are priced
+    at: a row without a price for the TTL asked for prices them at its default."""
+    profile = resolve(artifact.provider.name, artifact.model) if artifact.provider is not None else None
+    carried = [wanted, *(profile.cache_ttls[:1] if profile else ()), profile.cache_retention if profile else None]
+    name = next((ttl for ttl in carried if ttl in table.ttl_seconds), priced)
+    return float(table.ttl_seconds.get(name, 300)), name
+
+
+def _cost(
+    price: Price | None, ttl: str | None, total: int, read: int, written: int, by_ttl: Mapping[str, int] | None = None
+) -> Decimal:
     """What a request of `total` input tokens costs with `read` of them read from the cache and
-    `written` written to it (promptc.tools.cost's rates)."""
+    `written` written to it (promptc.tools.cost's rates): the writes the provider splits by TTL
+    (`by_ttl`, a record's `cache_creation_by_ttl`) each at its TTL's write price, the rest at `ttl`'s
+    (a TTL the price row has no price for: the row's default)."""
     if price is None:
         return Decimal(0)
     rate_in = price.input
     rate_read = price.read_rate
-    rate_write = price.write(price.ttl(ttl)) if price.cache_read is not None else price.input
     plain = max(0, total - read - written)
-    return (plain * rate_in + read * rate_read + written * rate_write) / _MTOK
+    if price.cache_read is None:
+        writes = written * rate_in
+    else:
+        split = by_ttl or {}
+        rest = max(0, written - sum(split.values()))
+        writes = sum(
+            (tokens * price.write(price.ttl(name)) for name, tokens in split.items()),
+            rest * price.write(price.ttl(ttl)),
+        )
+    return (plain * rate_in + read * rate_read + writes) / _MTOK
 
 
 def reconcile(
@@ -926,8 +1027,9 @@ def reconcile(
         result.cached += read
         result.cache_written += record.cache_creation_input_tokens or 0
         result.output_tokens += record.output_tokens or 0
+        why = record.cache_miss_reason  # the provider's diagnosis of a miss, when the request asked for one
         if fact is None:
-            _add(result, "stale", line, 0, Decimal(0), prefix=record.prefix_sha256 or "")
+            _add(result, "stale", line, 0, Decimal(0), prefix=record.prefix_sha256 or "", reason=why)
             return
         predicted = min(fact.predicted, total)
         result.predicted += predicted
@@ -939,7 +1041,7 @@ def reconcile(
         price = found if isinstance(found, Price) else None
         if isinstance(found, Unpriced) and found.model is not None:
             unpriced.setdefault(found.model, (found.reason, record.prompt))
-        observed = _cost(price, fact.ttl_name, total, read, written)
+        observed = _cost(price, fact.ttl_name, total, read, written, record.cache_creation_by_ttl)
 
         def lost(expected_write: bool) -> Decimal:
             if expected_write:
@@ -956,45 +1058,51 @@ def reconcile(
 
         missed = max(0, predicted - read)
         if record.provider != fact.provider or (fact.model is not None and model != fact.model):
-            _add(result, "model", line, missed, lost(False), model=f"{record.model} ({record.provider})")
+            _add(result, "model", line, missed, lost(False), model=f"{record.model} ({record.provider})", reason=why)
             refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
             return
         if record.prefix_sha256 != fact.prefix:
             old = (old_prefixes or {}).get(record.prompt)
             kind = "bust" if old is not None and record.prefix_sha256 == old else "stale"
-            _add(result, kind, line, missed, lost(False), prefix=record.prefix_sha256 or "")
+            _add(result, kind, line, missed, lost(False), prefix=record.prefix_sha256 or "", reason=why)
             refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
             return
         if fact.predicted <= 0:
             minimum = fact.minimum
             below = minimum is not None and fact.artifact.cache.prefix_tokens < minimum
-            _add(result, "below-minimum" if below else "not-cached", line, 0, Decimal(0))
+            _add(result, "below-minimum" if below else "not-cached", line, 0, Decimal(0), reason=why)
             return
         if _full_hit(record, read, written, predicted, fact.artifact.tokenizer.exact):
             result.kinds["hit"] = result.kinds.get("hit", 0) + 1
             refresh(not entry.seen or start - entry.last_end > fact.ttl_seconds)
             return
-        provider_below = (record.shape == "anthropic" and read == 0 and written == 0) or (
+        provider_below = (record.shape in MARKER_SHAPES and read == 0 and written == 0) or (
             fact.minimum is not None and total < fact.minimum
         )
         if provider_below:
-            _add(result, "below-minimum", line, missed, lost(False))
+            _add(result, "below-minimum", line, missed, lost(False), reason=why)
             return
         if not entry.seen:
             result.kinds["first-write"] = result.kinds.get("first-write", 0) + 1
             result.lost += lost(True)
             refresh(True)
             return
+        if why is not None and why not in UNDIAGNOSED:  # the provider names what changed: that is the cause
+            kind = "model" if why == "model_changed" else "dynamic"
+            extreme = float(read) if kind == "dynamic" else None
+            _add(result, kind, line, missed, lost(False), extreme=extreme, reason=why, diagnosed=True)
+            entry.last_end = max(entry.last_end, end)
+            return
         gap = start - entry.last_end
         if gap > fact.ttl_seconds:
-            _add(result, "expired", line, missed, lost(False), extreme=gap)
+            _add(result, "expired", line, missed, lost(False), extreme=gap, reason=why)
             refresh(True)
             return
         if start < entry.warm_end:
-            _add(result, "concurrent", line, missed, lost(False), extreme=entry.warm_end - start)
+            _add(result, "concurrent", line, missed, lost(False), extreme=entry.warm_end - start, reason=why)
             entry.last_end = max(entry.last_end, end)
             return
-        _add(result, "dynamic", line, missed, lost(False), extreme=float(read))
+        _add(result, "dynamic", line, missed, lost(False), extreme=float(read), reason=why)
         entry.last_end = max(entry.last_end, end)
 
     # the reorder buffer: records come out by start time once no earlier one can still arrive
@@ -1029,7 +1137,7 @@ def _full_hit(record: UsageRecord, read: int, written: int, predicted: int, exac
     to a breakpoint: something read and nothing written is a hit of every marker, whatever its own
     count of the tokens (promptc's count for Claude is an estimate). Elsewhere the read must reach
     the prediction; with an estimated count (Gemini), 90 % of it."""
-    if record.shape == "anthropic":
+    if record.shape in MARKER_SHAPES:
         return read > 0 and written == 0 or read >= predicted
     if exact:
         return read >= predicted
@@ -1046,12 +1154,17 @@ def _add(
     extreme: float | None = None,
     model: str | None = None,
     prefix: str | None = None,
+    reason: str | None = None,
+    diagnosed: bool = False,
 ) -> None:
     result.kinds[kind] = result.kinds.get(kind, 0) + 1
     cause = result.causes.get(kind)
     if cause is None:
         cause = result.causes[kind] = _Cause(first_line=line)
     cause.requests += 1
+    cause.diagnosed += diagnosed
+    if reason is not None and (reason in cause.reasons or len(cause.reasons) < MAX_REASONS):
+        cause.reasons[reason] = cause.reasons.get(reason, 0) + 1
     cause.missed += missed
     cause.lost += lost
     result.lost += lost
@@ -1078,9 +1191,10 @@ def _duration(seconds: float) -> str:
 def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, against: str | None) -> None:
     """The detail and the source place of each of a prompt's causes."""
     if fact is None:  # a prompt the build does not have: its records are all `stale`
-        for kind in result.causes:
+        for kind, cause in result.causes.items():
             result.details[kind] = (
                 "the build has no prompt of this name (removed or renamed since the deploy that sent these)"
+                + _diagnosis(cause)
             )
             result.where[kind] = None
         return
@@ -1098,7 +1212,10 @@ def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, agains
             where = locator.bust(artifact)
         elif kind == "model":
             sent = ", ".join(sorted(cause.models))
-            detail = f"sent to {sent}; the build's prefix is for {artifact.model} ({fact.provider}): another cache"
+            if cause.models:
+                detail = f"sent to {sent}; the build's prefix is for {artifact.model} ({fact.provider}): another cache"
+            else:  # every one diagnosed by the provider: the request before it went to another model
+                detail = "the provider's diagnosis: the previous request went to another model, another cache"
             where = locator.param(artifact, "model")
         elif kind == "below-minimum":
             minimum = fact.minimum or 0
@@ -1121,7 +1238,7 @@ def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, agains
         elif kind == "expired":
             detail = (
                 f"the entry's last use was up to {_duration(cause.extreme or 0)} before, longer than its "
-                f"{fact.ttl_name} TTL: the cache entry had expired (see `promptc cost --advise`)"
+                f"{fact.lifetime} TTL: the cache entry had expired (see `promptc cost --advise`)"
             )
             where = locator.ttl(artifact)
         elif kind == "concurrent":
@@ -1131,13 +1248,41 @@ def _explain(result: PromptResult, fact: _Facts | None, locator: Locator, agains
             )
         else:  # dynamic
             smallest = int(cause.extreme or 0)
+            warm = " while the entry was warm" if cause.diagnosed < cause.requests else ""
             detail = (
-                f"the provider read {smallest} of the {fact.predicted} predicted tokens while the entry was warm: "
+                f"the provider read {smallest} of the {fact.predicted} predicted tokens{warm}: "
                 "what was sent differs from the build's prefix there (text added or changed after rendering?)"
             )
-            where = locator.tokens(artifact, smallest)
-        result.details[kind] = detail
+            # the part of the request the provider's most frequent diagnosis names, else the token
+            # where its read stopped
+            levels = [DIAGNOSES[r][1] for r, _ in _reasons(cause) if r in DIAGNOSES and DIAGNOSES[r][1]]
+            where = locator.level(artifact, str(levels[0])) if levels else None
+            where = where or locator.tokens(artifact, smallest)
+        result.details[kind] = detail + _diagnosis(cause)
         result.where[kind] = where
+
+
+def _reasons(cause: _Cause) -> list[tuple[str, int]]:
+    """A cause's provider reasons with their counts, the most frequent first."""
+    return sorted(cause.reasons.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _diagnosis(cause: _Cause) -> str:
+    """What the providers said of a cause's misses (its records' `cache_miss_reason`), to follow its
+    detail: the diagnoses, most frequent first, then the reasons that diagnose nothing."""
+    ordered = _reasons(cause)
+    named = [
+        f"{reason} ×{count}" + (f" ({DIAGNOSES[reason][0]})" if reason in DIAGNOSES else "")
+        for reason, count in ordered
+        if reason not in UNDIAGNOSED
+    ]
+    unnamed = [f"{reason} ×{count} ({UNDIAGNOSED[reason]})" for reason, count in ordered if reason in UNDIAGNOSED]
+    text = ""
+    if named:
+        text += "; the provider's diagnosis: " + ", ".join(named)
+    if unnamed:
+        text += "; not diagnosed: " + ", ".join(unnamed)
+    return text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1300,6 +1445,21 @@ class SourceLocator(Locator):
             files = built.resources
             return Where(compiled.root + files[0], 1) if files else None
         return self._where(*found)
+
+    def level(self, artifact: Artifact, level: str) -> Where | None:
+        compiled = self._compile(artifact)
+        if compiled is None:
+            return None
+        doc, built = compiled.finished()
+        for part in requestmodel.of_artifact(built, pieces=_pieces(doc)).parts:
+            if part.level != level or not part.content:
+                continue
+            if part.kind != "block":  # the tools: their first file
+                return Where(compiled.root + built.resources[0], 1) if built.resources else None
+            first = next((p for p in part.pieces if p.span is not None), None)
+            if first is not None:
+                return self._where(first.span)
+        return None
 
     def bust(self, artifact: Artifact) -> Where | None:
         new, old = self._compile(artifact), self._compile(artifact, old=True)

@@ -33,3 +33,7 @@ const record = rendered.usage(
 const cached: number = record.cache_read_input_tokens;
 const written: number | null = record.cache_creation_input_tokens;
 console.log(cached, written, record.timestamp, rendered.artifactSha256, rendered.renderedAt);
+// the provider's diagnosis of a miss and the writes of each TTL, where the response has them
+const reason: string | undefined = record.cache_miss_reason;
+const hourWrites: number | undefined = record.cache_creation_by_ttl?.["1h"];
+console.log(reason, hourWrites, record.cache_missed_input_tokens);

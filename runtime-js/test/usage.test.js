@@ -49,6 +49,36 @@ test("records go to JSONL files, functions and spans", () => {
   assert.equal("gen_ai.usage.cache_creation.input_tokens" in attributes[0], false);
 });
 
+test("the provider's miss reason and its writes by TTL are kept, and set on the span", () => {
+  const rendered = load(BUILD).render("support/chat", VALUES);
+  const answer = {
+    type: "message",
+    model: "claude-sonnet-4-5-20250929",
+    diagnostics: { cache_miss_reason: { type: "tools_changed", cache_missed_input_tokens: 900 } },
+    usage: {
+      input_tokens: 12,
+      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: 1000,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 1000 },
+      output_tokens: 3,
+    },
+  };
+  const attributes = [];
+  const record = rendered.usage(answer, { span: { setAttributes: (a) => attributes.push(a) } });
+  assert.deepEqual(
+    [record.shape, record.cache_miss_reason, record.cache_missed_input_tokens, record.cache_creation_by_ttl],
+    ["anthropic", "tools_changed", 900, { "1h": 1000 }],
+  );
+  assert.equal(record.usage["cache_creation.ephemeral_5m_input_tokens"], 0);
+  assert.equal(attributes[0]["promptc.cache_miss_reason"], "tools_changed");
+  assert.equal(attributes[0]["promptc.usage.cache_creation.1h.input_tokens"], 1000);
+  assert.equal("promptc.usage.cache_creation.5m.input_tokens" in attributes[0], false);
+  const pending = rendered.usage({ ...answer, diagnostics: { cache_miss_reason: null } });
+  assert.equal(pending.cache_miss_reason, "pending");
+  const none = rendered.usage({ ...answer, diagnostics: null });
+  assert.equal("cache_miss_reason" in none, false);
+});
+
 test("unreadable responses are render errors; without a file writer only functions take records", () => {
   const runtime = load(BUILD);
   const rendered = runtime.render("support/chat", VALUES);
