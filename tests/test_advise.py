@@ -247,3 +247,21 @@ def test_advise_needs_traffic_and_reads_records(tmp_path: Path) -> None:
     assert advice["prompts"] == ["helpdesk/agent"] and advice["basis"] == "records" and advice["requests"] == 5
     assert advice["best"] == "none" and advice["loses_money"]
     assert "usage.jsonl:6:1: warning[W951]" in done.stderr
+
+
+def test_none_is_a_choice_wherever_the_provider_caches_only_at_markers() -> None:
+    """Claude on Bedrock and on Vertex AI caches only where the request marks it, as on its own API,
+    so `cache_ttl: none` opts out there too; OpenAI's implicit breakpoint writes without promptc's."""
+    from promptc.tools.cost import _choices
+
+    price = prices().lookup("anthropic", "claude-sonnet-4-5")
+    for provider, model in (
+        ("anthropic", "claude-sonnet-4-5"),
+        ("bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("anthropic-vertex", "claude-sonnet-4-5@20250929"),
+    ):
+        choices, opt_out = _choices(replace(_facts("p", model, None, 3000, 2500), provider=provider), price)
+        assert opt_out and choices[0] == NO_CACHE, provider
+    openai = prices().lookup("openai", "gpt-5.6-terra")
+    choices, opt_out = _choices(_facts("p", "gpt-5.6-terra", None, 3000, 2500), openai)
+    assert not opt_out and NO_CACHE not in choices

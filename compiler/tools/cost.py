@@ -1119,12 +1119,13 @@ def _short_by(f: PromptFacts) -> int | None:
 
 
 def _choices(f: PromptFacts, price: Price) -> tuple[list[str], bool]:
-    """The TTLs a prompt can choose and whether `none` is one (a provider whose breakpoints the
-    request sends: Anthropic; OpenAI and Gemini cache automatically)."""
+    """The TTLs a prompt can choose and whether `none` is one: where the provider caches only at
+    the request's markers (Claude on its API, Bedrock or Vertex AI), `cache_ttl: none` sends none;
+    OpenAI (whose implicit breakpoint writes even without promptc's) and Gemini cannot be told."""
     ttls = [name for name, _ in price.cache_write]
 
     profile = resolve(f.provider, f.model) if f.provider or f.model else None
-    breakpoints = profile is not None and profile.shape == "anthropic"
+    breakpoints = profile is not None and profile.marks_blocks
     return ([NO_CACHE, *ttls] if breakpoints else ttls), breakpoints
 
 
