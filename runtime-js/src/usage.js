@@ -56,16 +56,23 @@ function get(value, ...names) {
   return null;
 }
 
+// Python's `MAX_COUNT`: the largest count a record holds (a signed 64-bit integer)
+const MAX_COUNT = 2n ** 63n - 1n;
+
+/** A token count as Python's `whole_number` takes it: an integer (a number without a fraction, or
+ * a bigint), or a string of 1 to 19 ASCII digits (OTLP JSON writes 64-bit integers as strings),
+ * from 0 to 2^63 - 1; null for null. */
 function count(value, what) {
   if (value === null || value === undefined) return null;
   if (typeof value === "object" && typeof value.valueOf === "function" && !Array.isArray(value)) value = value.valueOf();
-  if (typeof value === "string" && /^[0-9]+$/.test(value)) return Number(value);
-  if (typeof value === "bigint") value = Number(value);
-  if (typeof value !== "number" || !Number.isInteger(value)) {
-    throw new UsageError(`${what}: expected a token count, got ${JSON.stringify(value)}`);
-  }
-  if (value < 0) throw new UsageError(`${what}: expected a token count ≥ 0, got ${value}`);
-  return value;
+  let exact = null;
+  if (typeof value === "string" && /^[0-9]{1,19}$/.test(value)) exact = BigInt(value);
+  else if (typeof value === "bigint") exact = value;
+  else if (typeof value === "number" && Number.isInteger(value)) exact = BigInt(value);
+  if (exact === null) throw new UsageError(`${what}: expected a token count, got ${JSON.stringify(value)}`);
+  if (exact < 0n) throw new UsageError(`${what}: expected a token count ≥ 0, got ${value}`);
+  if (exact > MAX_COUNT) throw new UsageError(`${what}: expected a token count below 2^63, got ${value}`);
+  return Number(exact);
 }
 
 function present(counts) {

@@ -79,6 +79,16 @@ test("the provider's miss reason and its writes by TTL are kept, and set on the 
   assert.equal("cache_miss_reason" in none, false);
 });
 
+test("a count is what Python's record takes: a whole number below 2^63, ASCII digits in a string", () => {
+  const rendered = load(BUILD).render("support/chat", VALUES);
+  const withPrompt = (prompt_tokens) => ({ ...ANSWER, usage: { ...ANSWER.usage, prompt_tokens } });
+  assert.equal(rendered.usage(withPrompt("1200")).input_tokens, 1200);
+  assert.equal(rendered.usage(withPrompt(9007199254740991)).input_tokens, 9007199254740991);
+  for (const bad of [1e300, "\u00b2", "1_000", "12345678901234567890", 2 ** 64, 1.5, "", true]) {
+    assert.throws(() => rendered.usage(withPrompt(bad)), /expected a token count/, String(bad));
+  }
+});
+
 test("unreadable responses are render errors; without a file writer only functions take records", () => {
   const runtime = load(BUILD);
   const rendered = runtime.render("support/chat", VALUES);
