@@ -490,3 +490,11 @@ def test_bytes_that_are_not_utf8_are_located(project: Path, tmp_path: Path) -> N
     assert len(list(read_records(path, stats))) == 3  # the record itself is still read
     assert [(d.code, d.line) for d in stats.diagnostics] == [("W951", 4), ("W951", 2)]
     assert "not UTF-8 text here" in stats.diagnostics[1].message
+
+
+@pytest.mark.parametrize("option", ["--window", "--horizon"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "soon"])
+def test_a_duration_that_is_not_finite_seconds_is_a_usage_error(project: Path, option: str, value: str) -> None:
+    result = run_promptc("reconcile", "usage.jsonl", option, value, cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert "seconds" in result.stderr and "Traceback" not in result.stderr

@@ -7,6 +7,7 @@ limit is crossed, 2 when the records or the build cannot be read.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,22 @@ class FailOnRule(FailOnParam):
             return parse_fail_on(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class Seconds(click.ParamType):
+    """A duration in seconds: a finite number ≥ 0 (`nan`, `inf` and `-1` are usage errors, never
+    a reorder buffer that holds everything or nothing)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(number) or number < 0:
+            self.fail(f"{value!r} is not a finite number of seconds ≥ 0", param, ctx)
+        return number
 
 
 def run_reconcile(
@@ -194,6 +211,7 @@ def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[s
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "github")), default="text", show_default=True)
 @click.option(
     "--window",
+    type=Seconds(),
     default=5.0,
     show_default=True,
     metavar="SECONDS",
@@ -201,6 +219,7 @@ def _revision(command: str, against: str, config: Any, fmt: str) -> tuple[dict[s
 )
 @click.option(
     "--horizon",
+    type=Seconds(),
     default=600.0,
     show_default=True,
     metavar="SECONDS",
