@@ -191,3 +191,44 @@ def test_a_non_ascii_name_without_utf8_mode_is_a_diagnostic_not_a_traceback(proj
     assert done.returncode in (0, 1)  # 0 where the file system encoding is UTF-8 anyway
     if done.returncode == 1:
         assert b"error[E106]: file name cannot be read as UTF-8" in done.stdout
+
+
+def _tampered(edited: str, data: bytes) -> bytes:
+    """The file's bytes with one character changed, same size: the artifact's text, or (the manifest)
+    one hex digit of the artifact's sha256, so both stay valid JSON."""
+    if edited.endswith("manifest.json"):
+        at = data.index(b'"sha256": "') + len(b'"sha256": "')
+        digit = b"0" if data[at : at + 1] != b"0" else b"1"
+        return data[:at] + digit + data[at + 1 :]
+    assert b"Version one." in data
+    return data.replace(b"Version one.", b"Version 0ne.")
+
+
+@pytest.mark.parametrize("edited", ["build/a.json", "build/manifest.json"])
+def test_an_output_edited_in_place_keeping_its_size_and_mtime_is_restored(project: Path, edited: str) -> None:
+    """An artifact or `manifest.json` rewritten in place, its size, mtime and inode kept (only the
+    change time moves), is not the file the build wrote: the next build puts a clean build's bytes
+    back (it used to keep them, exit 0, and the runtime then refused the prompt)."""
+    from promptc.runtime.buildfolder import BuildFolder
+
+    write(project, "prompts_src/a.prompt", "Version one.\n")
+    write(project, "prompts_src/b.prompt", "Another prompt.\n")
+    old = 1_600_000_000_000_000_000  # sources long before the racy window: proven unchanged by their stat
+    for source in (project / "prompts_src").iterdir():
+        os.utime(source, ns=(old, old))
+    command = [promptc_executable(), "build", "prompts_src", "-o", "build", "--tokenizer", "approx-bytes/4"]
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    clean = snapshot(project / "build")
+    path = project / edited
+    before = os.stat(path)
+    with open(path, "r+b") as handle:  # in place: the same inode
+        handle.write(_tampered(edited, path.read_bytes()))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the mtime put back
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    assert snapshot(project / "build") != clean
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert snapshot(project / "build") == clean
+    assert BuildFolder(project / "build").artifact("a").messages[0].content == "Version one."

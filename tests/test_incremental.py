@@ -259,7 +259,7 @@ def test_the_state_is_a_journal_and_a_torn_line_costs_only_reuse(project: Path, 
     state_path(out).write_bytes(b"not a state\n")
     result = build("prompts_src", "build", APPROX)
     assert result.ok and not any(p.reused for p in result.prompts)
-    assert _lines(out)[0].startswith(b'{"format":"promptc-state/3"')
+    assert _lines(out)[0].startswith(b'{"format":"promptc-state/4"')
 
 
 # ---------------------------------------------------------------------------------------------

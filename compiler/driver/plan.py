@@ -16,10 +16,15 @@ changed (`null` for one it dropped). Loading applies the lines in order and stop
 that does not parse (a build killed while appending). Once the lines after the base weigh half as
 much as the base, the next save rewrites the file whole (atomically), merged.
 
-Stat, not content, proves a file unchanged, with git's rule for racily clean entries: a record
-whose mtime lies within `RACY_WINDOW_NS` of the moment it was recorded (each record keeps that
-moment) is not trusted, because a second edit in the same timestamp tick would leave the stat as
-it was; such a file is read and hashed again until it is older than that.
+Stat, not content, proves a file unchanged, with git's rule for racily clean entries. A source
+record whose mtime lies within `RACY_WINDOW_NS` of the moment it was recorded (each record keeps
+that moment) is not trusted, because a second edit in the same timestamp tick would leave the stat
+as it was; such a file is read and hashed again until it is older than that. An output file (an
+artifact, `manifest.json`) is trusted by its size, mtime, inode and change time (which no user
+call can set back: an edit in place that restores size and mtime still moves it), and only when
+that change time is older than the file system's clock as it was read before the stat
+(`buildfolder.output_clock`): a file changed in the same tick is recorded without its stat (the
+manifest with its sha256), and the next build reads and hashes it.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ else:  # the compile stack, which a build that reuses every prompt never loads
     parse = lazy_import("promptc.syntax.parse")
 
 #: the first line's `format`; a state of another format is no state
-STATE_FORMAT = "promptc-state/3"
+STATE_FORMAT = "promptc-state/4"
 #: the journal is merged into the base once its lines weigh this share of the base, or number this many
 COMPACT_SHARE = 0.5
 COMPACT_LINES = 500
@@ -129,6 +134,9 @@ class Plan:
     journal_lines: int = 0
     #: entries whose artifact file turned out to hold the recorded bytes under another stat
     refreshed: dict[str, Any] = field(default_factory=dict)
+    #: the file system's clock in the output folder before any artifact was looked at
+    #: (`buildfolder.output_clock`): a stat with an older change time is recorded as proof
+    clock: int = 0
 
     def reusable(self, rels: Iterable[str], tree: SourceTree, out: Path) -> dict[str, dict[str, Any]]:
         """The prompts whose source, partials and artifact file are exactly what the state
@@ -151,12 +159,13 @@ class Plan:
                     st = stat(path)
                 except OSError:
                     continue
-                recorded = entry.get("stat")
+                recorded = entry.get("stat")  # absent: recorded within the racy window, so hashed
                 there = (
                     isinstance(recorded, list)
-                    and len(recorded) == 3
-                    and recorded[0] == st.st_size
+                    and len(recorded) == 4
+                    and recorded[3] == st.st_ctime_ns
                     and recorded[1] == st.st_mtime_ns
+                    and recorded[0] == st.st_size
                     and recorded[2] == st.st_ino
                 )
                 if not there and not self._artifact_is_there(rel, entry, path):
@@ -165,8 +174,9 @@ class Plan:
         return reused
 
     def _artifact_is_there(self, rel: str, entry: dict[str, Any], path: str) -> bool:
-        """The artifact file is the one the entry describes: the same stat, or (a copy of it, as a
-        shadow set without hard links keeps) the same bytes, whose new stat is then recorded."""
+        """The artifact file is the one the entry describes: the same stat, or the same bytes (a
+        file the last build wrote within the racy window, one the build's own hard links gave a
+        new change time, a copy the shadow set kept), whose new stat is then recorded."""
         stat = output_stat(path)
         if stat is None:
             return False
@@ -178,8 +188,11 @@ class Plan:
         except (OSError, KeyError, TypeError, ValueError):
             return False
         if same:
-            entry = self.refreshed[rel] = {**entry, "stat": stat}
-            self.entries[rel] = entry
+            entry = {key: value for key, value in entry.items() if key != "stat"}
+            proof = trusted_stat(stat, self.clock)
+            if proof is not None:
+                entry["stat"] = proof
+            self.entries[rel] = self.refreshed[rel] = entry
         return same
 
     def is_on_disk(self, out: Path) -> bool:
@@ -341,11 +354,13 @@ def changes_of(
     *,
     arts: Mapping[str, str] | None = None,
     now_ns: int,
+    clock: int = 0,
 ) -> Changes:
     """The state's changes after a build: the source records of the files read and hashed this
     time (`fresh`, recorded as of `now_ns`) and of the files gone, the entries of the prompts
-    compiled now (with the stat of the artifact file written), the entries refreshed, and those
-    gone or failing now. The prompts `reused` as they were (their sources) keep their entries."""
+    compiled now (with the stat of the artifact file written, when its change time is older than
+    `clock`: see `trusted_stat`), the entries refreshed, and those gone or failing now. The
+    prompts `reused` as they were (their sources) keep their entries."""
     changes = Changes()
     stats, shas = tree.stats, tree.shas
     for rel in fresh:
@@ -371,7 +386,10 @@ def changes_of(
         if stat is None:
             continue
         present.add(rel)
-        record: dict[str, Any] = {"sha": shas[rel], "art": art, "stat": stat}
+        record: dict[str, Any] = {"sha": shas[rel], "art": art}
+        proof = trusted_stat(stat, clock)
+        if proof is not None:
+            record["stat"] = proof
         # empty fields are left out: at 100,000 prompts each costs a container to decode
         if prompt.deps:
             record["deps"] = {dep: shas.get(dep) for dep in prompt.deps}
@@ -484,11 +502,21 @@ def warnings_of(record: dict[str, Any]) -> tuple[Diagnostic, ...]:
 
 
 def output_stat(path: Path | str) -> list[int] | None:
+    """[size, mtime_ns, inode, ctime_ns] of an output file, None when there is none."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def trusted_stat(stat: list[int] | None, clock: int) -> list[int] | None:
+    """`stat` when it proves its file unchanged later on: its change time is older than `clock`,
+    the file system's clock read (`buildfolder.output_clock`) before the stat was taken and after
+    the file's bytes were known to be the recorded ones. A change made after that moment gets a
+    later change time, so it shows; one made in the same tick would not, so such a stat is not
+    recorded (the next build reads and hashes the file instead). None otherwise."""
+    return stat if stat is not None and stat[3] < clock else None
 
 
 def _warnings_to_state(diagnostics: tuple[Diagnostic, ...]) -> dict[str, Any]:
