@@ -484,18 +484,13 @@ def _session_key(src: Path, out: Path, fingerprint: str, strict: bool) -> tuple[
 
 
 def _known(plan: Plan, out: Path) -> _Known | None:
-    """What the state knows of the output folder, when it recorded all of it."""
+    """What the state knows of the output folder, when it recorded all of it (a loaded state's
+    fields are of the shapes promptc writes: `plan._valid_output`)."""
     output = plan.output
-    try:
-        live, shadow, dirs = output["live"], output["shadow"], output["dirs"]
-        diff, kept, manifest = output["diff"], output["kept"], output["manifest"]
-        if not (isinstance(live, str) and isinstance(dirs, dict) and isinstance(diff, list)):
-            return None
-    except (KeyError, TypeError):
+    if not output or output["live"] is None:
         return None
-    if not isinstance(kept, list):
-        return None
-    kept = frozenset(kept)
+    live, shadow, dirs, diff = output["live"], output["shadow"], output["dirs"], output["diff"]
+    kept = frozenset(output["kept"])
     entries = plan.entries
 
     def holds(rel: str) -> bool:
@@ -507,7 +502,7 @@ def _known(plan: Plan, out: Path) -> _Known | None:
         return f"{name}{SOURCE_SUFFIX}" in entries or name in kept
 
     known = KnownOutput(holds, dirs, live, shadow, frozenset(diff))
-    return _Known(known, kept, manifest, output.get("manifest_sha"))
+    return _Known(known, kept, output["manifest"], output["manifest_sha"])
 
 
 def _write(out: Path, project: _Compiled, known: _Known | None) -> bool:

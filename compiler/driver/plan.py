@@ -12,9 +12,12 @@ fingerprint of the compiler's own files and the configuration.
 
 The file is a journal of JSON lines, so that saving costs what the build changed: a header (format,
 fingerprint), the base (every record), then one line per later build holding only the records it
-changed (`null` for one it dropped). Loading applies the lines in order and stops at the first one
-that does not parse (a build killed while appending). Once the lines after the base weigh half as
-much as the base, the next save rewrites the file whole (atomically), merged.
+changed (`null` for one it dropped). Loading applies the lines in order. Every line is checked to
+the last field before it is used (`_valid_layer`: each record's shape, each field's type and
+range): a state any line of which does not parse or is not what promptc writes — a build killed
+while appending, a disk that lost bytes, a hand edit — is no state, and the build is a full one.
+Once the lines after the base weigh half as much as the base, the next save rewrites the file
+whole (atomically), merged.
 
 Stat, not content, proves a file unchanged, with git's rule for racily clean entries. A source
 record whose mtime lies within `RACY_WINDOW_NS` of the moment it was recorded (each record keeps
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..compile.prompt import CompiledPrompt, name_of
+from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
@@ -54,6 +58,7 @@ from ..passes.context import SourceTree
 from ..runtime.atomic import write_file
 from ..runtime.buildfolder import artifact_path, state_path
 from ..runtime.model import ManifestEntry
+from ..syntax.source import MAX_SOURCE_BYTES
 from .sources import RACY_WINDOW_NS
 
 if TYPE_CHECKING:
@@ -161,8 +166,7 @@ class Plan:
                     continue
                 recorded = entry.get("stat")  # absent: recorded within the racy window, so hashed
                 there = (
-                    isinstance(recorded, list)
-                    and len(recorded) == 4
+                    recorded is not None
                     and recorded[3] == st.st_ctime_ns
                     and recorded[1] == st.st_mtime_ns
                     and recorded[0] == st.st_size
@@ -184,8 +188,8 @@ class Plan:
             return True
         try:
             with open(path, "rb") as handle:
-                same = bool(hashlib.sha256(handle.read()).hexdigest() == entry["art"])
-        except (OSError, KeyError, TypeError, ValueError):
+                same: bool = hashlib.sha256(handle.read()).hexdigest() == entry["art"]
+        except OSError:
             return False
         if same:
             entry = {key: value for key, value in entry.items() if key != "stat"}
@@ -278,42 +282,42 @@ def load_plan(out: Path, config: Config) -> Plan:
 
 
 def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
+    """The plan of a state file's bytes: every line applied, or none (an empty plan) when any line
+    does not parse or is not what promptc writes (see `_valid_layer`)."""
     view = memoryview(data)  # lines are decoded in place, not copied out first
     first = data.find(b"\n")
     second = data.find(b"\n", first + 1) if first >= 0 else -1
+    if second < 0 or not data.endswith(b"\n"):
+        return empty_plan(config)  # no base, or a last line cut short (a build killed while appending)
     try:
-        header = orjson.loads(view[:first] if first >= 0 else view)
-        base = orjson.loads(view[first + 1 : second if second >= 0 else len(data)]) if first >= 0 else None
+        header = orjson.loads(view[:first])
     except orjson.JSONDecodeError:
         return empty_plan(config)
-    if not isinstance(header, dict) or header.get("format") != STATE_FORMAT or not isinstance(base, dict):
+    if not _valid_header(header):
         return empty_plan(config)
-    fingerprint, package = _fingerprint(config, header.get("package"))
+    fingerprint, package = _fingerprint(config, header["package"])
+    if header["fingerprint"] != fingerprint:
+        return Plan(fingerprint, package=package)  # the compiler or the configuration changed: nothing is reused
     plan = Plan(fingerprint, package=package)
-    if header.get("fingerprint") != fingerprint:
-        return plan  # the compiler or the configuration changed: nothing is reused
-    files, entries, output = base.get("files"), base.get("entries"), base.get("output")
-    if not (isinstance(files, dict) and isinstance(entries, dict) and isinstance(output, dict)):
-        return plan
-    plan.files, plan.entries, plan.output = files, entries, output
-    plan.base_size = (second if second >= 0 else len(data)) + 1
-    clean = data.endswith(b"\n") and second >= 0
-    at = second + 1 if second >= 0 else len(data)
+    at = first + 1
     while at < len(data):
         end = data.find(b"\n", at)
-        if end < 0:
-            clean = False  # the last line of a build killed while appending: dropped
-            break
         try:
-            _apply(plan, orjson.loads(view[at:end]))
-        except (orjson.JSONDecodeError, TypeError, AttributeError, ValueError, KeyError):
-            clean = False  # a torn or foreign line: it and everything after it are dropped
-            break
-        plan.journal_size += end + 1 - at
-        plan.journal_lines += 1
+            layer = orjson.loads(view[at:end])
+        except orjson.JSONDecodeError:
+            return Plan(fingerprint, package=package)
+        if not _valid_layer(layer, journal=at > first + 1):
+            return Plan(fingerprint, package=package)
+        if at == first + 1:  # the base: its records are the plan's
+            plan.files, plan.entries, plan.output = layer["files"], layer["entries"], layer["output"]
+            plan.base_size = end + 1
+        else:
+            _apply(plan, layer)
+            plan.journal_size += end + 1 - at
+            plan.journal_lines += 1
         at = end + 1
-    # appended to only when it ends where its last line did and its header is current
-    plan.where = where if clean and package == header.get("package") else None
+    # appended to only when its header is current
+    plan.where = where if package == header["package"] else None
     return plan
 
 
@@ -325,9 +329,234 @@ def _apply(plan: Plan, layer: dict[str, Any]) -> None:
                 target.pop(key, None)
             else:
                 target[key] = value
-    if not isinstance(layer["output"], dict):
-        raise ValueError("output")
     plan.output = layer["output"]
+
+
+# ---------------------------------------------------------------------------------------------
+# What promptc writes, to the last field
+#
+# Decoded JSON is checked before a build uses any of it: the loops below run over every record of
+# a state (100,000 of each at the scale the edit loop is measured at), so the common shapes are
+# checked inline, without a call per field. A sha256 is checked to be a string of 64 characters,
+# not that they are hex digits: it is only ever compared with a hash made now, which one that is
+# not a hash never equals (a rebuild, as for any stale hash), and the digit check (`str.strip` of
+# the hex digits) cost three times the rest of a record's check. Keys are never used as paths:
+# a record is looked up by the path of a file the walk found.
+
+#: the length of a sha256 as promptc records it (64 lowercase hex digits)
+_SHA_LENGTH = 64
+_ENTRY_FIELDS = frozenset({"sha", "art", "stat", "deps", "includes", "warnings", "lines"})
+_OUTPUT_FIELDS = frozenset({"live", "shadow", "dirs", "diff", "kept", "manifest", "manifest_sha"})
+#: no offset, line or column in a source can be larger: where a warning points is at most this
+_POSITION_LIMIT = MAX_SOURCE_BYTES + 1
+
+
+def _is_sha(value: Any) -> bool:
+    return type(value) is str and len(value) == _SHA_LENGTH
+
+
+def _is_output_stat(value: Any) -> bool:
+    """[size, mtime_ns, inode, ctime_ns], as `output_stat` makes it."""
+    if type(value) is not list or len(value) != 4:
+        return False
+    size, mtime, inode, ctime = value
+    return (
+        type(size) is int
+        and type(mtime) is int
+        and type(inode) is int
+        and type(ctime) is int
+        and size >= 0
+        and inode >= 0
+    )
+
+
+def _is_relative(path: Any) -> bool:
+    """A `/`-separated path inside a folder: no empty, `.` or `..` part, not absolute, no NUL."""
+    if type(path) is not str or not path or "\x00" in path:
+        return False
+    parts = path.replace(os.sep, "/").split("/") if os.sep != "/" else path.split("/")
+    return not any(part in ("", ".", "..") for part in parts) and not os.path.isabs(path)
+
+
+def _is_positions(values: Any, count: int) -> bool:
+    if type(values) is not list or len(values) != count:
+        return False
+    for value in values:
+        if type(value) is not int or not 0 <= value <= _POSITION_LIMIT:
+            return False
+    return True
+
+
+def _is_strings(values: Any) -> bool:
+    if type(values) is not list:
+        return False
+    for value in values:
+        if type(value) is not str:
+            return False
+    return True
+
+
+def _valid_header(header: Any) -> bool:
+    if type(header) is not dict or header.keys() != {"format", "fingerprint", "package"}:
+        return False
+    package = header["package"]
+    return (
+        header["format"] == STATE_FORMAT
+        and type(header["fingerprint"]) is str
+        and type(package) is list
+        and len(package) == 3
+        and type(package[0]) is str
+        and _is_sha(package[1])
+        and type(package[2]) is int
+    )
+
+
+def _valid_layer(layer: Any, *, journal: bool) -> bool:
+    """Whether a decoded line of the state is one promptc writes: the base (`journal` False: every
+    record) or a journal line (`null` drops a record). Every record and every field is checked:
+    its type, and its range where one is used as a number (sizes and inodes not negative, a
+    warning's positions within a source, an index within its list) or as a path (inside the
+    output folder)."""
+    if type(layer) is not dict or layer.keys() != {"files", "entries", "output"}:
+        return False
+    files, entries, output = layer["files"], layer["entries"], layer["output"]
+    if type(files) is not dict or type(entries) is not dict:
+        return False
+    for record in files.values():  # [size, mtime_ns, inode, ctime_ns, sha256, recorded_ns]
+        if type(record) is not list or len(record) != 6:
+            if record is None and journal:
+                continue
+            return False
+        size, mtime, inode, ctime, sha, recorded = record
+        if not (
+            type(size) is int
+            and type(mtime) is int
+            and type(inode) is int
+            and type(ctime) is int
+            and type(recorded) is int
+            and size >= 0
+            and inode >= 0
+            and type(sha) is str
+            and len(sha) == _SHA_LENGTH
+        ):
+            return False
+    for entry in entries.values():
+        if type(entry) is not dict:
+            if entry is None and journal:
+                continue
+            return False
+        sha, art, stat = entry.get("sha"), entry.get("art"), entry.get("stat")
+        if not (type(sha) is str and len(sha) == _SHA_LENGTH and type(art) is str and len(art) == _SHA_LENGTH):
+            return False
+        if stat is not None:
+            if type(stat) is not list or len(stat) != 4:
+                return False
+            size, mtime, inode, ctime = stat
+            if not (type(size) is int and type(mtime) is int and type(inode) is int and type(ctime) is int):
+                return False
+            if size < 0 or inode < 0:
+                return False
+        # the common entry holds those fields alone; any other is checked field by field
+        if len(entry) != (2 if stat is None else 3) and not _valid_entry_fields(entry):
+            return False
+    return _valid_output(output)
+
+
+def _valid_entry_fields(entry: dict[str, Any]) -> bool:
+    if not entry.keys() <= _ENTRY_FIELDS or ("stat" in entry and entry["stat"] is None):
+        return False
+    deps = entry.get("deps")
+    if deps is not None:
+        if type(deps) is not dict:
+            return False
+        for value in deps.values():
+            if value is not None and not _is_sha(value):
+                return False
+    if "includes" in entry and not _is_strings(entry["includes"]):
+        return False
+    if "warnings" not in entry:
+        return "lines" not in entry
+    return "lines" in entry and _valid_warnings(entry["warnings"], entry["lines"])
+
+
+def _valid_warnings(rows: Any, lines: Any) -> bool:
+    """The rows `_warnings_to_state` writes: [code, severity, message, path, span, hint, line,
+    fixes], `line` an index into `lines` (the source lines the warnings echo)."""
+    if type(rows) is not list or not _is_strings(lines):
+        return False
+    known, limit = codes.CODES, _POSITION_LIMIT
+    for row in rows:
+        if type(row) is not list or len(row) != 8:
+            return False
+        code, severity, message, path, span, hint, line, fixes = row
+        if not (
+            type(code) is str
+            and code in known
+            and severity == "warning"  # a prompt with an error has no entry
+            and type(message) is str
+            and type(path) is str
+            and (hint is None or type(hint) is str)
+            and (line is None or (type(line) is int and 0 <= line < len(lines)))
+            and type(fixes) is list
+        ):
+            return False
+        if span is not None:  # [start, end, line, col]
+            if type(span) is not list or len(span) != 4:
+                return False
+            start, end, at, col = span
+            if not (
+                type(start) is int
+                and type(end) is int
+                and type(at) is int
+                and type(col) is int
+                and 0 <= start <= limit
+                and 0 <= end <= limit
+                and 0 <= at <= limit
+                and 0 <= col <= limit
+            ):
+                return False
+        for fix in fixes:
+            if type(fix) is not list or len(fix) != 3:
+                return False
+            title, preferred, edits = fix
+            if type(title) is not str or type(preferred) is not bool or type(edits) is not list:
+                return False
+            for edit in edits:  # [start, end, line, col, end_line, end_col, text]
+                if (
+                    type(edit) is not list
+                    or len(edit) != 7
+                    or not _is_positions(edit[:6], 6)
+                    or type(edit[6]) is not str
+                ):
+                    return False
+    return True
+
+
+def _valid_output(output: Any) -> bool:
+    """What the output folder held (`buildfolder.output_record`, completed by the driver)."""
+    if type(output) is not dict or output.keys() != _OUTPUT_FIELDS:
+        return False
+    live, shadow, dirs, manifest = output["live"], output["shadow"], output["dirs"], output["manifest"]
+    if not ((live is None or type(live) is str) and (shadow is None or type(shadow) is str)):
+        return False
+    if type(dirs) is not dict:
+        return False
+    for rel, record in dirs.items():  # [mtime_ns, inode, ctime_ns, recorded_ns]
+        if not ((rel == "" or _is_relative(rel)) and type(record) is list and len(record) == 4):
+            return False
+        mtime, inode, ctime, recorded = record
+        if not (
+            type(mtime) is int and type(inode) is int and type(ctime) is int and type(recorded) is int and inode >= 0
+        ):
+            return False
+    diff, kept = output["diff"], output["kept"]
+    if type(diff) is not list or not all(_is_relative(path) and path.endswith(".json") for path in diff):
+        return False
+    if type(kept) is not list or not all(type(name) is str for name in kept):
+        return False
+    if not (manifest is None or _is_output_stat(manifest)):
+        return False
+    return output["manifest_sha"] is None or _is_sha(output["manifest_sha"])
 
 
 # ---------------------------------------------------------------------------------------------
