@@ -436,8 +436,8 @@ def measure_size(results: Results, ws: Workspace, exe: str, runs: int, peers: bo
             ws.reset_promptc()
             take(cold, checked(run_timed(build_cmd(exe, ws), cwd=ws.root, rss=warm), "promptc build (cold)"), warm)
             take(noop, checked(run_timed(build_cmd(exe, ws), cwd=ws.root, rss=warm), "promptc build (no-op)"), warm)
-            # The first build that replaces the cold build's output also makes the second output
-            # set the atomic swap keeps (a link per file); the edit loop's rebuilds then patch it.
+            # The cold build also makes the second output set the atomic swap keeps (a link per
+            # file), so the first rebuild after it patches that set as the edit loop's rebuilds do.
             # Both are timed: the target is the edit loop's, the first is printed beside it.
             touched.write_bytes(original + f"/// bench: first edit in round {index}\n".encode())
             s = checked(run_timed(build_cmd(exe, ws), cwd=ws.root, rss=warm), "promptc build (first edit)")
@@ -891,7 +891,7 @@ def issue26_targets(results: Results) -> list[Target]:
     judge, why = table.judge, table.why
 
     # the edit loop: a rebuild after an edit whose previous edit was built (the target), and, beside
-    # it, the first rebuild after a cold build, which also makes the swap's second output set
+    # it, the first rebuild after a cold build
     touch, edit_floor, first = med(f"touch@{ref}"), med(f"editfloor@{ref}"), med(f"first@{ref}")
     judge(
         f"one-file rebuild, a fresh `promptc build` ≤ 3× the incremental floor ({ref:,} files)",

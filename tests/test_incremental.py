@@ -237,9 +237,9 @@ def test_the_state_is_a_journal_and_a_torn_line_costs_only_reuse(project: Path, 
         write(project, f"prompts_src/g0/p{5 * step}.prompt", f"Prompt edited {step} ${{x}}\n")
         assert build("prompts_src", "build", APPROX).ok
     assert len(_lines(out)) == base + 3  # one line appended per build, not the state rewritten
-    # a build killed while appending leaves a torn last line: it is dropped, nothing else; the
-    # state then describes the manifest before that build, not the one on disk, so this build
-    # reuses nothing (it costs reuse, never correctness) and the next one reuses again
+    # a build killed while appending leaves a torn last line: a state that is not what promptc
+    # writes is no state, so this build reuses nothing (it costs reuse, never correctness; the
+    # state would describe the manifest before that build anyway) and the next one reuses again
     data = state_path(out).read_bytes()
     state_path(out).write_bytes(data[: len(data) - 40])
     assert len(_lines(out)) == base + 2
@@ -259,7 +259,7 @@ def test_the_state_is_a_journal_and_a_torn_line_costs_only_reuse(project: Path, 
     state_path(out).write_bytes(b"not a state\n")
     result = build("prompts_src", "build", APPROX)
     assert result.ok and not any(p.reused for p in result.prompts)
-    assert _lines(out)[0].startswith(b'{"format":"promptc-state/3"')
+    assert _lines(out)[0].startswith(b'{"format":"promptc-state/4"')
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ cache or output folders, trusts no cache folder it did not make, and deletes onl
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -76,8 +77,8 @@ def test_a_committed_shadow_link_is_never_emptied_nor_swapped_in(tmp_path: Path)
     clone = tmp_path / "clone"
     write(clone, "prompts_src/a.prompt", "Hi\n")
     assert _build(clone).returncode == 0  # what a committer's machine wrote: a real promptc build
-    for entry in (clone / ".promptc-cache").iterdir():
-        entry.unlink()  # a fresh clone has no cache of its own …
+    shutil.rmtree(clone / ".promptc-cache")  # a fresh clone has no cache of its own …
+    (clone / ".promptc-cache").mkdir()
     write(clone, "prompts_src/a.prompt", "Hi, changed\n")  # … and its build/ is stale
     (clone / ".promptc-cache/build.shadow").symlink_to("../../myproject", target_is_directory=True)
     before = _everything(tmp_path / "myproject")

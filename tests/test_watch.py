@@ -468,27 +468,77 @@ def test_editor_swap_and_backup_files_are_ignored(tree: tuple[Path, Path]) -> No
         watcher.stop()
 
 
-def test_output_folder_changes_are_ignored(tmp_path: Path) -> None:
-    # the output folder inside the source folder: the build's own writes must not start builds
-    src = tmp_path / "project"
-    out = src / "build"
+def test_the_builds_own_writes_start_no_build(tmp_path: Path) -> None:
+    # the build's own writes (the output set and its shadow swapped, the shadow patched, staging
+    # folders beside the output folder, in the folder the watcher also watches) start no build
+    src, out = tmp_path / "src", tmp_path / "build"
     write(src, "a.prompt", "Version 1.\n")
     builder = Recorder()
     watcher = started(src, out, builder=builder)
     try:
-        n = watcher.builds
-        write(out, "stray.prompt", "written into the output folder")
-        write(out, "nested/deeper.prompt", "also ignored")
-        (src / "build.promptc-tmp-99999").mkdir()  # a staging folder beside the output
-        save(src / "a.prompt", "Version 2.\n")
-        record = next_build(watcher, n)
-        assert record.seq == n + 1
-        assert record.changes == (str(src / "a.prompt"),)
-        # and the build that wrote the output did not start another one
-        assert watcher.wait_for_build(0.5, after=record.seq) is None
-        assert builder.calls == 2
+        for step in range(3):  # each rebuild swaps the output folder with the shadow set
+            n = watcher.builds
+            (tmp_path / f"build.promptc-tmp-9999{step}").mkdir()  # a staging folder beside the output
+            save(src / "a.prompt", f"Version {step + 2}.\n")
+            record = next_build(watcher, n)
+            assert record.seq == n + 1 and record.ok
+            assert record.changes == (str(src / "a.prompt"),)
+            # and the build that wrote the output did not start another one
+            assert watcher.wait_for_build(0.5, after=record.seq) is None
+        assert builder.calls == 4
     finally:
         watcher.stop()
+
+
+def test_a_file_dropped_into_the_output_folder_is_reported_at_once(tmp_path: Path) -> None:
+    """What changes under the output folder starts a build, which refuses a file promptc did not
+    write (E912) then and there, not at the next save."""
+    src, out = tmp_path / "src", tmp_path / "build"
+    write(src, "a.prompt", "Version 1.\n")
+    watcher = started(src, out)
+    try:
+        n = watcher.builds
+        write(out, "nested/notes.md", "mine")
+        record = next_build(watcher, n)
+        assert [d.code for d in record.diagnostics] == ["E912"], record.diagnostics
+        assert (out / "nested/notes.md").read_text() == "mine"
+    finally:
+        watcher.stop()
+
+
+def test_an_artifact_replaced_under_a_running_watch_is_restored(tree: tuple[Path, Path]) -> None:
+    """`git checkout -- build/` while `promptc watch` runs (a file replaced by other bytes), and an
+    artifact rewritten in place with its size and mtime kept: the watcher notices what changed
+    under the output folder and rebuilds it, and once it is idle the output is a clean build's."""
+    from .conftest import snapshot
+
+    src, out = tree
+    write(src, "b.prompt", "Other 1.\n")
+    write(src, "sub/c.prompt", "Third 1.\n")
+    watcher = started(src, out)
+    try:
+        n = watcher.builds
+        save(src / "a.prompt", "Version 2.\n")  # a rebuild: the output folder is now a swapped-in set
+        next_build(watcher, n)
+        assert watcher.wait_idle(TIMEOUT)
+        clean = snapshot(out)
+        n = watcher.builds
+        stale = (out / "a.json").read_bytes().replace(b"Version 2.", b"Version 1.")
+        (out / "a.json").unlink()  # as git checks a file out: a new file at the path
+        (out / "a.json").write_bytes(stale)
+        edited = out / "sub/c.json"
+        before = edited.stat()
+        with open(edited, "r+b") as handle:
+            handle.write(edited.read_bytes().replace(b"Third 1.", b"Third 0."))
+        os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+        record = next_build(watcher, n)
+        assert record.error is None, record
+        wait_until(lambda: snapshot(out) == clean and watcher.wait_idle(0.1), message="the output restored")
+        assert watcher.wait_for_build(0.5, after=watcher.builds) is None  # and restoring it started no build
+    finally:
+        watcher.stop()
+    clean_build = build(src, out.with_name("clean"), Config(), incremental=False)
+    assert clean_build.ok and snapshot(out) == snapshot(out.with_name("clean"))
 
 
 def test_a_build_that_raises_is_reported_and_the_loop_goes_on(tree: tuple[Path, Path]) -> None:
@@ -625,8 +675,12 @@ def test_classify(tmp_path: Path) -> None:
     assert watcher.classify(str(src / "notes.txt"), False) is None
     assert watcher.classify(str(tmp_path / "pyproject.toml"), False) == "config"
     assert watcher.classify(str(src / "pyproject.toml"), False) is None
-    for ignored in ["a.txt", "a.prompt.swp", ".git/x.prompt", "build/a.prompt", "build", "build.promptc-tmp-1"]:
+    for ignored in ["a.txt", "a.prompt.swp", ".git/x.prompt", "build", "build.promptc-tmp-1"]:
         assert watcher.classify(str(src / ignored), ignored == "build") is None, ignored
+    # inside the output folder: what the watcher checks (the folder itself is what a build swaps)
+    assert watcher.classify(str(out / "a.json"), False) == "output"
+    assert watcher.classify(str(out / "team"), True) == "output"
+    assert watcher.classify(str(out / "notes.md"), False) == "output"
     assert watcher.classify(str(tmp_path / "elsewhere.prompt"), False) is None
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
+import hashlib
 import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -55,6 +56,7 @@ from ..runtime.buildfolder import (
     give_back,
     linked_part,
     make_spool,
+    output_clock,
     output_lock,
     output_record,
     owns_output,
@@ -79,6 +81,7 @@ from .plan import (
     output_stat,
     reuse,
     save_state,
+    trusted_stat,
     warnings_of,
 )
 from .pool import PARALLEL_THRESHOLD, compile_many, load_compiler
@@ -381,6 +384,9 @@ def build(
                     known = _known(plan, out) if incremental else None
                     claimed_ns = time.time_ns()
                     claim_output(out, known.output if known is not None else None)
+                    # before any output file is looked at: a stat taken later whose change time is
+                    # older proves its file (see `trusted_stat`)
+                    plan.clock = output_clock(out)
 
                 def spool() -> str:
                     spools.append(make_spool(out))
@@ -402,9 +408,13 @@ def build(
                 )
                 if not write or project.manifest is None:
                     return project.result()
+                made = not os.path.isdir(out)
                 written = _write(out, project, known)
                 if plan is not None and plan.fingerprint and project.tree is not None:
-                    _record(out, project, plan, known, written, claimed_ns)
+                    # the files written now are proven by a stat taken after the swap, against the
+                    # clock read then; those the build did not write, by the clock read before
+                    clock = output_clock(out) if written else plan.clock
+                    _record(out, project, plan, known, written, claimed_ns, clock=clock, made=made)
                     if session is not None:
                         _remember(session, project)
                         remembered = True
@@ -442,6 +452,8 @@ class _Known:
     kept: frozenset[str]
     #: the stat of `manifest.json` as written
     manifest_stat: list[int] | None
+    #: its sha256, when that stat was taken within the racy window (it proves nothing alone)
+    manifest_sha: str | None = None
 
 
 def _plan(
@@ -474,18 +486,13 @@ def _session_key(src: Path, out: Path, fingerprint: str, strict: bool) -> tuple[
 
 
 def _known(plan: Plan, out: Path) -> _Known | None:
-    """What the state knows of the output folder, when it recorded all of it."""
+    """What the state knows of the output folder, when it recorded all of it (a loaded state's
+    fields are of the shapes promptc writes: `plan._valid_output`)."""
     output = plan.output
-    try:
-        live, shadow, dirs = output["live"], output["shadow"], output["dirs"]
-        diff, kept, manifest = output["diff"], output["kept"], output["manifest"]
-        if not (isinstance(live, str) and isinstance(dirs, dict) and isinstance(diff, list)):
-            return None
-    except (KeyError, TypeError):
+    if not output or output["live"] is None:
         return None
-    if not isinstance(kept, list):
-        return None
-    kept = frozenset(kept)
+    live, shadow, dirs, diff = output["live"], output["shadow"], output["dirs"], output["diff"]
+    kept = frozenset(output["kept"])
     entries = plan.entries
 
     def holds(rel: str) -> bool:
@@ -496,7 +503,8 @@ def _known(plan: Plan, out: Path) -> _Known | None:
         name = rel[: -len(".json")]
         return f"{name}{SOURCE_SUFFIX}" in entries or name in kept
 
-    return _Known(KnownOutput(holds, dirs, live, shadow, frozenset(diff)), kept, manifest)
+    known = KnownOutput(holds, dirs, live, shadow, frozenset(diff))
+    return _Known(known, kept, output["manifest"], output["manifest_sha"])
 
 
 def _write(out: Path, project: _Compiled, known: _Known | None) -> bool:
@@ -535,10 +543,23 @@ def _on_disk(out: Path, files: dict[str, bytes | Path]) -> bool:
     return True
 
 
-def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, written: bool, claimed_ns: int) -> None:
+def _record(
+    out: Path,
+    project: _Compiled,
+    plan: Plan,
+    known: _Known | None,
+    written: bool,
+    claimed_ns: int,
+    *,
+    clock: int,
+    made: bool = False,
+) -> None:
     """Save the state: what changed in the sources' records and the entries, and the output
     folder as this build left it. The folders' stats are recorded as of `claimed_ns`, when the
-    claim proved them to hold only promptc's files: one changed since then is listed again."""
+    claim proved them to hold only promptc's files: one changed since then is listed again. The
+    output files' stats prove them only when their change time is older than `clock`
+    (`trusted_stat`). `made`: the output folder did not exist before this build, whose shadow
+    set (if the write made one) is then the new set itself."""
     assert project.tree is not None and project.manifest is not None
     files = project.tree.files
     fresh = files.fresh if isinstance(files, LazyFiles) else frozenset(files)
@@ -553,6 +574,7 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
         out,
         arts=project.arts,
         now_ns=project.walked_ns,
+        clock=clock,
     )
     present = changes.present
     # the last-good artifacts a watch build kept for prompts that fail now
@@ -563,14 +585,24 @@ def _record(out: Path, project: _Compiled, plan: Plan, known: _Known | None, wri
         else:
             folders = folders_of([*project.files, *project.keep])
         output = output_record(out, folders, claimed_ns)
-        if not project.doc_known:
-            output["shadow"] = None  # how it differs from the live set is not known
-        output["diff"] = sorted({*project.files, *project.removed_paths})
+        if made and written and output["shadow"] is not None:
+            output["diff"] = []  # the first build's shadow set is a twin of the live one
+        else:
+            if not project.doc_known:
+                output["shadow"] = None  # how it differs from the live set is not known
+            output["diff"] = sorted({*project.files, *project.removed_paths})
     else:
         output = dict(plan.output)
         output["dirs"] = output_record(out, plan.output.get("dirs") or (), claimed_ns)["dirs"]
     output["kept"] = kept
-    output["manifest"] = output_stat(out / MANIFEST)
+    manifest = output_stat(out / MANIFEST)
+    output["manifest"] = manifest
+    # the manifest on disk holds these bytes (written now, or found to be them): a stat that
+    # proves nothing alone is recorded with their sha256, which the next build checks
+    data = project.files[MANIFEST]
+    assert isinstance(data, bytes)  # the manifest is joined in memory, never spooled
+    racy = manifest is not None and trusted_stat(manifest, clock) is None
+    output["manifest_sha"] = hashlib.sha256(data).hexdigest() if racy else None
     doc.changed = False
     changed = {rel: plan.entries.get(rel) for rel in changes.entries}  # the records before this build
     save_state(out, plan, changes, output)
@@ -784,11 +816,8 @@ def _compile(
     # 2. plan: which artifacts the output folder already holds as they should be. The manifest it
     # holds, in pieces (the session's, or the file itself when it is the one the state recorded),
     # comes first: without it nothing is reused.
-    doc = _previous_doc(session, plan, known, out, config) if incremental else None
+    doc, project.manifest_intact = _previous_doc(session, plan, known, out, config) if incremental else (None, False)
     project.doc_known = doc is not None
-    project.manifest_intact = (
-        doc is not None and known is not None and output_stat(out / MANIFEST) == known.manifest_stat
-    )
     reused: dict[str, dict[str, Any]] = {}
     if doc is not None and changed is not None and session is not None:
         reused = _session_reusable(session, plan, rels, tree, out, changed, known)
@@ -905,22 +934,38 @@ def _patched_rels(rels: list[str], touched: Iterable[str], tree: SourceTree) -> 
 
 def _previous_doc(
     session: Session | None, plan: Plan, known: _Known | None, out: Path, config: Config
-) -> ManifestDoc | None:
+) -> tuple[ManifestDoc | None, bool]:
     """The manifest the last build wrote, as pieces to patch: the session's, or `manifest.json`
     read back when it is the file the state recorded (which lists the prompts the state has
-    entries for, and the last-good artifacts it kept). None: nothing can be reused."""
+    entries for, and the last-good artifacts it kept); None: nothing can be reused. And whether
+    `manifest.json` is still the very file the state recorded."""
     if session is not None and session.doc is not None:
-        return session.doc
+        return session.doc, known is not None and _manifest_is_recorded(out, known)
     if known is None or known.manifest_stat is None:
-        return None
+        return None, False
     try:
         data = read_file(out / MANIFEST, follow=False)
     except OSError:
-        return None
-    if output_stat(out / MANIFEST) != known.manifest_stat:
-        return None  # changed since the state recorded it (or while it was read)
+        return None, False
+    if not _manifest_is_recorded(out, known, data):
+        return None, False  # changed since the state recorded it (or while it was read)
     # the entries it holds are the state's and the kept ones: the state was saved with it
-    return ManifestDoc.read(data, config, count=len(plan.entries) + len(known.kept))
+    return ManifestDoc.read(data, config, count=len(plan.entries) + len(known.kept)), True
+
+
+def _manifest_is_recorded(out: Path, known: _Known, data: bytes | None = None) -> bool:
+    """Whether `manifest.json` is the file the state recorded: its stat, taken after `data` (its
+    bytes, when they were read) and, for a stat recorded within the racy window, its bytes' sha256."""
+    if known.manifest_stat is None or output_stat(out / MANIFEST) != known.manifest_stat:
+        return False
+    if known.manifest_sha is None:
+        return True
+    if data is None:
+        try:
+            data = read_file(out / MANIFEST, follow=False)
+        except OSError:
+            return False
+    return hashlib.sha256(data).hexdigest() == known.manifest_sha
 
 
 def _entry_on_disk(out: Path, name: str) -> ManifestEntry | None:

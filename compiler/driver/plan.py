@@ -12,14 +12,22 @@ fingerprint of the compiler's own files and the configuration.
 
 The file is a journal of JSON lines, so that saving costs what the build changed: a header (format,
 fingerprint), the base (every record), then one line per later build holding only the records it
-changed (`null` for one it dropped). Loading applies the lines in order and stops at the first one
-that does not parse (a build killed while appending). Once the lines after the base weigh half as
-much as the base, the next save rewrites the file whole (atomically), merged.
+changed (`null` for one it dropped). Loading applies the lines in order. Every line is checked to
+the last field before it is used (`_valid_layer`: each record's shape, each field's type and
+range): a state any line of which does not parse or is not what promptc writes — a build killed
+while appending, a disk that lost bytes, a hand edit — is no state, and the build is a full one.
+Once the lines after the base weigh half as much as the base, the next save rewrites the file
+whole (atomically), merged.
 
-Stat, not content, proves a file unchanged, with git's rule for racily clean entries: a record
-whose mtime lies within `RACY_WINDOW_NS` of the moment it was recorded (each record keeps that
-moment) is not trusted, because a second edit in the same timestamp tick would leave the stat as
-it was; such a file is read and hashed again until it is older than that.
+Stat, not content, proves a file unchanged, with git's rule for racily clean entries. A source
+record whose mtime lies within `RACY_WINDOW_NS` of the moment it was recorded (each record keeps
+that moment) is not trusted, because a second edit in the same timestamp tick would leave the stat
+as it was; such a file is read and hashed again until it is older than that. An output file (an
+artifact, `manifest.json`) is trusted by its size, mtime, inode and change time (which no user
+call can set back: an edit in place that restores size and mtime still moves it), and only when
+that change time is older than the file system's clock as it was read before the stat
+(`buildfolder.output_clock`): a file changed in the same tick is recorded without its stat (the
+manifest with its sha256), and the next build reads and hashes it.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..compile.prompt import CompiledPrompt, name_of
+from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, Edit, Fix, Span, has_errors
 from ..facts.language import RESOURCE_SUFFIX, SOURCE_SUFFIX
@@ -49,6 +58,7 @@ from ..passes.context import SourceTree
 from ..runtime.atomic import write_file
 from ..runtime.buildfolder import artifact_path, state_path
 from ..runtime.model import ManifestEntry
+from ..syntax.source import MAX_SOURCE_BYTES
 from .sources import RACY_WINDOW_NS
 
 if TYPE_CHECKING:
@@ -59,7 +69,7 @@ else:  # the compile stack, which a build that reuses every prompt never loads
     parse = lazy_import("promptc.syntax.parse")
 
 #: the first line's `format`; a state of another format is no state
-STATE_FORMAT = "promptc-state/3"
+STATE_FORMAT = "promptc-state/4"
 #: the journal is merged into the base once its lines weigh this share of the base, or number this many
 COMPACT_SHARE = 0.5
 COMPACT_LINES = 500
@@ -129,6 +139,9 @@ class Plan:
     journal_lines: int = 0
     #: entries whose artifact file turned out to hold the recorded bytes under another stat
     refreshed: dict[str, Any] = field(default_factory=dict)
+    #: the file system's clock in the output folder before any artifact was looked at
+    #: (`buildfolder.output_clock`): a stat with an older change time is recorded as proof
+    clock: int = 0
 
     def reusable(self, rels: Iterable[str], tree: SourceTree, out: Path) -> dict[str, dict[str, Any]]:
         """The prompts whose source, partials and artifact file are exactly what the state
@@ -151,12 +164,12 @@ class Plan:
                     st = stat(path)
                 except OSError:
                     continue
-                recorded = entry.get("stat")
+                recorded = entry.get("stat")  # absent: recorded within the racy window, so hashed
                 there = (
-                    isinstance(recorded, list)
-                    and len(recorded) == 3
-                    and recorded[0] == st.st_size
+                    recorded is not None
+                    and recorded[3] == st.st_ctime_ns
                     and recorded[1] == st.st_mtime_ns
+                    and recorded[0] == st.st_size
                     and recorded[2] == st.st_ino
                 )
                 if not there and not self._artifact_is_there(rel, entry, path):
@@ -165,8 +178,9 @@ class Plan:
         return reused
 
     def _artifact_is_there(self, rel: str, entry: dict[str, Any], path: str) -> bool:
-        """The artifact file is the one the entry describes: the same stat, or (a copy of it, as a
-        shadow set without hard links keeps) the same bytes, whose new stat is then recorded."""
+        """The artifact file is the one the entry describes: the same stat, or the same bytes (a
+        file the last build wrote within the racy window, one the build's own hard links gave a
+        new change time, a copy the shadow set kept), whose new stat is then recorded."""
         stat = output_stat(path)
         if stat is None:
             return False
@@ -174,12 +188,15 @@ class Plan:
             return True
         try:
             with open(path, "rb") as handle:
-                same = bool(hashlib.sha256(handle.read()).hexdigest() == entry["art"])
-        except (OSError, KeyError, TypeError, ValueError):
+                same: bool = hashlib.sha256(handle.read()).hexdigest() == entry["art"]
+        except OSError:
             return False
         if same:
-            entry = self.refreshed[rel] = {**entry, "stat": stat}
-            self.entries[rel] = entry
+            entry = {key: value for key, value in entry.items() if key != "stat"}
+            proof = trusted_stat(stat, self.clock)
+            if proof is not None:
+                entry["stat"] = proof
+            self.entries[rel] = self.refreshed[rel] = entry
         return same
 
     def is_on_disk(self, out: Path) -> bool:
@@ -265,42 +282,42 @@ def load_plan(out: Path, config: Config) -> Plan:
 
 
 def _load(data: bytes, where: tuple[int, int, int], config: Config) -> Plan:
+    """The plan of a state file's bytes: every line applied, or none (an empty plan) when any line
+    does not parse or is not what promptc writes (see `_valid_layer`)."""
     view = memoryview(data)  # lines are decoded in place, not copied out first
     first = data.find(b"\n")
     second = data.find(b"\n", first + 1) if first >= 0 else -1
+    if second < 0 or not data.endswith(b"\n"):
+        return empty_plan(config)  # no base, or a last line cut short (a build killed while appending)
     try:
-        header = orjson.loads(view[:first] if first >= 0 else view)
-        base = orjson.loads(view[first + 1 : second if second >= 0 else len(data)]) if first >= 0 else None
+        header = orjson.loads(view[:first])
     except orjson.JSONDecodeError:
         return empty_plan(config)
-    if not isinstance(header, dict) or header.get("format") != STATE_FORMAT or not isinstance(base, dict):
+    if not _valid_header(header):
         return empty_plan(config)
-    fingerprint, package = _fingerprint(config, header.get("package"))
+    fingerprint, package = _fingerprint(config, header["package"])
+    if header["fingerprint"] != fingerprint:
+        return Plan(fingerprint, package=package)  # the compiler or the configuration changed: nothing is reused
     plan = Plan(fingerprint, package=package)
-    if header.get("fingerprint") != fingerprint:
-        return plan  # the compiler or the configuration changed: nothing is reused
-    files, entries, output = base.get("files"), base.get("entries"), base.get("output")
-    if not (isinstance(files, dict) and isinstance(entries, dict) and isinstance(output, dict)):
-        return plan
-    plan.files, plan.entries, plan.output = files, entries, output
-    plan.base_size = (second if second >= 0 else len(data)) + 1
-    clean = data.endswith(b"\n") and second >= 0
-    at = second + 1 if second >= 0 else len(data)
+    at = first + 1
     while at < len(data):
         end = data.find(b"\n", at)
-        if end < 0:
-            clean = False  # the last line of a build killed while appending: dropped
-            break
         try:
-            _apply(plan, orjson.loads(view[at:end]))
-        except (orjson.JSONDecodeError, TypeError, AttributeError, ValueError, KeyError):
-            clean = False  # a torn or foreign line: it and everything after it are dropped
-            break
-        plan.journal_size += end + 1 - at
-        plan.journal_lines += 1
+            layer = orjson.loads(view[at:end])
+        except orjson.JSONDecodeError:
+            return Plan(fingerprint, package=package)
+        if not _valid_layer(layer, journal=at > first + 1):
+            return Plan(fingerprint, package=package)
+        if at == first + 1:  # the base: its records are the plan's
+            plan.files, plan.entries, plan.output = layer["files"], layer["entries"], layer["output"]
+            plan.base_size = end + 1
+        else:
+            _apply(plan, layer)
+            plan.journal_size += end + 1 - at
+            plan.journal_lines += 1
         at = end + 1
-    # appended to only when it ends where its last line did and its header is current
-    plan.where = where if clean and package == header.get("package") else None
+    # appended to only when its header is current
+    plan.where = where if package == header["package"] else None
     return plan
 
 
@@ -312,9 +329,234 @@ def _apply(plan: Plan, layer: dict[str, Any]) -> None:
                 target.pop(key, None)
             else:
                 target[key] = value
-    if not isinstance(layer["output"], dict):
-        raise ValueError("output")
     plan.output = layer["output"]
+
+
+# ---------------------------------------------------------------------------------------------
+# What promptc writes, to the last field
+#
+# Decoded JSON is checked before a build uses any of it: the loops below run over every record of
+# a state (100,000 of each at the scale the edit loop is measured at), so the common shapes are
+# checked inline, without a call per field. A sha256 is checked to be a string of 64 characters,
+# not that they are hex digits: it is only ever compared with a hash made now, which one that is
+# not a hash never equals (a rebuild, as for any stale hash), and the digit check (`str.strip` of
+# the hex digits) cost three times the rest of a record's check. Keys are never used as paths:
+# a record is looked up by the path of a file the walk found.
+
+#: the length of a sha256 as promptc records it (64 lowercase hex digits)
+_SHA_LENGTH = 64
+_ENTRY_FIELDS = frozenset({"sha", "art", "stat", "deps", "includes", "warnings", "lines"})
+_OUTPUT_FIELDS = frozenset({"live", "shadow", "dirs", "diff", "kept", "manifest", "manifest_sha"})
+#: no offset, line or column in a source can be larger: where a warning points is at most this
+_POSITION_LIMIT = MAX_SOURCE_BYTES + 1
+
+
+def _is_sha(value: Any) -> bool:
+    return type(value) is str and len(value) == _SHA_LENGTH
+
+
+def _is_output_stat(value: Any) -> bool:
+    """[size, mtime_ns, inode, ctime_ns], as `output_stat` makes it."""
+    if type(value) is not list or len(value) != 4:
+        return False
+    size, mtime, inode, ctime = value
+    return (
+        type(size) is int
+        and type(mtime) is int
+        and type(inode) is int
+        and type(ctime) is int
+        and size >= 0
+        and inode >= 0
+    )
+
+
+def _is_relative(path: Any) -> bool:
+    """A `/`-separated path inside a folder: no empty, `.` or `..` part, not absolute, no NUL."""
+    if type(path) is not str or not path or "\x00" in path:
+        return False
+    parts = path.replace(os.sep, "/").split("/") if os.sep != "/" else path.split("/")
+    return not any(part in ("", ".", "..") for part in parts) and not os.path.isabs(path)
+
+
+def _is_positions(values: Any, count: int) -> bool:
+    if type(values) is not list or len(values) != count:
+        return False
+    for value in values:
+        if type(value) is not int or not 0 <= value <= _POSITION_LIMIT:
+            return False
+    return True
+
+
+def _is_strings(values: Any) -> bool:
+    if type(values) is not list:
+        return False
+    for value in values:
+        if type(value) is not str:
+            return False
+    return True
+
+
+def _valid_header(header: Any) -> bool:
+    if type(header) is not dict or header.keys() != {"format", "fingerprint", "package"}:
+        return False
+    package = header["package"]
+    return (
+        header["format"] == STATE_FORMAT
+        and type(header["fingerprint"]) is str
+        and type(package) is list
+        and len(package) == 3
+        and type(package[0]) is str
+        and _is_sha(package[1])
+        and type(package[2]) is int
+    )
+
+
+def _valid_layer(layer: Any, *, journal: bool) -> bool:
+    """Whether a decoded line of the state is one promptc writes: the base (`journal` False: every
+    record) or a journal line (`null` drops a record). Every record and every field is checked:
+    its type, and its range where one is used as a number (sizes and inodes not negative, a
+    warning's positions within a source, an index within its list) or as a path (inside the
+    output folder)."""
+    if type(layer) is not dict or layer.keys() != {"files", "entries", "output"}:
+        return False
+    files, entries, output = layer["files"], layer["entries"], layer["output"]
+    if type(files) is not dict or type(entries) is not dict:
+        return False
+    for record in files.values():  # [size, mtime_ns, inode, ctime_ns, sha256, recorded_ns]
+        if type(record) is not list or len(record) != 6:
+            if record is None and journal:
+                continue
+            return False
+        size, mtime, inode, ctime, sha, recorded = record
+        if not (
+            type(size) is int
+            and type(mtime) is int
+            and type(inode) is int
+            and type(ctime) is int
+            and type(recorded) is int
+            and size >= 0
+            and inode >= 0
+            and type(sha) is str
+            and len(sha) == _SHA_LENGTH
+        ):
+            return False
+    for entry in entries.values():
+        if type(entry) is not dict:
+            if entry is None and journal:
+                continue
+            return False
+        sha, art, stat = entry.get("sha"), entry.get("art"), entry.get("stat")
+        if not (type(sha) is str and len(sha) == _SHA_LENGTH and type(art) is str and len(art) == _SHA_LENGTH):
+            return False
+        if stat is not None:
+            if type(stat) is not list or len(stat) != 4:
+                return False
+            size, mtime, inode, ctime = stat
+            if not (type(size) is int and type(mtime) is int and type(inode) is int and type(ctime) is int):
+                return False
+            if size < 0 or inode < 0:
+                return False
+        # the common entry holds those fields alone; any other is checked field by field
+        if len(entry) != (2 if stat is None else 3) and not _valid_entry_fields(entry):
+            return False
+    return _valid_output(output)
+
+
+def _valid_entry_fields(entry: dict[str, Any]) -> bool:
+    if not entry.keys() <= _ENTRY_FIELDS or ("stat" in entry and entry["stat"] is None):
+        return False
+    deps = entry.get("deps")
+    if deps is not None:
+        if type(deps) is not dict:
+            return False
+        for value in deps.values():
+            if value is not None and not _is_sha(value):
+                return False
+    if "includes" in entry and not _is_strings(entry["includes"]):
+        return False
+    if "warnings" not in entry:
+        return "lines" not in entry
+    return "lines" in entry and _valid_warnings(entry["warnings"], entry["lines"])
+
+
+def _valid_warnings(rows: Any, lines: Any) -> bool:
+    """The rows `_warnings_to_state` writes: [code, severity, message, path, span, hint, line,
+    fixes], `line` an index into `lines` (the source lines the warnings echo)."""
+    if type(rows) is not list or not _is_strings(lines):
+        return False
+    known, limit = codes.CODES, _POSITION_LIMIT
+    for row in rows:
+        if type(row) is not list or len(row) != 8:
+            return False
+        code, severity, message, path, span, hint, line, fixes = row
+        if not (
+            type(code) is str
+            and code in known
+            and severity == "warning"  # a prompt with an error has no entry
+            and type(message) is str
+            and type(path) is str
+            and (hint is None or type(hint) is str)
+            and (line is None or (type(line) is int and 0 <= line < len(lines)))
+            and type(fixes) is list
+        ):
+            return False
+        if span is not None:  # [start, end, line, col]
+            if type(span) is not list or len(span) != 4:
+                return False
+            start, end, at, col = span
+            if not (
+                type(start) is int
+                and type(end) is int
+                and type(at) is int
+                and type(col) is int
+                and 0 <= start <= limit
+                and 0 <= end <= limit
+                and 0 <= at <= limit
+                and 0 <= col <= limit
+            ):
+                return False
+        for fix in fixes:
+            if type(fix) is not list or len(fix) != 3:
+                return False
+            title, preferred, edits = fix
+            if type(title) is not str or type(preferred) is not bool or type(edits) is not list:
+                return False
+            for edit in edits:  # [start, end, line, col, end_line, end_col, text]
+                if (
+                    type(edit) is not list
+                    or len(edit) != 7
+                    or not _is_positions(edit[:6], 6)
+                    or type(edit[6]) is not str
+                ):
+                    return False
+    return True
+
+
+def _valid_output(output: Any) -> bool:
+    """What the output folder held (`buildfolder.output_record`, completed by the driver)."""
+    if type(output) is not dict or output.keys() != _OUTPUT_FIELDS:
+        return False
+    live, shadow, dirs, manifest = output["live"], output["shadow"], output["dirs"], output["manifest"]
+    if not ((live is None or type(live) is str) and (shadow is None or type(shadow) is str)):
+        return False
+    if type(dirs) is not dict:
+        return False
+    for rel, record in dirs.items():  # [mtime_ns, inode, ctime_ns, recorded_ns]
+        if not ((rel == "" or _is_relative(rel)) and type(record) is list and len(record) == 4):
+            return False
+        mtime, inode, ctime, recorded = record
+        if not (
+            type(mtime) is int and type(inode) is int and type(ctime) is int and type(recorded) is int and inode >= 0
+        ):
+            return False
+    diff, kept = output["diff"], output["kept"]
+    if type(diff) is not list or not all(_is_relative(path) and path.endswith(".json") for path in diff):
+        return False
+    if type(kept) is not list or not all(type(name) is str for name in kept):
+        return False
+    if not (manifest is None or _is_output_stat(manifest)):
+        return False
+    return output["manifest_sha"] is None or _is_sha(output["manifest_sha"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,11 +583,13 @@ def changes_of(
     *,
     arts: Mapping[str, str] | None = None,
     now_ns: int,
+    clock: int = 0,
 ) -> Changes:
     """The state's changes after a build: the source records of the files read and hashed this
     time (`fresh`, recorded as of `now_ns`) and of the files gone, the entries of the prompts
-    compiled now (with the stat of the artifact file written), the entries refreshed, and those
-    gone or failing now. The prompts `reused` as they were (their sources) keep their entries."""
+    compiled now (with the stat of the artifact file written, when its change time is older than
+    `clock`: see `trusted_stat`), the entries refreshed, and those gone or failing now. The
+    prompts `reused` as they were (their sources) keep their entries."""
     changes = Changes()
     stats, shas = tree.stats, tree.shas
     for rel in fresh:
@@ -371,7 +615,10 @@ def changes_of(
         if stat is None:
             continue
         present.add(rel)
-        record: dict[str, Any] = {"sha": shas[rel], "art": art, "stat": stat}
+        record: dict[str, Any] = {"sha": shas[rel], "art": art}
+        proof = trusted_stat(stat, clock)
+        if proof is not None:
+            record["stat"] = proof
         # empty fields are left out: at 100,000 prompts each costs a container to decode
         if prompt.deps:
             record["deps"] = {dep: shas.get(dep) for dep in prompt.deps}
@@ -484,11 +731,21 @@ def warnings_of(record: dict[str, Any]) -> tuple[Diagnostic, ...]:
 
 
 def output_stat(path: Path | str) -> list[int] | None:
+    """[size, mtime_ns, inode, ctime_ns] of an output file, None when there is none."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def trusted_stat(stat: list[int] | None, clock: int) -> list[int] | None:
+    """`stat` when it proves its file unchanged later on: its change time is older than `clock`,
+    the file system's clock read (`buildfolder.output_clock`) before the stat was taken and after
+    the file's bytes were known to be the recorded ones. A change made after that moment gets a
+    later change time, so it shows; one made in the same tick would not, so such a stat is not
+    recorded (the next build reads and hashes the file instead). None otherwise."""
+    return stat if stat is not None and stat[3] < clock else None
 
 
 def _warnings_to_state(diagnostics: tuple[Diagnostic, ...]) -> dict[str, Any]:

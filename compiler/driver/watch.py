@@ -6,6 +6,13 @@ quiet window pass (editors save in several steps: write a temp file, rename it, 
 one incremental build. Changes that arrive while a build runs are recorded under the same lock and
 start the next build, so none is lost. Every build error is caught and reported; the loop goes on.
 
+The output folder is watched too, for what changes there that the builds did not write (a
+`git checkout -- build/`, an artifact edited in place): such a change starts a build, handed the
+paths, which then checks every artifact as a fresh `promptc build` does and writes what a clean
+build would. Each build swaps the output folder with its shadow set, and a watch follows a folder,
+not its name: the output watch is moved to the new set after every build that swapped it, so the
+builds' own writes (into the shadow set, before the swap) are never seen as changes.
+
 The watcher never prints: each finished build is handed to `on_result` as a `WatchBuild`, and the CLI
 (`promptc.cli.watch`) turns it into text.
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 import inspect
 import os
 import signal
+import stat as stat_module
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +67,18 @@ MAX_WAIT = 1.0
 MAX_CHANGES = 1000
 
 CONFIG_NAME = "pyproject.toml"
+#: What the output folder's watch reports: files and folders created, deleted or moved, and files
+#: closed after writing (an edit in place). Not "modified", which inotify also reports for a change
+#: of attributes: each build hard-links the files in place into its shadow set.
+_OUTPUT_EVENTS = (
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+)
 # Files editors and tools write next to the file being saved. Only `.prompt` and `.json` files start a build
 # anyway; naming these keeps a `notes.prompt~` or a `#a.prompt#` from ever looking like a source.
 _EDITOR_SUFFIXES = (
@@ -227,6 +247,8 @@ class Watcher:
 
         self._observer: BaseObserver | None = None
         self._watches: dict[tuple[str, bool], ObservedWatch] = {}
+        #: the output folder's watch, with the folder it follows: (path, (device, inode))
+        self._output_watch: tuple[tuple[str, tuple[int, int]], ObservedWatch] | None = None
         self._stale_watches: set[str] = set()
         self._thread: threading.Thread | None = None
 
@@ -238,8 +260,9 @@ class Watcher:
 
     def classify(self, path: str, is_directory: bool) -> str | None:
         """What a changed path means: `"config"` for a pyproject.toml the watcher reads, `"source"` for
-        a change that needs a build, None for the rest (the output folder, caches, hidden and editor
-        files, files that are not `.prompt`)."""
+        a change that needs a build, `"output"` for anything inside the output folder (the build
+        checks what is there), None for the rest (the output folder itself, which every build
+        swaps, its staging folders, caches, hidden and editor files, files that are not `.prompt`)."""
         if not path:
             return None
         path = os.path.abspath(path)
@@ -247,8 +270,10 @@ class Watcher:
         name = os.path.basename(path)
         if name == CONFIG_NAME and os.path.dirname(path) in self._config_dirs:
             return "config"
-        if _under(path, out) or _in_staging(path, out, STAGING_MARK):
+        if path == out or _in_staging(path, out, STAGING_MARK):
             return None
+        if _under(path, out):
+            return "output"
         if path == src:
             return "source"  # the source folder itself appeared, vanished or moved
         if not _under(path, src):
@@ -282,7 +307,7 @@ class Watcher:
             for path, kind in kinds:
                 if kind == "config":
                     self._config_changed = True
-                elif kind == "source":
+                elif kind in ("source", "output"):
                     self._changes.add(os.path.abspath(path))
             if event.is_directory and event.event_type in ("deleted", "moved"):
                 # a watch on that folder died with it; `_sync_watches` re-adds it if the folder comes back
@@ -361,6 +386,36 @@ class Watcher:
                 continue  # vanished between the check and the call; the next build tries again
             # any other OSError (the inotify watch limit) propagates: a watcher that cannot watch must say so
 
+    def _watch_output(self) -> None:
+        """Watch the output folder that is in place now (after a build, which may have swapped it):
+        the watch on the set swapped out, now the shadow set the next build writes into, is
+        dropped first. Only changes of the folder's contents are watched, never attributes: the
+        builds' hard links between the two sets change the link counts of the files in place."""
+        observer = self._observer
+        if observer is None:
+            return
+        out = os.path.abspath(self.out)
+        try:
+            info = os.lstat(out)
+            here = (out, (info.st_dev, info.st_ino)) if stat_module.S_ISDIR(info.st_mode) else None
+        except OSError:
+            here = None
+        if self._output_watch is not None:
+            if self._output_watch[0] == here:
+                return
+            try:
+                observer.unschedule(self._output_watch[1])
+            except (KeyError, OSError, ValueError):
+                pass  # its emitter already stopped with the folder
+            self._output_watch = None
+        if here is None:
+            return
+        try:
+            watch = observer.schedule(self._handler, out, recursive=True, event_filter=list(_OUTPUT_EVENTS))
+        except (FileNotFoundError, NotADirectoryError):
+            return  # swapped or removed meanwhile: the next build watches what is there then
+        self._output_watch = (here, watch)
+
     def _open(self) -> None:
         watcher = self
 
@@ -376,6 +431,7 @@ class Watcher:
     def _close(self) -> None:
         observer, self._observer = self._observer, None
         self._watches.clear()
+        self._output_watch = None
         if observer is not None:
             observer.stop()
             if observer.is_alive():
@@ -440,6 +496,11 @@ class Watcher:
         except Exception as exc:  # noqa: BLE001 - the loop must survive anything a build throws
             exception = exc
         duration = time.perf_counter() - started
+        try:
+            self._watch_output()
+        except OSError as exc:  # the inotify watch limit, say: the loop goes on, the next build retries
+            if exception is None:
+                exception = exc
         removed: tuple[str, ...] = ()
         if result is not None and result.manifest is not None:
             names = set(result.manifest.artifacts)

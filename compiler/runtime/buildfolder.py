@@ -449,7 +449,7 @@ class KnownOutput:
     instead of listing both trees.
 
     `holds(rel)` says whether a file belongs to the live set; `dirs` is every folder of the live
-    set (`""` the folder itself) → [mtime_ns, inode, when the stat was recorded]; `live` and
+    set (`""` the folder itself) → [mtime_ns, inode, ctime_ns, when the stat was recorded]; `live` and
     `shadow` are the identities ("<device>:<inode>") of the two sets; `diff` the paths in which
     the shadow differs from the live set (what the last build wrote or removed); `removed` the
     paths of the live set this build drops."""
@@ -468,7 +468,9 @@ class KnownOutput:
 
 def _only_known(out: Path, known: KnownOutput) -> bool:
     """Whether `out` holds only files of the live set, proven from its folders' stats (listing only
-    the folders whose stat moved). False when that cannot be shown (then the caller lists it all)."""
+    the folders whose stat moved). False when that cannot be shown (then the caller lists it all).
+    The change time is in the stat: a file dropped in and the folder's mtime set back still moves
+    it."""
     if not known.matches(out):
         return False
     base = str(out)
@@ -482,7 +484,12 @@ def _only_known(out: Path, known: KnownOutput) -> bool:
             return False
         if not stat.S_ISDIR(info.st_mode):
             return False
-        if info.st_mtime_ns == record[0] and info.st_ino == record[1] and info.st_mtime_ns < record[2] - RACY_WINDOW_NS:
+        if (
+            info.st_mtime_ns == record[0]
+            and info.st_ino == record[1]
+            and info.st_ctime_ns == record[2]
+            and info.st_ctime_ns < record[3] - RACY_WINDOW_NS
+        ):
             continue
         try:
             entries = list(os.scandir(path))
@@ -515,12 +522,38 @@ def output_record(out: Path, dirs: Iterable[str], now_ns: int) -> dict[str, Any]
         except OSError:
             continue
         if stat.S_ISDIR(info.st_mode):
-            stats[rel] = [info.st_mtime_ns, info.st_ino, now_ns]
+            stats[rel] = [info.st_mtime_ns, info.st_ino, info.st_ctime_ns, now_ns]
     return {
         "live": _identity(live) if live is not None else None,
         "shadow": _identity(shadow) if shadow is not None else None,
         "dirs": stats,
     }
+
+
+def output_clock(out: Path) -> int:
+    """The file system's clock in `out`'s folder now, as it stamps change times there: the change
+    time of the build's lock file (in the cache beside `out`, which shares its file system: the
+    atomic swap needs that), touched. An output file whose change time is older was last changed
+    before this moment, so a later change shows in its stat. 0 when it cannot be read (no stat is
+    then recorded as proof: the next build hashes the files)."""
+    lock = out.parent / CACHE_DIR / f"{out.name}.lock"
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return 0
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return 0
+        if os.utime in os.supports_fd:
+            os.utime(fd)
+        else:
+            os.utime(lock)
+        return os.fstat(fd).st_ctime_ns
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
 
 
 def folders_of(paths: Iterable[str]) -> set[str]:
@@ -961,7 +994,10 @@ def write_output(
     (sha256 of every `keep` file) says which shadow files are already right. With `known` (the
     incremental state's record of both sets; the caller has established that something changed),
     only the paths the last build and this one changed are touched in the shadow, and neither
-    tree is listed.
+    tree is listed. A build that makes `out` (there is none yet) links the new set into a shadow set
+    of its own as well, before the set is in place (`_twin`): the first rebuild then patches it
+    instead of linking every kept file anew, which would give every one of them a new change time
+    and have the next build hash them all (see `output_clock`).
 
     Only folders promptc made are modified or moved (see `claim_output`, which the build runs
     first, and `_Owned`); on a failure (a full disk) every byte this call wrote is deleted before
@@ -1006,12 +1042,15 @@ def write_output(
                 os.rename(staging, shadow)
             _clear_flag(dirty)
         else:
+            _twin(staging, shadow, [*files, *keep], owned)
             os.rename(staging, out)
     except (OSError, Refused):
         # Give the space back now (a full disk is the usual reason), so the error is the only
         # trace: whatever holds the half-made set, and what this build sent to the trash.
         if _real_dir(out) is None or not os.path.samestat(os.lstat(staging), os.lstat(out)):
             _remove_tree(staging)
+        if not live:
+            _remove_tree(shadow)  # a first build's twin, if it was made, holds the new set's files too
         if staging == shadow:
             _clear_flag(dirty)
         empty_own_trash(out)
@@ -1024,6 +1063,27 @@ def write_output(
     except (OSError, Refused):
         pass  # the build is in place; the next one finds the record stale and starts afresh
     return True
+
+
+def _twin(staging: Path, shadow: Path, paths: list[str], owned: _Owned) -> None:
+    """A shadow set that is the staged set, linked file by file (a first build's, before it is
+    swapped in): none when the file system refuses links (the first rebuild then makes one)."""
+    try:
+        os.mkdir(shadow)
+    except OSError:
+        return
+    try:
+        owned.add(shadow)
+        owned.save()
+        made = {""}
+        for rel in paths:
+            folder = rel.rpartition("/")[0]
+            if folder not in made:
+                os.makedirs(os.path.join(shadow, folder), exist_ok=True)
+                made.add(folder)
+            os.link(os.path.join(staging, rel), os.path.join(shadow, rel))
+    except OSError:
+        _remove_tree(shadow)
 
 
 def _identity_of(path: Path) -> str | None:
