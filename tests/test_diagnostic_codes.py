@@ -349,6 +349,12 @@ CASES = {
         check("prompts_src", "prompts_src/build", APPROX).diagnostics,
     )[1],
     "E911": _project({"prompts_src/a.prompt": "Hi\n"}, action="build", prepare=_linked_output),
+    "E917": lambda tmp_path: (
+        write(tmp_path, "prompts_src/a.prompt", "Hi\n"),
+        write(tmp_path, "out/.keep", ""),
+        os.chdir(tmp_path / "out"),
+        build("../prompts_src", ".", APPROX).diagnostics,
+    )[3],
     "E912": _project(
         {"prompts_src/a.prompt": "Hi\n", "build/notes.md": "mine\n", "build/img/logo.png": "png"}, action="build"
     ),

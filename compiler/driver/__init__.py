@@ -357,7 +357,7 @@ def build(
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
     project = _Compiled(config=config, strict=strict)
     project.report(reported)
-    problem = _output_problem(src, out)
+    problem = _output_problem(src, out) or (_holds_working_folder(out) if write else None)
     refused = _refusals(config, out) if write and problem is None else []
     if problem is not None or refused:
         project.report([problem] if problem is not None else refused)
@@ -1035,6 +1035,23 @@ def _output_problem(src: Path, out: Path) -> Diagnostic | None:
             path=str(out),
         )
     return None
+
+
+def _holds_working_folder(out: Path) -> Diagnostic | None:
+    """E917: an output folder that is the folder the command runs in, or holds it (`-o .`,
+    `-o ..`): the swap would move the working folder away under the shell that ran the build."""
+    real_out, here = os.path.realpath(out), os.path.realpath(os.getcwd())
+    if here != real_out and not here.startswith(real_out.rstrip(os.sep) + os.sep):
+        return None
+    how = "is the folder promptc runs in" if here == real_out else "holds the folder promptc runs in"
+    return make(
+        codes.OUTPUT_HOLDS_WORKING_FOLDER,
+        f"output folder `{out}` {how}; a build swaps its output folder as a whole, which would move it away "
+        "under you; nothing was read or written",
+        None,
+        "name a folder of its own for the output (`-o build`), and run promptc from beside it",
+        path=str(out),
+    )
 
 
 def _refusals(config: Config, out: Path) -> list[Diagnostic]:
