@@ -39,8 +39,9 @@ from .oldtree import OldTreeError, from_revision
 
 if TYPE_CHECKING:
     FailOnParam = click.ParamType[FailOn]
+    SecondsParam = click.ParamType[float]
 else:  # click's ParamType is generic from 8.2 on only
-    FailOnParam = click.ParamType
+    FailOnParam = SecondsParam = click.ParamType
 
 
 class FailOnRule(FailOnParam):
@@ -55,7 +56,7 @@ class FailOnRule(FailOnParam):
             self.fail(str(exc), param, ctx)
 
 
-class Seconds(click.ParamType):
+class Seconds(SecondsParam):
     """A duration in seconds: a finite number ≥ 0 (`nan`, `inf` and `-1` are usage errors, never
     a reorder buffer that holds everything or nothing)."""
 

@@ -357,8 +357,10 @@ def build(
     src, out = Path(src if src is not None else config.src), Path(out if out is not None else config.out)
     project = _Compiled(config=config, strict=strict)
     project.report(reported)
-    problem = _output_problem(src, out) or (_holds_working_folder(out) if write else None)
+    problem = _output_problem(src, out)
     refused = _refusals(config, out) if write and problem is None else []
+    if write and problem is None and not refused:
+        problem = _holds_working_folder(out)
     if problem is not None or refused:
         project.report([problem] if problem is not None else refused)
         return project.result()
