@@ -49,10 +49,10 @@ current OpenTelemetry span as the GenAI attributes (`gen_ai.provider.name`,
 `promptc.cache_missed_input_tokens` and `promptc.usage.cache_creation.<ttl>.input_tokens` (the
 conventions define no TTL split nor a miss reason). OpenTelemetry is imported only then.
 
-The schema stays `promptc.usage/1`: the fields added since (`cache_creation_by_ttl`,
-`cache_miss_reason`, `cache_missed_input_tokens`) are optional and written only when the response
-has them, so a record of a response without them is the line it always was, and a reader of the
-first records reads them all.
+The schema (`USAGE_SCHEMA`) did not change with the fields added since its first release
+(`cache_creation_by_ttl`, `cache_miss_reason`, `cache_missed_input_tokens`): they are optional and
+written only when the response has them, so a record of a response without them is the line it
+always was, and a reader of the first records reads them all.
 
 `promptc reconcile` (promptc.tools.reconcile) reads these records back. Standard library only: the
 runtime that applications ship imports this module (runtime-js/src/usage.js is its port and
@@ -525,8 +525,8 @@ class UsageRecord:
     cache_missed_input_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The record's JSON, in the key order of its JSONL line. The fields added to
-        `promptc.usage/1` after its first release are written only when the record has them."""
+        """The record's JSON, in the key order of its JSONL line. The fields added to the schema
+        after its first release are written only when the record has them."""
         data: dict[str, Any] = {
             "schema": USAGE_SCHEMA,
             "prompt": self.prompt,
