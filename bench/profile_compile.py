@@ -60,7 +60,7 @@ def _cold() -> None:
     inference._SECTIONS.clear()
     template._read_short.cache_clear()
     params._CHECKED.clear()
-    directives._reserved_key_like.cache_clear()
+    directives.DIRECTIVES._typos.clear()
     directives._TYPED.clear()
     template.compile_section.cache_clear()
     for name in list(meter_module.OFFLINE_ENCODINGS) + [meter_module.APPROX]:

@@ -63,29 +63,31 @@ class Module:
         return LAYERS.get(first, TOP) if self.name and first != "__main__" else TOP
 
 
-def _modules() -> dict[str, Module]:
+def _modules(root: Path = PACKAGE) -> dict[str, Module]:
+    """Every module of the package at `root`, each with what it imports."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")):
         if "__pycache__" in path.parts:
             continue
-        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        parts = list(path.relative_to(root).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         if is_package:
             parts = parts[:-1]
         found[".".join(parts)] = Module(".".join(parts), path, is_package)
+    for module in found.values():
+        _read(module, found)
     return found
-
-
-MODULES = _modules()
 
 
 def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _resolve(module: Module, node: ast.ImportFrom) -> list[str]:
-    """The promptc modules `from … import …` imports: the module itself, or each name that is a
-    module of its own (`from . import codes`)."""
+def _resolve(module: Module, node: ast.ImportFrom, modules: dict[str, Module]) -> list[str]:
+    """The promptc modules `from X import …` imports: X itself, and each name that is a module of
+    its own. X counts even when every name is a submodule: `from . import codes` reads `codes` off
+    the package, whose `__init__` may be the very import that is running (a circle the package
+    `__init__` → a submodule → `from . import sibling` → the package)."""
     if node.level == 0:
         if not (node.module or "").startswith("promptc"):
             return []
@@ -96,14 +98,15 @@ def _resolve(module: Module, node: ast.ImportFrom) -> list[str]:
             here = here[:-1]
         here = here[: len(here) - (node.level - 1)]
         base = ".".join([*here, *([node.module] if node.module else [])])
-    out = []
+    out = [base]
     for alias in node.names:
         sub = f"{base}.{alias.name}" if base else alias.name
-        out.append(sub if sub in MODULES else base)
+        if sub in modules:
+            out.append(sub)
     return out
 
 
-def _read(module: Module) -> None:
+def _read(module: Module, modules: dict[str, Module]) -> None:
     tree = ast.parse(module.path.read_text(encoding="utf-8"))
     skipped: set[int] = set()
     for node in ast.walk(tree):
@@ -128,7 +131,7 @@ def _read(module: Module) -> None:
         elif isinstance(node, ast.ImportFrom):
             if node.module == "__future__":
                 continue
-            targets = _resolve(module, node)
+            targets = _resolve(module, node, modules)
             if node.level == 0 and not (node.module or "").startswith("promptc"):
                 module.third_party.add((node.module or "").split(".")[0])
         elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
@@ -150,16 +153,16 @@ def _read(module: Module) -> None:
         module.imports += [(target, inner, node.lineno) for target in targets if target != module.name]
 
 
-for _module in MODULES.values():
-    _read(_module)
+MODULES = _modules()
 
 
 def _std() -> set[str]:
     return set(sys.stdlib_module_names) | {"__future__"}
 
 
-def test_no_import_cycle_counting_imports_inside_functions() -> None:
-    graph = {name: {target for target, _, _ in module.imports} for name, module in MODULES.items()}
+def _cycles(modules: dict[str, Module]) -> list[list[str]]:
+    """The import circles among `modules`: each strongly connected component of more than one."""
+    graph = {name: {target for target, _, _ in module.imports} for name, module in modules.items()}
     # Tarjan's strongly connected components, iteratively
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -201,7 +204,32 @@ def test_no_import_cycle_counting_imports_inside_functions() -> None:
                         break
                 if len(component) > 1:
                     cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycle_counting_imports_inside_functions() -> None:
+    cycles = _cycles(MODULES)
     assert cycles == [], f"import cycles: {cycles}"
+
+
+def test_a_submodule_that_reads_its_own_package_is_a_cycle(tmp_path: Path) -> None:
+    """The circle `promptc.tools.importers` had: its `__init__` imported a module that said
+    `from . import sibling`. Found at the top of a file and inside a function, and not under
+    `TYPE_CHECKING` (never executed)."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "from .convert import run\n",
+        "convert.py": "from . import engine\n\ndef run():\n    return engine.go()\n",
+        "engine.py": "def go():\n    return 1\n",
+        "sub/__init__.py": "from .late import later\n",
+        "sub/late.py": "def later():\n    from . import other\n    return other\n",
+        "sub/other.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import late\n",
+        "apart.py": "from .engine import go\n",
+    }
+    for rel, text in files.items():
+        (package / rel).write_text(text, encoding="utf-8")
+    assert _cycles(_modules(package)) == [["", "convert"], ["sub", "sub.late"]]
 
 
 def test_every_module_imports_only_its_layer_and_below() -> None:

@@ -39,7 +39,6 @@ import re
 from typing import Literal, get_args
 
 __all__ = [
-    "DIRECTIVE_ORDER",
     "ARTIFACT_SCHEMA",
     "MANIFEST_SCHEMA",
     "FAIL_KINDS",
@@ -158,11 +157,8 @@ SEPARATOR = re.compile(r"^-{5,}[ \t]+([A-Za-z][A-Za-z0-9_]*)[ \t]+-{5,}(?:[ \t]+
 INLINE_COMMENT = re.compile(r"[ \t]+///.*\Z", re.S)
 #: The start of a `/// section:` directive line (a block may not span one).
 SECTION_DIRECTIVE = re.compile(r"^[ \t]*///[ \t]*section[ \t]*:", re.M)
-#: A directive comment: group 1 the key, group 2 the raw value.
-#: The order `promptc fmt` gives the file-level directives at the top of a file; the leading
-#: comment (the artifact's `doc`) is read with the same order, so formatting never changes it.
-DIRECTIVE_ORDER: tuple[str, ...] = ("flow", "node", "role", "tag", "param", "cache_ttl", "input", "tools", "output")
-
+#: A directive comment: group 1 the key, group 2 the raw value. What each key means is declared
+#: in `promptc.passes.directives` (`DIRECTIVES`).
 DIRECTIVE = re.compile(r"[ \t]*///[ \t]*([a-z][a-z0-9_.\-]*)[ \t]*:(.*)", re.S)
 #: `/// promptc: allow W706[, W710]` at the end of a line or on the line before: group 1 the codes.
 ALLOW_COMMENT = re.compile(r"(?:^|[ \t])///[ \t]*promptc[ \t]*:[ \t]*allow[ \t]+([A-Za-z0-9, \t]+?)[ \t]*$")

@@ -25,7 +25,7 @@ from ..facts.diagnostics import Diagnostic, SourceText, Span
 from ..facts.language import BOUNDARIES, PARTIAL_PREFIX, RESOURCE_SUFFIX, ROLES, SOURCE_SUFFIX, STD_PREFIX, TARGETS
 from ..facts.records import dataclass
 from ..passes.context import Context, SourceTree
-from ..passes.directives import RESERVED_KEYS
+from ..passes.directives import DIRECTIVES, Directives
 from ..passes.includes import resolve as resolve_include
 from ..passes.resources import resolve as resolve_resource
 from ..runtime.inputtypes import describe
@@ -399,7 +399,11 @@ _SEPARATOR_START = re.compile(r"^(-{3,})[ \t]*([A-Za-z]*)$")
 _PLACEHOLDER_OPEN = re.compile(r"(?<!\\)\$\{([A-Za-z0-9_]*)$")
 
 
-def completion(view: FileView, position: types.Position) -> list[types.CompletionItem]:
+def completion(
+    view: FileView, position: types.Position, directives: Directives = DIRECTIVES
+) -> list[types.CompletionItem]:
+    """What may be typed at `position`: an input in `${`, a reserved directive key after `///`
+    (`directives`' own), a section's words, a partial, a tool or schema file, a role."""
     offset = view.offset(position)
     at = view.src.span(offset)
     line_start = view.src.line_starts[at.line - 1]
@@ -425,7 +429,7 @@ def completion(view: FileView, position: types.Position) -> list[types.Completio
         return items(sorted(names), kind.Variable, "input")
     match = _DIRECTIVE_KEY.match(before)
     if match:
-        return items(RESERVED_KEYS, kind.Keyword, "directive", lambda w: f"{w}: ")
+        return items(directives.reserved_keys, kind.Keyword, "directive", lambda w: f"{w}: ")
     match = _SECTION_VALUE.match(before)
     if match:
         written = match.group(2).split()

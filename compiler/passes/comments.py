@@ -17,26 +17,17 @@ import re
 
 from ..facts import codes
 from ..facts.diagnostics import Edit, Fix
-from ..facts.language import BOUNDARIES, CACHE_TTLS, DIRECTIVE_ORDER, IDENTIFIER_PATTERN, TARGETS
 from ..syntax.nodes import Comment, Directive, Document, Text, evolve
 from .context import Context
-from .directives import RESERVED_KEYS
+from .directives import DIRECTIVES, RESERVED_KEYS
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
 #: `/// key value` — a directive but for its colon
 _NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S.*?)[ \t]*\n?\Z", re.S)
-_IDENT = IDENTIFIER_PATTERN
-#: what the value of each directive looks like, for `/// key value` without the colon
-_VALUE_SHAPES = {
-    "section": re.compile(rf"[A-Za-z_][A-Za-z0-9_.\-]*(?:[ \t]+(?:{'|'.join((*BOUNDARIES, *TARGETS))}))+", re.I),
-    "include": re.compile(r"(?:_\S+|std/\S+|\S+\.prompt)"),
-    "param": re.compile(rf"{_IDENT}[ \t]*=.*"),
-    "input": re.compile(rf"{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})+"),
-    "tools": re.compile(r"\S+\.json(?:[ \t]*,[ \t]*\S+\.json)*"),
-    "output": re.compile(r"\S+\.json"),
-    "cache_ttl": re.compile("|".join(map(re.escape, CACHE_TTLS))),
-}
+#: what the value of each directive looks like, for `/// key value` without the colon (each
+#: declaration's `bare`)
+_VALUE_SHAPES = {d.name: d.bare for d in DIRECTIVES.declared if d.bare is not None}
 
 
 def _near_miss(line: str) -> tuple[str, str, tuple[int, int, str]] | None:
@@ -65,7 +56,7 @@ def _leading_comment(doc: Document, ctx: Context) -> str | None:
     """The prompt's leading comment: the full-line `///` comments that stand above the first
     directive once `promptc fmt` has sorted the header, each line without its `/// `, joined by
     newlines. fmt keeps the comments above the first directive first and moves the comments just
-    above each later directive with it (in `DIRECTIVE_ORDER`), so the leading comment is those
+    above each later directive with it (in `DIRECTIVES.order`), so the leading comment is those
     first comments and the ones that travel with the directive that sorts first: the same
     before and after formatting. With no directive, every comment of the header."""
     text = ctx.source.text
@@ -79,7 +70,7 @@ def _leading_comment(doc: Document, ctx: Context) -> str | None:
             continue
         if isinstance(item, Directive) and item.key not in ("section", "include"):
             key = item.key
-            rank = DIRECTIVE_ORDER.index(key) if key in DIRECTIVE_ORDER else len(DIRECTIVE_ORDER)
+            rank = DIRECTIVES.rank(key)
             if lead is None:
                 lead, pending = pending, []
             if best is None or rank < best[0]:

@@ -62,10 +62,16 @@ from ..facts.language import JOINER, PLACEHOLDER_PATH, SHAPES, unsafe_name, unsa
 from ..facts.printable import text_of
 from ..facts.records import dataclass
 from ..facts.suggest import suggestions
-from . import shapes, template, usage
 from .buildfolder import BuildFolder, BuildFolderError
 from .inputtypes import check_value, predicate
 from .model import Artifact, ArtifactError, Manifest, OutputSchema, Tool
+from .shapes import NOT_GIVEN, ShapeError
+from .shapes import body as body_of_shape
+from .shapes import build as build_shape
+from .template import NOT_TEXT, CompiledSection, TemplateSyntaxError, compile_section, execute, scan
+from .template import OutputError as TemplateOutputError
+from .usage import UsageError, make_record
+from .usage import emit as emit_usage
 
 __all__ = [
     "load",
@@ -340,9 +346,9 @@ class Rendered:
         OpenTelemetry span (GenAI attributes).
         A response whose usage cannot be read is a RenderError."""
         try:
-            record = usage.make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
-            return usage.emit(record, to, otel=otel)
-        except usage.UsageError as exc:
+            record = make_record(self, response, shape=shape, model=model, timestamp=timestamp, started=started)
+            return emit_usage(record, to, otel=otel)
+        except UsageError as exc:
             raise RenderError(f"prompt `{self.name}`: {exc}") from None
 
     def as_shape(
@@ -351,7 +357,7 @@ class Rendered:
         *,
         model: str | None = None,
         caching: str = "blocks",
-        previous_message_id: Any = shapes.NOT_GIVEN,
+        previous_message_id: Any = NOT_GIVEN,
     ) -> Any:
         """The request in a provider's shape: the keyword arguments of its official SDK call
         (`plain`, `anthropic`, `openai`, `openai-responses`, `gemini`, `bedrock`,
@@ -366,8 +372,8 @@ class Rendered:
         that cannot be sent (no model, no user turn, another provider's model, an option the shape
         does not take) is a RenderError that names the shape."""
         try:
-            return shapes.build(self, shape, model, caching=caching, previous_message_id=previous_message_id)
-        except shapes.ShapeError as exc:
+            return build_shape(self, shape, model, caching=caching, previous_message_id=previous_message_id)
+        except ShapeError as exc:
             raise RenderError(str(exc)) from None
 
     def body(
@@ -376,15 +382,15 @@ class Rendered:
         *,
         model: str | None = None,
         caching: str = "blocks",
-        previous_message_id: Any = shapes.NOT_GIVEN,
+        previous_message_id: Any = NOT_GIVEN,
     ) -> bytes:
         """The exact bytes of the request body the pinned Python SDK sends for `as_shape(shape)`
         with the same options (its key order and JSON options; Gemini's REST body; Bedrock's
         rest-json body, the model id in the URI): what to POST to send the same bytes from
         anywhere (the JavaScript runtime's `rendered.body(shape)` writes them too)."""
         try:
-            return shapes.body(self, shape, model, caching=caching, previous_message_id=previous_message_id)
-        except shapes.ShapeError as exc:
+            return body_of_shape(self, shape, model, caching=caching, previous_message_id=previous_message_id)
+        except ShapeError as exc:
             raise RenderError(str(exc)) from None
 
 
@@ -456,7 +462,7 @@ def _lookup(inputs: Mapping[str, Any], path: str, defaults: tuple[Any, ...] = ()
 
 
 def _to_text(value: Any, path: str) -> str:
-    if isinstance(value, template.NOT_TEXT):
+    if isinstance(value, NOT_TEXT):
         kind = "class" if isinstance(value, type) else "function"
         raise RenderError(f"`${{{path}}}` is a {kind} ({value!r}), not text: pass the value instead")
     try:
@@ -477,11 +483,11 @@ class _Python:
     def __init__(self, text: str, section: str, origins: tuple[tuple[str, int], ...], schema: Any = None) -> None:
         self.text, self.section, self.origins = text, section, origins
         self.schema = schema  # the input schema, for the defaults of `${a.b}` paths
-        self.compiled: template.CompiledSection | None = None
-        self.error: template.TemplateSyntaxError | None = None
+        self.compiled: CompiledSection | None = None
+        self.error: TemplateSyntaxError | None = None
         try:
-            self.compiled = template.compile_section(text)
-        except template.TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
+            self.compiled = compile_section(text)
+        except TemplateSyntaxError as exc:  # only a hand-edited artifact gets here
             self.error = exc
 
     def render(self, inputs: Mapping[str, Any], prompt: str) -> str:
@@ -495,17 +501,17 @@ class _Python:
             return _to_text(_lookup(inputs, path, path_defaults(schema, path) if "." in path else ()), path)
 
         try:
-            parts = template.execute(compiled.code, inputs, lookup)
+            parts = execute(compiled.code, inputs, lookup)
         except RenderError:
             raise
-        except template.OutputError as exc:
+        except TemplateOutputError as exc:
             raw = next((o.raw for o in compiled.program.origins if o.index == exc.token), "{{ }}")
             raise TemplateError(f"`{raw}` outputs {exc}; call it, or output a value", prompt, section) from None
         except Exception as exc:
             where = compiled.error_token(exc)
             source = None
             if where is not None and origins:
-                k = sum(1 for token in template.scan(text)[: where[0]] if token.kind != "lit")
+                k = sum(1 for token in scan(text)[: where[0]] if token.kind != "lit")
                 k = min(k, len(origins) - 1)
                 path, line = origins[k]
                 source = f"{path}:{line + where[1]}"
@@ -562,7 +568,7 @@ def _section_plan(
     input schema, for the defaults of `${a.b}` paths."""
     if "$" not in text and "{" not in text and "\\" not in text:
         return text  # nothing to substitute or unescape: most stable sections
-    tokens = template.scan(text)
+    tokens = scan(text)
     checks: list[tuple[str, ...]] = []
     for tok in tokens:
         if tok.kind != "ph":

@@ -185,29 +185,32 @@ IMPLICIT_SECTION = _language.IMPLICIT_SECTION
 
 @dataclass(frozen=True, slots=True)
 class Header:
-    """File-scoped facts gathered by directive collection."""
+    """File-scoped facts gathered by directive collection. Every field but `metadata` (the keys no
+    directive declares) is filled by one directive's reader: what it means is that directive's
+    declaration (`promptc.passes.directives.DIRECTIVES`, whose `fills` names the fields; the
+    docs/language.md table is made from the same `doc`). The comments here say only how a value
+    is held."""
 
+    #: `/// param:`: (name, typed value), and where each is written (its line's value)
     params: tuple[tuple[str, object], ...] = ()
     metadata: tuple[tuple[str, str], ...] = ()
     flow: str | None = None
     node: str | None = None
     tags: tuple[str, ...] = ()
+    #: `/// input:`: the names (None: no such line), the first line's value, where each name is
+    #: written (for "never used" warnings), each type as JSON Schema, each `(max_tokens=N)` as
+    #: (name, N, where the bound is written)
     declared_inputs: tuple[str, ...] | None = None
     declared_inputs_span: Span | None = None
-    #: where each declared input is written, for "never used" warnings
     declared_input_spans: tuple[tuple[str, Span], ...] = ()
     role: str | None = None
     role_span: Span | None = None
-    #: declared input types (`/// input: name: TYPE`), as JSON Schema
     input_types: tuple[tuple[str, dict[str, Any]], ...] = ()
-    #: where each param is written (its directive's value)
     param_spans: tuple[tuple[str, Span], ...] = ()
-    #: `/// cache_ttl:` (`5m` | `1h` | `none`) and where it is written
     cache_ttl: str | None = None
     cache_ttl_span: Span | None = None
-    #: `/// input: name: TYPE(max_tokens=N)`: (name, N, where the bound is written)
     input_bounds: tuple[tuple[str, int, Span], ...] = ()
-    #: `/// budget: total<=8000, uncached<=2000`: (limit name, tokens, where) and the line's value
+    #: `/// budget:`: (limit name, tokens, where), and the line's value
     budget: tuple[tuple[str, int, Span], ...] = ()
     budget_span: Span | None = None
 

@@ -53,9 +53,10 @@ from ..driver.sources import LooseFiles, is_prompt, read_tree
 from ..facts import codes
 from ..facts.config import Config
 from ..facts.diagnostics import Diagnostic, DiagnosticSink, SourceText, file_span, has_errors, make
-from ..facts.language import DIRECTIVE, DIRECTIVE_ORDER, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
+from ..facts.language import DIRECTIVE, INLINE_COMMENT, PARTIAL_PREFIX, SEPARATOR, SOURCE_SUFFIX
 from ..facts.records import dataclass
 from ..passes.context import SourceTree
+from ..passes.directives import DIRECTIVES, Directives
 from ..runtime.atomic import ChangedOnDisk, reason, write_file
 from ..runtime.confine import edit_refusal
 from ..syntax.nodes import Block, Comment, Directive, Separator
@@ -73,9 +74,11 @@ __all__ = [
     "unified_diff",
 ]
 
-#: The canonical order of the file-level directives at the top of a file: what the prompt is
-#: (flow, node, role, tags), how it is called (params, cache lifetime), its contract (inputs) and
-#: the rest of the request (tools, output schema). Other keys (metadata) follow, as written.
+#: The canonical order of the file-level directives at the top of a file, the ranks their
+#: declarations give them (`promptc.passes.directives`): what the prompt is (flow, node, role,
+#: tags), how it is called (params, cache lifetime), its contract (inputs) and the rest of the
+#: request (tools, output schema). Other keys (metadata) follow, as written.
+DIRECTIVE_ORDER = DIRECTIVES.order
 #: `/// promptc: allow CODE` is about the line after it, so it travels with that line.
 _ALLOW_KEY = "promptc"
 #: directives that stand for something where they are written
@@ -188,7 +191,7 @@ def _inline(line: _Line) -> str:
     return f"{head} {comment}"
 
 
-def _sort_header(lines: list[_Line], end: int) -> list[_Line]:
+def _sort_header(lines: list[_Line], end: int, directives: Directives) -> list[_Line]:
     """`lines[:end]` (blank lines, comments and file-level directives) in the canonical order."""
     first = next((i for i in range(end) if lines[i].kind == _DIRECTIVE and lines[i].key != _ALLOW_KEY), None)
     if first is None:
@@ -205,18 +208,18 @@ def _sort_header(lines: list[_Line], end: int) -> list[_Line]:
         line = lines[i]
         pending.append(line)
         if line.kind == _DIRECTIVE and line.key != _ALLOW_KEY:
-            rank = DIRECTIVE_ORDER.index(line.key) if line.key in DIRECTIVE_ORDER else len(DIRECTIVE_ORDER)
+            rank = directives.rank(line.key)
             units.append((rank, len(units), pending))
             pending = []
     units.sort(key=lambda unit: (unit[0], unit[1]))
     return [*preamble, *(line for unit in units for line in unit[2]), *pending]
 
 
-def layout(text: str, *, partial: bool = False) -> Layout:
+def layout(text: str, *, partial: bool = False, directives: Directives = DIRECTIVES) -> Layout:
     """The canonical layout of a normalised source (LF line ends, no BOM). Pure: it never compiles;
     `format_tree` checks that the result compiles to the same artifact. `partial` for a partial
     (`_name.prompt`), whose first and last lines splice into the includer's text, so its edges are
-    not a message's."""
+    not a message's. `directives`: the table whose ranks order the header."""
     lines, _ = _classify(text)
     values = {line.old: line.text for line in lines}
 
@@ -242,7 +245,7 @@ def layout(text: str, *, partial: bool = False) -> Layout:
     header_trimmed = edge_is_boundary or after_header in _BOUNDARY or (after_header == _EDGE and not partial)
     header_blanks = {values[line.old] for line in lines[:header_end] if line.kind == _BLANK}
     if header_end and (header_trimmed or len(header_blanks) <= 1):
-        lines = [*_sort_header(lines, header_end), *lines[header_end:]]
+        lines = [*_sort_header(lines, header_end, directives), *lines[header_end:]]
 
     kept: list[_Line] = []
     n = len(lines)

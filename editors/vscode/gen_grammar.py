@@ -5,10 +5,11 @@
     python editors/vscode/gen_grammar.py --check  # exit 1 when the committed files differ
 
 The language is defined once, in the compiler: the comment marker, the openers and closers, the
-escapes, the roles, the `{% %}` tags, the section boundaries and targets, the cache TTLs and the
-reserved directive keys all come from `promptc.facts.language` (and `promptc.passes.directives` for the
-keys), so a change there changes the grammar, and `tests/test_editor_grammar.py` fails until the
-committed files are regenerated. What is written here is only how each construct is coloured.
+escapes, the roles, the `{% %}` tags, the section boundaries and targets and the cache TTLs come
+from `promptc.facts.language`, and the directives from their declarations (`promptc.passes.directives`:
+each key, and which kind of value it takes), so a change there changes the grammar, and
+`tests/test_editor_grammar.py` fails until the committed files are regenerated. What is written
+here is only how each construct is coloured: each kind of directive value has its rule.
 
 How the grammar follows `grammar/prompt.lark`, one line at a time (TextMate cannot look ahead past
 the end of a line):
@@ -33,7 +34,7 @@ import sys
 from pathlib import Path
 
 from promptc.facts import language as lang
-from promptc.passes.directives import RESERVED_KEYS
+from promptc.passes.directives import DIRECTIVES, Directives
 
 HERE = Path(__file__).resolve().parent
 GRAMMAR = HERE / "syntaxes" / "prompt.tmLanguage.json"
@@ -64,7 +65,7 @@ def opener(kind: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Directive values: how each reserved key's value is coloured
+# Directive values: how each kind of value is coloured
 
 
 def _comma() -> dict:
@@ -118,13 +119,13 @@ def _type_patterns() -> list[dict]:
     ]
 
 
-def value_rules() -> dict[str, list[dict]]:
-    """Reserved key → the patterns of its value. `promptc` is the `/// promptc: allow CODE` key."""
+def value_kinds() -> dict[str, list[dict]]:
+    """Each kind of directive value (`promptc.passes.directives.ValueKind`) → its patterns."""
     first = r"(?<=:)[ \t]*"  # the first word of the value: right after the directive's colon
     paths = [{"match": r"[^,\s]+", "name": "string.unquoted.path.prompt"}, _comma()]
     names = [{"match": r"[^,\s]+", "name": "string.unquoted.name.prompt"}, _comma()]
-    rules = {
-        "param": [
+    kinds = {
+        "params": [
             {
                 "match": r"([A-Za-z_][A-Za-z0-9_.\-]*)[ \t]*(=)",
                 "captures": {
@@ -135,10 +136,8 @@ def value_rules() -> dict[str, list[dict]]:
             *_json_values(),
             _comma(),
         ],
-        "flow": names,
-        "node": names,
-        "tag": names,
-        "input": [
+        "names": names,
+        "inputs": [
             {
                 "begin": ":",
                 "end": "(?=,)|$",
@@ -157,14 +156,12 @@ def value_rules() -> dict[str, list[dict]]:
             {"match": rf"\b(?:{words(lang.TARGETS)})\b", "name": "storage.modifier.target.prompt"},
             {"match": r"\S+", "name": "invalid.illegal.section.prompt"},
         ],
-        "include": paths,
-        "tools": paths,
-        "output": paths,
+        "paths": paths,
         "role": [
             {"match": first + rf"({ROLE})[ \t]*$", "captures": {"1": {"name": "entity.name.tag.role.prompt"}}},
             {"match": r"\S+", "name": "invalid.illegal.role.prompt"},
         ],
-        "cache_ttl": [
+        "ttl": [
             {
                 "match": first + rf"({words(lang.CACHE_TTLS)})[ \t]*$",
                 "captures": {"1": {"name": "constant.other.ttl.prompt"}},
@@ -183,12 +180,19 @@ def value_rules() -> dict[str, list[dict]]:
             _comma(),
             {"match": r"[^,\s]+", "name": "invalid.illegal.budget.prompt"},
         ],
-        "promptc": [{"include": "#allow-codes"}],
+        "allow": [{"include": "#allow-codes"}],
+        "text": [{"match": r"\S(?:.*\S)?", "name": "string.unquoted.prompt"}],
     }
-    missing = set(RESERVED_KEYS) - set(rules)
-    if missing:  # a new reserved key: say here how its value looks
-        raise SystemExit(f"gen_grammar.py: no value rule for the reserved directive key(s) {sorted(missing)}")
-    return {key: rules[key] for key in (*RESERVED_KEYS, "promptc")}
+    return kinds
+
+
+def value_rules(directives: Directives = DIRECTIVES) -> dict[str, list[dict]]:
+    """Each declared directive key → the patterns of its value, in the order declared."""
+    kinds = value_kinds()
+    missing = sorted({d.value for d in directives.declared} - set(kinds))
+    if missing:  # a new kind of value: say here how it looks
+        raise SystemExit(f"gen_grammar.py: no rule for the directive value kind(s) {missing}")
+    return {d.name: kinds[d.value] for d in directives.declared}
 
 
 def directive(key: str, key_scope: str, value: list[dict]) -> dict:
@@ -252,7 +256,8 @@ def block_rules(kind: str, close: str) -> list[dict]:
     ]
 
 
-def grammar() -> dict:
+def grammar(directives: Directives = DIRECTIVES) -> dict:
+    """The TextMate grammar; `directives`: the table whose keys get their own rules."""
     roles = ", ".join(lang.ROLES)
     tags = [*lang.OPENERS, *lang.CONTINUERS, *lang.CLOSERS]
     stmt_open = opener("stmt")
@@ -283,10 +288,11 @@ def grammar() -> dict:
         },
         "directive": {
             "patterns": [
-                *(directive(key, "keyword.other.directive.prompt", value) for key, value in value_rules().items()),
-                directive(
-                    KEY, "variable.other.metadata.prompt", [{"match": r"\S(?:.*\S)?", "name": "string.unquoted.prompt"}]
+                *(
+                    directive(key, "keyword.other.directive.prompt", value)
+                    for key, value in value_rules(directives).items()
                 ),
+                directive(KEY, "variable.other.metadata.prompt", value_kinds()["text"]),
             ]
         },
         "comment-line": {

@@ -18,9 +18,13 @@ from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, SourceText, file_span, make
 from ...passes.context import SourceTree
 from ...syntax.source import decode
-from . import dotprompt, jinja, prompty
 from .common import Converted, assemble, input_decl, refusal_diagnostic, warning
+from .dotprompt import convert_all as convert_dotprompt
 from .ir import Refusal, Role, emit_marked
+from .jinja import Options as JinjaOptions
+from .jinja import Template as JinjaTemplate
+from .jinja import parse as parse_jinja
+from .prompty import convert as convert_prompty
 
 KINDS = ("dotprompt", "prompty", "jinja")
 #: what a folder of each kind holds
@@ -85,11 +89,11 @@ def convert(kind: str, files: Mapping[str, bytes], *, root_display: str = "", ro
         sources[rel] = src
     if kind == "prompty":
         for rel, src in sources.items():
-            results.append(prompty.convert(src, rel, _target(kind, rel, False), _jinja_includes(kind, rel, files)))
+            results.append(convert_prompty(src, rel, _target(kind, rel, False), _jinja_includes(kind, rel, files)))
     elif kind == "jinja":
         results += _convert_jinja(sources, files, role)
     else:
-        results += dotprompt.convert_all(sources, lambda rel, partial: _target(kind, rel, partial))
+        results += convert_dotprompt(sources, lambda rel, partial: _target(kind, rel, partial))
     seen: dict[str, Converted] = {}
     for c in sorted(results, key=lambda c: c.source):
         first = seen.setdefault(c.target, c)
@@ -128,11 +132,11 @@ def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], r
     out: list[Converted] = []
     for rel, src in sources.items():
         try:
-            parsed[rel] = jinja.parse(src.text, jinja.Options(resolve_include=_jinja_includes("jinja", rel, files)))
+            parsed[rel] = parse_jinja(src.text, JinjaOptions(resolve_include=_jinja_includes("jinja", rel, files)))
         except Refusal as refusal:
             parsed[rel] = refusal
     for rel, template in parsed.items():
-        if isinstance(template, jinja.Template):
+        if isinstance(template, JinjaTemplate):
             for target in template.includes:
                 here = posixpath.dirname(_target("jinja", rel, False))
                 included.add(posixpath.normpath(posixpath.join(here, target)))
@@ -154,7 +158,7 @@ def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], r
                 here = posixpath.dirname(_target("jinja", at, False))
                 wanted = posixpath.normpath(posixpath.join(here, target))
                 other = next((r for r in parsed if _target("jinja", r, True) == wanted), None)
-                if other is None or other in seen or not isinstance(parsed[other], jinja.Template):
+                if other is None or other in seen or not isinstance(parsed[other], JinjaTemplate):
                     continue
                 seen.add(other)
                 names += [n for n in parsed[other].inputs if n not in names]

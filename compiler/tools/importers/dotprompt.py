@@ -12,7 +12,6 @@ from typing import Any
 from ...facts import codes
 from ...facts.diagnostics import SourceText
 from ...facts.language import SOURCE_SUFFIX
-from . import handlebars
 from .common import (
     Converted,
     assemble,
@@ -26,6 +25,7 @@ from .common import (
     snake,
     warning,
 )
+from .handlebars import Inputs, Resolver, Translator, lex
 from .ir import Include, Node, Refusal, Role, Text, Where, emit, emit_marked, walk
 
 #: a foreign file's path → its `.prompt` path (`partial`: a partial's)
@@ -173,7 +173,7 @@ def convert_all(sources: dict[str, SourceText], target_of: TargetOf) -> list[Con
     """Every prompt and partial of the folder; partials first, so prompts can check against them."""
     partial_rels = {rel for rel in sources if rel.rsplit("/", 1)[-1].startswith("_")}
     partials: dict[str, Converted] = {}
-    translated: dict[str, handlebars.Inputs] = {}
+    translated: dict[str, Inputs] = {}
     for rel in sorted(partial_rels):
         partials[rel] = _convert_partial(sources[rel], rel, target_of(rel, True), translated, sources, target_of)
     out = list(partials.values())
@@ -184,7 +184,7 @@ def convert_all(sources: dict[str, SourceText], target_of: TargetOf) -> list[Con
 
 def _resolver(
     rel: str, sources: dict[str, Any], target_of: TargetOf, partials: dict[str, Converted] | None = None
-) -> handlebars.Resolver:
+) -> Resolver:
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
 
     def resolve(name: str) -> tuple[str | None, str] | None:
@@ -204,15 +204,15 @@ def _convert_partial(
     src: SourceText,
     rel: str,
     target: str,
-    translated: dict[str, handlebars.Inputs],
+    translated: dict[str, Inputs],
     sources: dict[str, SourceText],
     target_of: TargetOf,
 ) -> Converted:
     out = Converted(rel, target, foreign=src, partial=True)
     try:
-        inputs = handlebars.Inputs(None)
-        translator = handlebars.Translator(inputs, _resolver(rel, sources, target_of, {}), partial=True)
-        nodes = translator.translate(handlebars.lex(src.text))
+        inputs = Inputs(None)
+        translator = Translator(inputs, _resolver(rel, sources, target_of, {}), partial=True)
+        nodes = translator.translate(lex(src.text))
         if any(isinstance(n, Role) for n in walk(nodes)):
             raise Refusal(
                 codes.IMPORT_NO_EQUIVALENT, "a partial with `{{role}}`", 1, 1, "promptc partials cannot start messages"
@@ -233,7 +233,7 @@ def _convert_prompt(
     target: str,
     sources: dict[str, SourceText],
     partials: dict[str, Converted],
-    translated: dict[str, handlebars.Inputs],
+    translated: dict[str, Inputs],
     target_of: TargetOf,
 ) -> Converted:
     out = Converted(rel, target, foreign=src)
@@ -251,7 +251,7 @@ def _prompt(
     out: Converted,
     sources: dict[str, SourceText],
     partials: dict[str, Converted],
-    translated: dict[str, handlebars.Inputs],
+    translated: dict[str, Inputs],
     target_of: TargetOf,
 ) -> None:
     header_text, header_line, body, body_line = split(src)
@@ -354,9 +354,9 @@ def _prompt(
             drop(f"`{key}` is not imported", key)
 
     # the body
-    inputs = handlebars.Inputs(declared)
-    translator = handlebars.Translator(inputs, _resolver(rel, sources, target_of, partials))
-    nodes = translator.translate(handlebars.lex(body, body_line))
+    inputs = Inputs(declared)
+    translator = Translator(inputs, _resolver(rel, sources, target_of, partials))
+    nodes = translator.translate(lex(body, body_line))
     _check_partials(nodes, translator, rel, sources, partials, translated, inputs, target_of)
     first = next((n for n in nodes if not (isinstance(n, Text) and not n.text.strip())), None)
     if not isinstance(first, Role):  # Dotprompt: text before any role marker is a user message
@@ -379,12 +379,12 @@ def _prompt(
 
 def _check_partials(
     nodes: list[Node],
-    translator: handlebars.Translator,
+    translator: Translator,
     rel: str,
     sources: dict[str, SourceText],
     partials: dict[str, Converted],
-    translated: dict[str, handlebars.Inputs],
-    inputs: handlebars.Inputs,
+    translated: dict[str, Inputs],
+    inputs: Inputs,
     target_of: TargetOf,
 ) -> None:
     """A partial is converted once, with the types its own use implies; a prompt may include it only

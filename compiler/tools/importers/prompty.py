@@ -11,7 +11,6 @@ from ...facts import codes
 from ...facts.diagnostics import SourceText
 from ...facts.language import SOURCE_SUFFIX
 from ...facts.profiles import provider_of_model
-from . import jinja
 from .common import (
     Converted,
     assemble,
@@ -25,6 +24,8 @@ from .common import (
     warning,
 )
 from .ir import JsonPath, Refusal, Role, Text, Where, emit_marked
+from .jinja import Options as JinjaOptions
+from .jinja import parse as parse_jinja
 
 SUFFIXES = (".prompty",)
 _FRONT = re.compile(r"\s*(?:---|\+\+\+)(.*?)(?:---|\+\+\+)\s*(.+)$", re.S | re.M)
@@ -273,7 +274,7 @@ def _convert(src: SourceText, rel: str, out: Converted, resolve_include: Callabl
             lines.append(line)
 
     # the body
-    parsed = jinja.parse(body, jinja.Options(roles=True, folder=folder, resolve_include=resolve_include), body_line)
+    parsed = parse_jinja(body, JinjaOptions(roles=True, folder=folder, resolve_include=resolve_include), body_line)
     nodes = parsed.nodes
     first = next((n for n in nodes if not (isinstance(n, Text) and not n.text.strip())), None)
     if not isinstance(first, Role):  # Prompty: text before any role line is a system message
