@@ -995,11 +995,11 @@ def issue26_targets(results: Results) -> list[Target]:
         for row in patho["rows"]:
             judge(
                 f"linear (time at 2N / at N): {row['input']}",
-                _ratio(row["large"], row["small"]),
+                None if row.get("error") else _ratio(row["large"], row["small"]),
                 limit,
                 f"{row['small']:.3f} s → {row['large']:.3f} s (N = {row['n']:,})",
                 "linear: 2.00×",
-                "",
+                f"failed: a traceback ({row['error']})" if row.get("error") else "",
             )
     else:
         reason = f"failed: {patho['error']}" if patho.get("error") else why("pathological")
