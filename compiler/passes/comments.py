@@ -24,8 +24,10 @@ from .directives import RESERVED_KEYS
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
-#: `/// key value` — a directive but for its colon
-_NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S.*?)[ \t]*\n?\Z", re.S)
+#: `/// key value` — a directive but for its colon. The value ends at its last character that is not
+#: a blank (a greedy repeat backs off once: a lazy one tried `[ \t]*\n?\Z` after every character,
+#: reading the rest of a run of blanks each time).
+_NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S(?:.*[^ \t\n])?)[ \t]*\n?\Z", re.S)
 _IDENT = IDENTIFIER_PATTERN
 #: what the value of each directive looks like, for `/// key value` without the colon
 _VALUE_SHAPES = {
@@ -33,7 +35,9 @@ _VALUE_SHAPES = {
     "include": re.compile(r"(?:_\S+|std/\S+|\S+\.prompt)"),
     "param": re.compile(rf"{_IDENT}[ \t]*=.*"),
     "input": re.compile(rf"{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})+"),
-    "tools": re.compile(r"\S+\.json(?:[ \t]*,[ \t]*\S+\.json)*"),
+    # a file name holds no comma: `\S+` did, and a list of 40 names with a stray character after it
+    # had 2^40 ways to be split before the match failed
+    "tools": re.compile(r"[^\s,]+\.json(?:[ \t]*,[ \t]*[^\s,]+\.json)*"),
     "output": re.compile(r"\S+\.json"),
     "cache_ttl": re.compile(r"(?:5m|1h|none)"),
 }

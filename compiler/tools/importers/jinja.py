@@ -115,7 +115,8 @@ class Template:
 
 
 #: Prompty's role boundary (prompty/parsers/prompty.py `_BOUNDARY_RE`), without attributes
-PROMPTY_ROLE = re.compile(r"^\s*#?\s*(system|user|assistant|developer)(\[[^\]]*\])?\s*:\s*$", re.I)
+#: (possessive: the blanks before and after an optional `#` are read once, not split every way)
+PROMPTY_ROLE = re.compile(r"^\s*+#?\s*+(system|user|assistant|developer)(\[[^\]]*\])?\s*:\s*$", re.I)
 
 
 # ---------------------------------------------------------------------------------------------
