@@ -542,3 +542,76 @@ def test_backslashes_before_no_opener_are_read_once_by_the_importers() -> None:
         stdin=text,
     )
     assert out.strip() == "True"
+
+
+# ---------------------------------------------------------------------------------------------
+# N distinct names: every lookup by hash (issue 33: `in` on tuples and lists, 40,000 names 52 s)
+
+
+def test_twenty_thousand_misspelt_inputs_are_each_reported_once() -> None:
+    """20,000 names used and 20,000 others declared: each used name is E501 and each declared one
+    W502. Each E501 scanned every section, the declared names and the whole `/// input:` line, and
+    compared itself with every declared name (2,000 of each took 43 s): past a budget of
+    comparisons a hint has no "did you mean", and it lists 20 declared names, not 20,000."""
+    out = _bounded(
+        "from collections import Counter\n"
+        "from promptc import compile_text\n"
+        "from promptc.facts.config import Config\n"
+        "n = 20_000\n"
+        "text = '/// input: ' + ', '.join(f'q{i}' for i in range(n)) + '\\n' + ' '.join(f'${{p{i}}}' for i in range(n))\n"
+        "result = compile_text(text + '\\n', config=Config(tokenizer='approx-bytes/4'))\n"
+        "found = Counter(d.code for d in result.diagnostics)\n"
+        "hints = [d.hint for d in result.diagnostics if d.code == 'E501']\n"
+        "print(found['E501'], found['W502'], max(map(len, hints)) < 300, hints[0])\n"
+    )
+    assert out.split(" ", 3)[:3] == ["20000", "20000", "True"]
+    assert "`q0`" in out.split(" ", 3)[3]  # the first names still get their suggestion: `p0` → `q0`
+
+
+def test_an_input_with_two_hundred_thousand_attributes_is_inferred_once_each() -> None:
+    """`${a.x0} … ${a.x199999}`: the inferred object requires each attribute once (a list was
+    searched for each, 20,000 took 7 s)."""
+    out = _bounded(
+        "from promptc import compile_text\n"
+        "from promptc.facts.config import Config\n"
+        "n = 200_000\n"
+        "result = compile_text(' '.join(f'${{a.x{i}}}' for i in range(n)) + ' ${a.x0}\\n',"
+        " config=Config(tokenizer='approx-bytes/4'))\n"
+        "schema = result.artifact.input_schema['properties']['a']\n"
+        "print(result.ok, len(schema['required']), schema['required'][:2])\n"
+    )
+    assert out.strip() == "True 200000 ['x0', 'x1']"
+
+
+def test_the_inputs_and_tags_of_many_partials_are_merged_by_hash(monkeypatch) -> None:
+    """A prompt including N partials, each with its own input and tag, declares them all in
+    first-seen order; merging compared each new name with every merged one (N² string
+    comparisons: counted here, so the test does not depend on time)."""
+    from promptc.passes import includes
+
+    class Counted(str):
+        compared = 0
+
+        def __eq__(self, other: object) -> bool:
+            Counted.compared += 1
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    real = includes._splice
+
+    def splice(ctx, key, chain):
+        found = real(ctx, key, chain)
+        found.inputs = tuple(map(Counted, found.inputs))
+        found.tags = tuple(map(Counted, found.tags))
+        return found
+
+    monkeypatch.setattr(includes, "_splice", splice)
+    n = 2_000
+    partials = {f"_p{i}.prompt": f"/// input: p{i}\n/// tag: t{i}\nLine ${{p{i}}}\n" for i in range(n)}
+    text = "/// input: p0\n" + "".join(f"/// include: _p{i}\n" for i in range(n))
+    result = compile_text(text, config=APPROX, partials=partials)
+    assert result.ok, [d.message for d in result.diagnostics if d.severity == "error"][:3]
+    assert set(result.artifact.inputs) == {f"p{i}" for i in range(n)}
+    assert list(result.artifact.tags) == [f"t{i}" for i in range(n)]
+    assert Counted.compared < 10 * n  # by hash: about one comparison per name, not n² / 2
