@@ -615,3 +615,34 @@ def test_the_inputs_and_tags_of_many_partials_are_merged_by_hash(monkeypatch) ->
     assert set(result.artifact.inputs) == {f"p{i}" for i in range(n)}
     assert list(result.artifact.tags) == [f"t{i}" for i in range(n)]
     assert Counted.compared < 10 * n  # by hash: about one comparison per name, not n² / 2
+
+
+# ---------------------------------------------------------------------------------------------
+# `promptc import`: a long Jinja filter chain, Handlebars partials fanning out
+
+
+def test_a_jinja_filter_chain_of_half_a_million_is_converted_once_and_refused(tmp_path: Path) -> None:
+    """Each filter rebuilt the whole code of the chain (100,000 filters took 27 s before the chain
+    was refused; 500,000 would take ten minutes): the chain is built once, and Python's own limit
+    on nesting refuses it as before."""
+    write(tmp_path, "src/a.j2", "Hi {{ x" + "|upper" * 500_000 + " }}\n")
+    done = run_promptc("import", "jinja", "src", "-o", "out", cwd=tmp_path, real=True, timeout=240)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "src/a.j2:1:1: error[E971]" in done.stdout and "E210" in done.stdout, done.stdout[:2000]
+
+
+def test_a_filter_chain_converts_to_the_same_code_as_filter_by_filter() -> None:
+    """The pieces each filter and test puts around the value, joined once, are the code nesting
+    them one by one gave."""
+    from promptc.tools.importers import convert
+
+    source = (
+        b'{{ (x|trim|replace("a", "b")|upper|safe) is not none }} {{ y|join(", ")|format(1)|string is string }} '
+        b"{{ -z|abs|string|length }} {{ not w|lower is none }}\n"
+    )
+    text = convert("jinja", {"a.j2": source})[0].text
+    assert text.endswith(
+        '{{ ((str(str(str(x).strip()).replace("a", "b")).upper()) is not None) }} '
+        '{{ (isinstance(str((str(", ".join(map(str, y))) % (1,))), str)) }} '
+        "{{ (-len(str(abs(z)))) }} {{ (not (str(w).lower() is None)) }}\n"
+    )
