@@ -646,3 +646,39 @@ def test_a_filter_chain_converts_to_the_same_code_as_filter_by_filter() -> None:
         '{{ (isinstance(str((str(", ".join(map(str, y))) % (1,))), str)) }} '
         "{{ (-len(str(abs(z)))) }} {{ (not (str(w).lower() is None)) }}\n"
     )
+
+
+def _fan_out(root: Path, depth: int) -> None:
+    """Partials each printing the next one twice, inline: the prompt would print 2^depth `x`."""
+    for i in range(depth):
+        write(root, f"src/_p{i}.prompt", f"{{{{> p{i + 1}}}}}{{{{> p{i + 1}}}}}")
+    write(root, f"src/_p{depth}.prompt", "x")
+    write(root, "src/a.prompt", "---\n---\n{{> p0}} end\n")
+
+
+def test_handlebars_partials_fanning_out_forty_levels_are_refused_before_they_expand(tmp_path: Path) -> None:
+    """Forty levels of a partial printed twice is 2^40 copies: the import expanded them until the
+    machine gave out (15 levels took 13 s). It counts what each partial expands to first, each
+    (partial, depth) once, and refuses every file that would pass the build's own bound (E806's
+    16 MiB or 200,000 pieces) with E974 at the `{{> name}}` that passes it."""
+    _fan_out(tmp_path, 40)
+    done = run_promptc("import", "dotprompt", "src", "-o", "out", cwd=tmp_path, real=True, timeout=240)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    refused = {line.split(":")[0] for line in done.stdout.splitlines() if "error[E974]" in line}
+    # a partial that prints 2^k leaves counts 3 × 2^k - 2 tags (leaves and partials): from _p24 (2^16
+    # leaves, 196,606 tags) on they fit; _p0 to _p23 and the prompt do not
+    assert refused == {"src/a.prompt", *(f"src/_p{i}.prompt" for i in range(24))}, done.stdout[-3000:]
+    assert "src/a.prompt:3:1: error[E974]: `{{> p0}}` would make this file expand" in done.stdout
+    assert not (tmp_path / "out/a.prompt").exists() and (tmp_path / "out/_p24.prompt").exists()
+
+
+def test_partials_fanning_out_under_the_bound_are_inlined_as_before(tmp_path: Path) -> None:
+    """Ten levels (1,024 copies) stay far under the bound: the prompt holds every copy, and a
+    cycle among inlined partials is still E964."""
+    _fan_out(tmp_path, 10)
+    write(tmp_path, "src/loop.prompt", "Hi {{> ping}}\n")
+    write(tmp_path, "src/_ping.prompt", "{{> pong}}")
+    write(tmp_path, "src/_pong.prompt", "{{> ping}}")
+    done = run_promptc("import", "dotprompt", "src", "-o", "out", cwd=tmp_path)
+    assert "src/loop.prompt:1:4: error[E964]: the partials include each other: ping > pong > ping" in done.stdout
+    assert (tmp_path / "out/a.prompt").read_text().endswith("\n" + "x" * 1024 + " end\n")

@@ -393,6 +393,10 @@ CASES = {
             "count.prompt": '---\ninput:\n  schema:\n    type: object\n    properties:\n      n: {type: string, pattern: "^a"}\n---\n{{#if n}}Count: {{n}}{{/if}}\n'
         },
     ),
+    # a partial of 1 MiB printed 17 times on one line: 17 MiB, past the 16 MiB the build's includes expand to
+    "E974": _import(
+        "dotprompt", {"book.prompt": "Contents: " + "{{> page}}" * 17 + "\n", "_page.prompt": "x" * (1 << 20)}
+    ),
     "W972": _import(
         "prompty",
         {
