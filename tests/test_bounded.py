@@ -617,6 +617,22 @@ def test_the_inputs_and_tags_of_many_partials_are_merged_by_hash(monkeypatch) ->
     assert Counted.compared < 10 * n  # by hash: about one comparison per name, not n² / 2
 
 
+def test_the_kept_block_trees_forget_the_oldest_in_one_step_each() -> None:
+    """The process keeps the trees of 4,096 blocks; a section of 40,000 distinct blocks evicted the
+    oldest 36,000 by `next(iter(dict))`, which steps over every entry deleted before it (the
+    square of the evictions: 0.4 s there, hours for 500,000). Forgetting the oldest is one step."""
+    out = _bounded(
+        "from types import SimpleNamespace as N\n"
+        "from promptc.analysis import inference\n"
+        "inference._TREES_MAX = 10\n"
+        "trees = lambda: inference._Trees([], None, [], None, True)\n"
+        "inference._keep(N(key=('expr', '', f'x{i}'), shared=False, trees=trees()) for i in range(500_000))\n"
+        "print(list(inference._TREES)[0][2], len(inference._TREES), inference._kept_nodes)\n",
+        timeout=60,  # about 4 s; the steps over deleted entries took 3 minutes here
+    )
+    assert out.split() == ["x499990", "10", "10"]
+
+
 # ---------------------------------------------------------------------------------------------
 # `promptc import`: a long Jinja filter chain, Handlebars partials fanning out
 
