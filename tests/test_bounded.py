@@ -336,7 +336,7 @@ def _bounded(code: str, *args: str, stdin: str | None = None, timeout: float = 2
 
 
 #: one prompt with every kind of blank run: in text (spaces and tabs), before an inline comment,
-#: a line of blanks, and in a directive whose value has an inline comment; 1.6 MB
+#: a line of blanks, and in a directive whose value has an inline comment; 1.2 MB
 _RUN = " " * 200_000
 _MIXED = " \t" * 200_000
 _BLANKS_PROMPT = (
