@@ -992,14 +992,20 @@ def issue26_targets(results: Results) -> list[Target]:
     patho = results.pathological
     if patho.get("rows"):
         limit = patho.get("limit", 2.6)
+        floor = patho.get("floor", 0.0)
         for row in patho["rows"]:
+            noise = row["large"] < floor  # a ratio of milliseconds is the machine's noise
             judge(
                 f"linear (time at 2N / at N): {row['input']}",
-                _ratio(row["large"], row["small"]),
+                None if row.get("error") or noise else _ratio(row["large"], row["small"]),
                 limit,
                 f"{row['small']:.3f} s → {row['large']:.3f} s (N = {row['n']:,})",
                 "linear: 2.00×",
-                "",
+                f"failed: a traceback ({row['error']})"
+                if row.get("error")
+                else f"under {floor * 1000:.0f} ms at 2N: not judged"
+                if noise
+                else "",
             )
     else:
         reason = f"failed: {patho['error']}" if patho.get("error") else why("pathological")

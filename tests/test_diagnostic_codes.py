@@ -469,6 +469,10 @@ CASES = {
         "jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=lambda tmp_path: os.symlink("gone.j2", "src/old.j2")
     ),
     "W976": _import("jinja", {"greet.j2": "Hello {{ name }}.\n"}, prepare=_linked_folder),
+    # a partial of 1 MiB printed 17 times on one line: 17 MiB, past the 16 MiB the build's includes expand to
+    "E974": _import(
+        "dotprompt", {"book.prompt": "Contents: " + "{{> page}}" * 17 + "\n", "_page.prompt": "x" * (1 << 20)}
+    ),
     "W972": _import(
         "prompty",
         {

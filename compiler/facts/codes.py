@@ -735,6 +735,16 @@ IMPORT_UNSAFE_PATH = _code(
     "`mro`, `gi_frame`, `f_globals` …): the names a `${}` path may not hold (E506), which both runtimes "
     "refuse to read. The file is not written. Rename the key, or pass the value as an input of its own.",
 )
+IMPORT_EXPANSION_LIMIT = _code(
+    "E974",
+    "import: partials would expand past the limit",
+    "Handlebars partials that the import inlines (a `{{> name}}` inside a block, inside a line or inside "
+    "another partial: promptc's `/// include:` takes whole lines) would make one file expand to more than "
+    "16 MiB of text or 200,000 pieces, the bound the build puts on its own includes (E806). A partial "
+    "printed twice by a partial printed twice doubles at every level: 40 levels are a trillion copies. The "
+    "import counts the expansion before making it, each partial once, and refuses the file at the "
+    "`{{> name}}` that would pass the bound. The file is not written.",
+)
 
 
 def markdown(examples: dict[str, str]) -> str:

@@ -154,14 +154,19 @@ SYSTEM_ROLES: tuple[Role, ...] = ("system", "developer")
 #: ROLES case-insensitively (another word is an error that lists the roles).
 SEPARATOR = re.compile(r"^-{5,}[ \t]+([A-Za-z][A-Za-z0-9_]*)[ \t]+-{5,}(?:[ \t]+///.*|[ \t]*)$", re.M)
 #: An inline comment at the end of a directive line: removed before the line is read (comments first).
-INLINE_COMMENT = re.compile(r"[ \t]+///.*\Z", re.S)
+#: A match starts only where a run of blanks starts (the lookbehind), and takes the run whole: a
+#: search that tried every blank of the run, each reading the rest of it, was quadratic in the run.
+INLINE_COMMENT = re.compile(r"(?<![ \t])[ \t]++///.*\Z", re.S)
 #: The start of a `/// section:` directive line (a block may not span one).
 SECTION_DIRECTIVE = re.compile(r"^[ \t]*///[ \t]*section[ \t]*:", re.M)
 #: A directive comment: group 1 the key, group 2 the raw value. What each key means is declared
 #: in `promptc.passes.directives` (`DIRECTIVES`).
 DIRECTIVE = re.compile(r"[ \t]*///[ \t]*([a-z][a-z0-9_.\-]*)[ \t]*:(.*)", re.S)
-#: `/// promptc: allow W706[, W710]` at the end of a line or on the line before: group 1 the codes.
-ALLOW_COMMENT = re.compile(r"(?:^|[ \t])///[ \t]*promptc[ \t]*:[ \t]*allow[ \t]+([A-Za-z0-9, \t]+?)[ \t]*$")
+#: `/// promptc: allow W706[, W710]` at the end of a line or on the line before: group 1 the codes
+#: (with the blanks around them: split on commas and strip). Every repeat is possessive: the list
+#: ends the line, so nothing is given back, and a run of blanks is read once (a lazy list before
+#: `[ \t]*$` read the rest of the run at each of its blanks).
+ALLOW_COMMENT = re.compile(r"(?:^|[ \t])///[ \t]*+promptc[ \t]*+:[ \t]*+allow[ \t]++([A-Za-z0-9, \t]*+)$")
 #: A name: an input, a define, a helper, a key of a dotted path. ASCII, as Python's own identifiers
 #: would be wider than what every runtime, provider and bindings language accepts.
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"

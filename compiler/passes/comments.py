@@ -23,8 +23,10 @@ from .directives import DIRECTIVES, RESERVED_KEYS
 
 #: `/// Key: value` — a directive but for the case of its key
 _CASED = re.compile(r"[ \t]*///[ \t]*([A-Za-z][A-Za-z0-9_.\-]*)[ \t]*:(?!//)")
-#: `/// key value` — a directive but for its colon
-_NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S.*?)[ \t]*\n?\Z", re.S)
+#: `/// key value` — a directive but for its colon. The value ends at its last character that is not
+#: a blank (a greedy repeat backs off once: a lazy one tried `[ \t]*\n?\Z` after every character,
+#: reading the rest of a run of blanks each time).
+_NO_COLON = re.compile(r"[ \t]*///[ \t]*([a-z][a-z_]*)[ \t]+(\S(?:.*[^ \t\n])?)[ \t]*\n?\Z", re.S)
 #: what the value of each directive looks like, for `/// key value` without the colon (each
 #: declaration's `bare`)
 _VALUE_SHAPES = {d.name: d.bare for d in DIRECTIVES.declared if d.bare is not None}

@@ -122,8 +122,10 @@ class Directives:
 
 
 _NAME = re.compile(rf"{IDENTIFIER_PATTERN}\Z")
-#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.backend.budget)
-_MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*([^)]*?)\s*\)\s*\Z")
+#: `TYPE(max_tokens=N)`: the declared upper bound of an input's text, in tokens (promptc.backend.budget).
+#: The bound starts at its first character that is not a space and ends at its last (a greedy repeat
+#: that backs off once: a lazy one read the rest of a run of spaces after each of its characters).
+_MAX_TOKENS = re.compile(r"\(\s*max_tokens\s*=\s*+((?:[^)]*[^)\s])?)\s*\)\s*\Z")
 #: model parameters written as directives of their own (`/// model: gpt-4o`)
 _PARAM_KEYS = ("model", "temperature", "max_tokens", "top_p", "top_k", "stop", "seed")
 _SECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -640,8 +642,9 @@ def _as_param(ctx: Context, d: Directive) -> Fix | None:
     )
 
 
-#: one limit of a `/// budget:` line: `total<=8000`
-_LIMIT = re.compile(rf"\s*({IDENTIFIER_PATTERN})\s*(<=|≤|<|=|>=|>)?\s*(.*?)\s*\Z", re.S)
+#: one limit of a `/// budget:` line: `total<=8000` (the value ends at its last character that is not
+#: whitespace, found as `_MAX_TOKENS` finds its own; the name and the spaces are taken whole)
+_LIMIT = re.compile(rf"\s*+((?>{IDENTIFIER_PATTERN}))\s*+(<=|≤|<|=|>=|>)?\s*+((?:.*\S)?)\s*\Z", re.S)
 
 
 def parse_count(text: str) -> int | None:
@@ -793,7 +796,9 @@ DIRECTIVES = Directives(
             value="paths",
             rank=80,
             aliases=("tool",),
-            bare=re.compile(r"\S+\.json(?:[ \t]*,[ \t]*\S+\.json)*"),
+            # a file name holds no comma: `\S+` did, and a list of 40 names with a stray character
+            # after it had 2^40 ways to be split before the match failed
+            bare=re.compile(r"[^\s,]+\.json(?:[ \t]*,[ \t]*[^\s,]+\.json)*"),
         ),
         Declaration(
             "output",

@@ -220,10 +220,16 @@ def expand_includes(doc: Document, ctx: Context) -> Document:
     merged_tags = list(header.tags)
     merged_inputs = list(header.declared_inputs or ())
     merged_types = dict(header.input_types)
+    # what is merged so far, as sets: `in` on the growing lists made N partials' names cost N²
+    tags_seen, inputs_seen = set(merged_tags), set(merged_inputs)
     for key in includes:  # tags and inputs from partials keep first-seen order
         partial = _splice(ctx, key, (key,))
-        merged_tags += [t for t in partial.tags if t not in merged_tags]
-        merged_inputs += [i for i in partial.inputs if i not in merged_inputs]
+        new_tags = [t for t in partial.tags if t not in tags_seen]
+        new_inputs = [i for i in partial.inputs if i not in inputs_seen]
+        merged_tags += new_tags
+        merged_inputs += new_inputs
+        tags_seen.update(new_tags)
+        inputs_seen.update(new_inputs)
         for name, schema in partial.types:  # the prompt's own declaration wins
             merged_types.setdefault(name, schema)
     # A partial's `/// input:` adds to the includer's declaration; it does not create one, or a

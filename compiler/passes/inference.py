@@ -36,12 +36,23 @@ def _code_names(section: Section) -> set[str]:
     return {m.group() for item in section.items if isinstance(item, Block) for m in _IDENTIFIER.finditer(item.code)}
 
 
-def first_use(section: Section, name: str) -> Span | None:
-    """Where a section first uses an input: the placeholder or the name node the analysis saw
-    first; else (a section the analysis did not see) the first textual occurrence."""
+def first_uses(section: Section) -> dict[str, Span | None]:
+    """Each name the analysis saw the section use → where it first did: built once for a section
+    whose names are all looked up (a scan of `section.uses` per name was quadratic in them)."""
+    found: dict[str, Span | None] = {}
     for used, span in section.uses:
-        if used == name:
-            return span
+        found.setdefault(used, span)
+    return found
+
+
+def first_use(section: Section, name: str, uses: dict[str, Span | None] | None = None) -> Span | None:
+    """Where a section first uses an input: the placeholder or the name node the analysis saw
+    first; else (a section the analysis did not see) the first textual occurrence. `uses` is the
+    section's `first_uses`, when the caller looks up many names."""
+    if uses is None:
+        uses = first_uses(section)
+    if name in uses:
+        return uses[name]
     pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
     for item in section.items:
         if isinstance(item, Placeholder) and item.root == name:
@@ -144,7 +155,8 @@ def infer_inputs(doc: Document, ctx: Context) -> Document:
     for habit in habits:
         if habit.name not in said:
             ctx.report(codes.JINJA_HABIT, habit.message, habit.span, habit.hint)
-    return evolve(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in doc.inputs], ctx))
+    inputs_set = frozenset(doc.inputs)  # membership by hash: `in` on the tuple was quadratic in the inputs
+    return evolve(doc, inferred_types=_types_from_uses(doc, [u for u in shape_uses if u.name in inputs_set], ctx))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,6 +223,9 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
     declared = dict(doc.header.input_types)
     spans = dict(doc.header.declared_input_spans)
     inferred: dict[str, dict[str, Any]] = {}
+    # each inferred object's `required` as a set, for `in` (on the list, N attributes of one input cost
+    # N²); keyed by identity: an object node is never replaced, so its id stays its own
+    required_of: dict[int, set[str]] = {}
     for use in uses:
         schema = declared.get(use.name)
         if schema is not None:
@@ -228,7 +243,11 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
             node = inferred[use.name] = {"type": "object", "properties": {}, "required": []}
         for depth, attr in enumerate(use.attrs):
             properties = node["properties"]
-            if attr not in node["required"]:
+            required = required_of.get(id(node))
+            if required is None:
+                required = required_of[id(node)] = set(node["required"])
+            if attr not in required:
+                required.add(attr)
                 node["required"].append(attr)
             last = depth == len(use.attrs) - 1
             child = properties.get(attr)
@@ -236,9 +255,10 @@ def _types_from_uses(doc: Document, uses: list[ShapeUse], ctx: Context) -> tuple
                 child = properties[attr] = {} if last else {"type": "object", "properties": {}, "required": []}
             node = child
     out: list[tuple[str, dict[str, Any]]] = []
+    optional_inputs = frozenset(doc.optional_inputs)
     for name in sorted(inferred):
         schema = _sorted_schema(inferred[name])
-        if name in doc.optional_inputs:  # every use is guarded: None may be passed, or nothing
+        if name in optional_inputs:  # every use is guarded: None may be passed, or nothing
             kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
             schema = {**schema, "type": [*kinds, "null"]}
         out.append((name, schema))
@@ -355,14 +375,35 @@ def _check_use(use: ShapeUse, schema: dict[str, Any], declared_at: Span | None, 
             return
 
 
-def _declare(doc: Document, src: SourceText, name: str) -> Fix | None:
+def _declare(doc: Document, src: SourceText, name: str, written: dict[int, bool]) -> Fix | None:
     """The fix adding `name` to the prompt's `/// input:` (in the file that uses it, when that
-    file declares the inputs)."""
+    file declares the inputs). `written` keeps, per file, whether the line names anything yet: it
+    is read once, not once per name (a long line and many undeclared names multiplied)."""
     where = doc.header.declared_inputs_span
     if where is None or (where.src is not None and where.src is not src):
         return None
-    written = src.text[where.start : where.end].strip()
-    return insert(src, where.end, f", {name}" if written else f" {name}", f"Add `{name}` to `/// input:`")
+    if id(src) not in written:
+        written[id(src)] = bool(src.text[where.start : where.end].strip())
+    return insert(src, where.end, f", {name}" if written[id(src)] else f" {name}", f"Add `{name}` to `/// input:`")
+
+
+#: How many candidate names the "did you mean" hints for one prompt's undeclared inputs compare in
+#: all. Each is an edit distance, and N misspelt names against N declared ones would be N² of them
+#: (2,000 and 2,000 took 43 s); a prompt with typos by the dozen stays far below. Past the budget a
+#: name's hint says how to declare it, without a suggestion.
+_SUGGESTION_COMPARISONS = 50_000
+
+
+#: How many declared names a hint lists: each undeclared name's hint lists them, so all of them
+#: would make N undeclared names print N times the declaration.
+_LISTED_AT_MOST = 20
+
+
+def _listed(names: Sequence[str]) -> str:
+    """`a, b, c`, or the first `_LISTED_AT_MOST` and how many more; `none` for no name."""
+    if len(names) <= _LISTED_AT_MOST:
+        return ", ".join(names) or "none"
+    return f"{', '.join(names[:_LISTED_AT_MOST])} and {len(names) - _LISTED_AT_MOST:,} more"
 
 
 #: a directive line whose key is close to `input` (`/// inputs: a`, `/// Input: a`)
@@ -412,39 +453,62 @@ def _check_declared(doc: Document, ctx: Context, habits: dict[str, jinja_habits.
                 )
             ctx.report(codes.NO_INPUT_DECLARATION, message, span, "; ".join(hints))
         return said
+    # Every lookup below is by hash, and what serves every undeclared name is built once: the
+    # section that first uses each input, each section's first uses and code names. Membership in
+    # tuples and a scan of every section per name made N undeclared names cost N² (issue 33).
     declared_set = set(declared)
     spans = dict(doc.header.declared_input_spans)
-    unused = [n for n in declared if n not in doc.inputs and n not in doc.helpers]  # a declared helper is used
+    used = set(doc.inputs) | set(doc.helpers)  # a declared helper is used
+    unused = [n for n in declared if n not in used]
+    unused_set = set(unused)
+    first_section: dict[str, Section] = {}
+    for m in doc.messages:
+        for s in m.sections:
+            for name in s.inputs:
+                first_section.setdefault(name, s)
+    uses_of: dict[int, dict[str, Span | None]] = {}
+    names_of: dict[int, set[str]] = {}
+    written: dict[int, bool] = {}  # whether `/// input:` names anything, per file
+    compared = 0  # candidates the "did you mean" hints compared so far (_SUGGESTION_COMPARISONS)
+    listed = _listed(declared)
     for name in doc.inputs:
         if name in declared_set:
             continue
-        found: tuple[Section | None, Span | None] = next(
-            ((s, first_use(s, name)) for m in doc.messages for s in m.sections if name in s.inputs), (None, None)
-        )
-        section, span = found
+        section = first_section.get(name)
+        span = None
+        if section is not None:
+            if id(section) not in uses_of:
+                uses_of[id(section)] = first_uses(section)
+            span = first_use(section, name, uses_of[id(section)])
         src = span.src if span is not None and span.src is not None else ctx.source
         placeholder = span is not None and src.text.startswith("${", span.start)
-        candidates = set(declared) | (_code_names(section) if section is not None else set())
-        close = did_you_mean(name, unused, limit=2) or did_you_mean(name, sorted(candidates - {name}), limit=2)
+        close = None
+        if compared < _SUGGESTION_COMPARISONS:
+            if section is not None and id(section) not in names_of:
+                names_of[id(section)] = _code_names(section)
+            code_names = names_of[id(section)] if section is not None else set()
+            others = sorted((declared_set | code_names) - {name})
+            compared += len(unused) + len(others)
+            close = did_you_mean(name, unused, limit=2) or did_you_mean(name, others, limit=2)
         if name in habits:
             habit = habits[name]
             ctx.report(codes.UNDECLARED_INPUT, f"{habit.message}, and it is not declared", habit.span, habit.hint)
             said.add(name)
             continue
         fixes: list[Fix | None] = []
-        if close in unused:
+        if close in unused_set:
             # either the use or the declaration holds the typo: the hint must not pick one
             line = spans[close].line if close in spans else "?"
             hint = f"`/// input:` declares `{close}` (line {line}), which nothing uses: fix whichever is misspelt"
         elif close:
             hint = f"did you mean `{close}`?"
         else:
-            hint = f"add it to `/// input:` (declared: {', '.join(declared) or 'none'})"
+            hint = f"add it to `/// input:` (declared: {listed})"
         if close and span is not None:
             fix = replace_word(src, span, name, close)
             # when the declaration may hold the typo instead, renaming the use is one way, not the way
-            fixes.append(dataclasses.replace(fix, preferred=False) if fix and close in unused else fix)
-        fixes.append(_declare(doc, src, name))
+            fixes.append(dataclasses.replace(fix, preferred=False) if fix and close in unused_set else fix)
+        fixes.append(_declare(doc, src, name, written))
         message = (
             f"unbound placeholder ${{{name}}}: `{name}` is not a declared input"
             if placeholder

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from ..facts import codes
 from ..syntax.nodes import Block, Document, Message, Section, Text, evolve
 from .context import Context
-from .inference import first_use
+from .inference import first_use, first_uses
 from .roles import has_content
 
 USER_CONTEXT = "user_context"
@@ -90,11 +90,12 @@ def dynamic_looking(text: str) -> list[tuple[int, int, str]]:
 def _resolve_boundary(section: Section, ctx: Context) -> Section:
     dynamic = bool(section.inputs) or section.has_template
     if section.declared_boundary == "stable":
+        uses = first_uses(section)  # once for the section, not a scan per input
         for name in section.inputs:
             ctx.report(
                 codes.STABLE_USES_INPUT,
                 f"stable section `{section.name}` uses the runtime input `{name}`",
-                first_use(section, name),
+                first_use(section, name, uses),
                 f"declare the section `dynamic`, or bind `{name}` at build time with `-D {name}=…`",
             )
         if section.has_template and not section.inputs:

@@ -25,7 +25,9 @@ from .source import decode
 #: bound keeps `json` and `jsonschema` (both recursive) far from Python's recursion limit.
 MAX_DEPTH = 32
 
-_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]', re.S)
+#: a string, or a bracket. A string with no closing quote runs to the end of the text: the scan never
+#: restarts inside it (at each of its escaped quotes, reading the rest of the text again each time)
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[{}\[\]]', re.S)
 _TOKEN = re.compile(r'\s*(?:("(?:[^"\\]|\\.)*")|([{}\[\],:])|([^\s{}\[\],:"]+))', re.S)
 
 

@@ -14,7 +14,8 @@ different text:
   `{% if %}` with Handlebars' truth for the type; `{{#each}}` (lists and objects, `this`, `@index`,
   `@first`, `@last`, `@key`, `../`, block parameters `as |item i|`, `{{else}}`) → `{% for %}`;
 * `{{role "…"}}` → a role separator (`model` → `assistant`); `{{json x}}` → `json.dumps`;
-* `{{> name}}` on a line of its own, at the top level → `/// include:` of `_name.prompt`;
+* `{{> name}}` on a line of its own, at the top level → `/// include:` of `_name.prompt`; any other
+  `{{> name}}` is inlined, up to the build's bound on what includes expand to (E974, as E806);
 * comments, `~` whitespace control and Handlebars' standalone lines are applied to the literal text.
 
 Refused (E973): a path with a segment no promptc path may read (`{{a.__class__}}`,
@@ -41,6 +42,7 @@ from ...facts import codes
 from ...facts.codes import Code
 from ...facts.language import IDENTIFIER, MAX_PATH_SEGMENTS
 from ...facts.records import dataclass
+from ...passes.includes import MAX_EXPANDED_CHARS, MAX_EXPANDED_ITEMS
 from .ir import For, If, Include, Node, Out, Refusal, Role, Text, py_string, refused_name, walk
 
 MAX_DEPTH = 64
@@ -322,6 +324,70 @@ class Translator:
         self.includes: list[str] = []
         #: how each root input is used: "print" (as a string), or "any"
         self.printed: dict[str, Tag] = {}
+        #: each partial as resolved and lexed, once (None: missing, or a template lex refuses)
+        self._partials: dict[str, tuple[tuple[str | None, str], list[Tag]] | None] = {}
+        #: (partial, how many partials deep it is inlined) → (tags, characters) it expands to
+        self._sizes: dict[tuple[str, int], tuple[int, int]] = {}
+        #: what the partials inlined so far expand to, in tags and characters (E974 past the bound)
+        self._expanded = (0, 0)
+
+    # -- partials
+    def _partial(self, name: str) -> tuple[tuple[str | None, str], list[Tag]] | None:
+        """The partial `name` resolved, with its tags (a copy is inlined each time), or None when
+        the folder has no such partial or its template does not lex (the translation says so
+        where it inlines it)."""
+        if name not in self._partials:
+            found = self.resolve_partial(name)
+            try:
+                self._partials[name] = None if found is None else (found, lex(found[1]))
+            except Refusal:
+                self._partials[name] = None
+        return self._partials[name]
+
+    def _expansion(self, name: str) -> tuple[int, int]:
+        """(tags, characters) the partial `name` expands to when it is inlined at the top level,
+        with the partials it inlines in turn, as the translation would expand it: down to
+        MAX_DEPTH partials deep (deeper, and partials that include one another, the translation
+        refuses, E964; they add nothing here). Counted without expanding anything: each
+        (partial, depth) once, iteratively, so the count costs at most MAX_DEPTH times the
+        partials however far they fan out (a partial printed twice by a partial printed twice
+        doubles at every level)."""
+        sizes = self._sizes
+        on_path: set[str] = set()
+        # (name, depth, the partials it prints still to count, [tags, characters] so far)
+        frames: list[tuple[str, int, list[str], list[int]]] = []
+
+        def enter(partial: str, depth: int) -> bool:
+            found = self._partial(partial) if depth < MAX_DEPTH else None
+            if found is None:
+                sizes[(partial, depth)] = (0, 0)
+                return False
+            (_, text), tags = found
+            printed = [t.tokens[0][1] for t in reversed(tags) if t.kind == "partial"]
+            frames.append((partial, depth, printed, [len(tags), len(text)]))
+            on_path.add(partial)
+            return True
+
+        if (name, 0) not in sizes:
+            enter(name, 0)
+        while frames:
+            partial, depth, printed, total = frames[-1]
+            if printed:
+                child = printed.pop()
+                key = (child, depth + 1)
+                if child in on_path or (key not in sizes and enter(*key)):
+                    continue
+                total[0] = min(total[0] + sizes[key][0], MAX_EXPANDED_ITEMS + 1)
+                total[1] = min(total[1] + sizes[key][1], MAX_EXPANDED_CHARS + 1)
+                continue
+            frames.pop()
+            on_path.discard(partial)
+            sizes[(partial, depth)] = (total[0], total[1])
+            if frames:
+                parent = frames[-1][3]
+                parent[0] = min(parent[0] + total[0], MAX_EXPANDED_ITEMS + 1)
+                parent[1] = min(parent[1] + total[1], MAX_EXPANDED_CHARS + 1)
+        return sizes[(name, 0)]
 
     def fail(
         self, tag: Tag, message: str, code: Code = codes.IMPORT_NO_EQUIVALENT, hint: str | None = None
@@ -806,7 +872,8 @@ class Translator:
                 )
             pairs[hashed[0][1]] = self.value(tag, hashed[2], self._scopes)
             hashed = hashed[3:]
-        found = self.resolve_partial(name)
+        cached = self._partial(name)
+        found = cached[0] if cached is not None else self.resolve_partial(name)
         if found is None:
             self.fail(
                 tag,
@@ -824,9 +891,21 @@ class Translator:
         if tag.value == "standalone" and not nested and not pairs and target is not None and text.endswith("\n"):
             self.includes.append(name)
             return Include(target, tag.line, tag.column), None
-        body = lex(text)
-        for inner in body:  # what the partial says is reported where it is included
-            inner.line, inner.column = tag.line, tag.column
+        if not inlined:  # the top of a chain of inlined partials: what it all expands to, counted first
+            tags, chars = self._expansion(name)
+            self._expanded = (self._expanded[0] + tags, self._expanded[1] + chars)
+            if self._expanded[0] > MAX_EXPANDED_ITEMS or self._expanded[1] > MAX_EXPANDED_CHARS:
+                self.fail(
+                    tag,
+                    f"`{{{{> {name}}}}}` would make this file expand to more than {MAX_EXPANDED_CHARS:,} "
+                    f"characters or {MAX_EXPANDED_ITEMS:,} pieces",
+                    codes.IMPORT_EXPANSION_LIMIT,
+                    "print each partial once, or split the prompt",
+                )
+        if cached is None:
+            body = lex(text)  # refuses: the partial's template is not well formed
+        else:  # a copy of its tags (lexed once), each where it is included: what it says is reported there
+            body = [Tag(t.kind, t.value, tag.line, tag.column, t.lstrip, t.rstrip, t.tokens) for t in cached[1]]
         if tag.value == "standalone" and text and not text.endswith("\n"):
             pass  # Handlebars joins it to the next line: so does the inlined text
         inlined.append(name)
