@@ -782,3 +782,29 @@ def test_partials_fanning_out_under_the_bound_are_inlined_as_before(tmp_path: Pa
     done = run_promptc("import", "dotprompt", "src", "-o", "out", cwd=tmp_path)
     assert "src/loop.prompt:1:4: error[E964]: the partials include each other: ping > pong > ping" in done.stdout
     assert (tmp_path / "out/a.prompt").read_text().endswith("\n" + "x" * 1024 + " end\n")
+
+
+@pytest.mark.parametrize(
+    "block",
+    ["{{{{ (v{i} := 1) }}}}\n", "{{# v{i} = {i} #}}\n", "{{% for v{i} in [1] %}}{{{{ v{i} }}}}{{% endfor %}}\n"],
+)
+def test_names_bound_block_after_block_are_not_copied_once_per_block(monkeypatch, block: str) -> None:
+    """N blocks that each bind a new name: the flow state took each name in a fresh copy of every
+    name before it (10,000 walrus blocks 1.6 s, 20,000 5.6 s). The names copied into states over
+    the whole compile stay within a few times N."""
+    from promptc.analysis import inference
+
+    copied = 0
+    original = inference._State.__new__
+
+    def counting(cls, names, live):
+        nonlocal copied
+        copied += len(names)
+        return original(cls, names, live)
+
+    monkeypatch.setattr(inference._State, "__new__", counting)
+    count = 2_000
+    text = "----- user -----\n" + "".join(block.format(i=i) for i in range(count))
+    result = compile_text(text, config=APPROX)
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert copied < 20 * count, copied

@@ -35,8 +35,9 @@ import ast
 import builtins
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from functools import partial
+from itertools import islice
 from typing import Any, NamedTuple
 
 from ..facts import codes
@@ -623,7 +624,10 @@ class _Analyser:
     def __init__(self, template_kills: frozenset[str]) -> None:
         self.template = _Scope("template", None, frozenset(), frozenset(), frozenset(), False, template_kills)
         self.scope = self.template
-        self.state = _State(_PROMPLATE_LOCALS, True)
+        self._state = _State(_PROMPLATE_LOCALS, True)
+        #: names bound since `_state` was last read: straight-line assignments join the state in
+        #: one copy when it is next read, not one copy each (N assignments were N² work)
+        self._pending: dict[str, None] = {}  # in binding order (`mark`); never emptied in place
         self.loops: list[_Loop] = []
         #: free uses: name → True while every use so far was as a callee
         self.uses: dict[str, bool] = {}
@@ -670,6 +674,34 @@ class _Analyser:
 
     # -- names ------------------------------------------------------------------------------------
 
+    @property
+    def state(self) -> _State:
+        """The flow state here (the names bound since it was last read joined in)."""
+        if self._pending:
+            self._state = _State(self._state.names | self._pending.keys(), self._state.live)
+            self._pending = {}
+        return self._state
+
+    @state.setter
+    def state(self, value: _State) -> None:
+        self._state = value
+        if self._pending:
+            self._pending = {}
+
+    def _bound(self, name: str) -> None:
+        if name not in self._state.names:
+            self._pending[name] = None
+
+    def mark(self) -> tuple[_State, dict[str, None], int]:
+        """Where the flow is now, without copying the names (`at` makes it a state again): a
+        block's analysis keeps one in case it has to start over, and N blocks copied N names each."""
+        return self._state, self._pending, len(self._pending)
+
+    @staticmethod
+    def at(mark: tuple[_State, dict[str, None], int]) -> _State:
+        state, pending, count = mark  # the first `count` names of a dict only ever appended to
+        return _State(state.names | frozenset(islice(pending, count)), state.live) if count else state
+
     def push_guard(self, names: frozenset[str]) -> None:
         self.guards.append(names)
         self.guarded = self.guarded | names if names else self.guarded
@@ -701,10 +733,11 @@ class _Analyser:
         """A load of `name` in the current scope: resolve it as Python would, and if it reaches
         the template scope unassigned it is a free use."""
         scope: _Scope = self.scope
-        names = self.state.names
+        names = self._state.names
+        pending: Collection[str] = self._pending  # the current scope's, not yet joined
         deferred = False
         while True:
-            if name in names and not (deferred and name in scope.kills):
+            if (name in names or name in pending) and not (deferred and name in scope.kills):
                 if scope.kind == "template":
                     self._reached(name, node, deferred, callee, nargs)
                 return
@@ -715,6 +748,7 @@ class _Analyser:
                 if name in scope.locals or name in scope.globals:
                     break
                 names, scope = scope.def_names, scope.parent  # type: ignore[assignment]
+                pending = _NO_NAMES
                 continue
             # function or comprehension
             if name in scope.locals:
@@ -722,7 +756,7 @@ class _Analyser:
             if name in scope.globals:
                 break
             deferred = deferred or scope.deferred
-            names, parent = scope.def_names, scope.parent
+            names, parent, pending = scope.def_names, scope.parent, _NO_NAMES
             while parent is not None and parent.kind == "class":  # class bodies are not enclosing scopes
                 names, parent = parent.def_names, parent.parent
             if parent is None:
@@ -786,12 +820,12 @@ class _Analyser:
         return scope
 
     def bind(self, name: str) -> None:
-        self.state = _State(self.state.names | {name}, self.state.live)
+        self._bound(name)
         if self.scope.kind == "template" or name in self.scope.globals:
             self.assigned.add(name)
 
     def bind_walrus(self, name: str) -> None:
-        self.state = _State(self.state.names | {name}, self.state.live)
+        self._bound(name)
         owner = self._enclosing_function()
         if owner.kind == "template" or name in owner.globals:
             self.assigned.add(name)
@@ -1498,7 +1532,7 @@ class _Template:
             entry = self.parsed.get(index)
             an.block = item
             an.mapper = entry.mapper if entry is not None else None
-            before = an.state
+            before = an.mark()
             try:
                 if item.kind == "stmt":
                     self.statement(index, item, entry)
@@ -1506,7 +1540,7 @@ class _Template:
                     self.code(item, entry)
             except (RecursionError, MemoryError):
                 an.diagnostics.append(make(codes.TOO_DEEP, "block nested too deeply to analyse", item.span))
-                self.recover(before, entry)
+                self.recover(an.at(before), entry)
             except Exception as error:  # never let one odd block stop the build
                 an.diagnostics.append(
                     make(
@@ -1515,7 +1549,7 @@ class _Template:
                         item.span,
                     )
                 )
-                self.recover(before, entry)
+                self.recover(an.at(before), entry)
         # Frames still open here are the parser's E204 (the `{% %}` structure is checked once, by
         # `template.Structure`); the analysis only has to stay sound on a broken structure.
 
