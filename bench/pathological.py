@@ -67,6 +67,10 @@ INPUTS = {
     ),
     "N distinct placeholders, undeclared": lambda n: " ".join(f"${{p{i}}}" for i in range(n)) + "\n",
     "N distinct names in blocks": lambda n: " ".join(f"{{{{ p{i} }}}}" for i in range(n)) + "\n",
+    # N blocks that each bind a new name (the flow state copied every name bound before at each
+    # block: 20,000 walrus blocks took 7.3 s)
+    "N names bound block after block": lambda n: "".join(f"{{{{ (v{i} := 1) }}}}\n" for i in range(n)),
+    "N assignments in one block": lambda n: "{# " + "; ".join(f"v{i} = 0" for i in range(n)) + " #}\n",
 }
 
 #: the most time 2N may take, as a multiple of N's, for an input to count as linear (see the docstring)
