@@ -666,6 +666,33 @@ def test_a_file_over_the_size_cap_is_refused_before_a_byte_is_read(
     assert sum(taken) < 1 << 20  # the two small reads of ok.j2, nothing of huge.j2
 
 
+def test_a_huge_file_where_an_import_would_write_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What stands at an import's target is read to see whether import wrote it: a 300 MB file
+    there (sparse) was read whole. It is larger than any source the build compiles, so it is no
+    import's output: E965, and not a byte of it is read."""
+    import os
+
+    write(tmp_path, "src/greet.j2", "Hello {{ name }}.\n")
+    (tmp_path / "out").mkdir()
+    with open(tmp_path / "out/greet.prompt", "wb") as handle:
+        handle.truncate(300 << 20)
+    real_read, taken = os.read, []
+
+    def read(fd: int, size: int) -> bytes:
+        data = real_read(fd, size)
+        taken.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "read", read)
+    result = import_tree("jinja", tmp_path / "src", tmp_path / "out", config=APPROX)
+    assert [(d.code, d.path) for d in result.diagnostics] == [("E965", f"{tmp_path.as_posix()}/out/greet.prompt")]
+    assert (result.imported, result.refused) == (0, 1)
+    assert sum(taken) < 1 << 20
+    assert (tmp_path / "out/greet.prompt").stat().st_size == 300 << 20
+
+
 def test_the_folder_is_read_within_a_total_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import promptc.tools.importers.folder as folder
 

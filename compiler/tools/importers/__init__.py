@@ -28,7 +28,9 @@ from ...facts.config import Config
 from ...facts.diagnostics import Diagnostic, has_errors, make, ordered
 from ...facts.language import SOURCE_SUFFIX
 from ...facts.records import dataclass
+from ...runtime.atomic import TooLarge, read_file
 from ...runtime.confine import refusal, source_folder_refusal
+from ...syntax.source import MAX_SOURCE_BYTES
 from .audit import AuditReport, audit
 from .check import run_checks
 from .common import Converted, owned
@@ -159,7 +161,14 @@ def _write(
         for rel, text in wanted.items():
             path = out / rel
             try:
-                seen[rel] = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+                # what stands there, read as the build reads a source (never more than it would
+                # compile): a larger file is no import's output
+                seen[rel] = read_file(path, limit=MAX_SOURCE_BYTES, follow=False) if path.is_file() else None
+            except TooLarge:
+                seen[rel] = None
+                if not force:
+                    blocked = rel
+                    break
             except OSError:
                 seen[rel] = None
             if path.is_symlink() or (path.exists() and not path.is_file()):
@@ -226,6 +235,6 @@ def _write(
 def _side_file_owned(out: Path, target: str) -> bool:
     """A schema or tool file beside `target` is import's when the `.prompt` that names it is."""
     try:
-        return owned((out / target).read_text(encoding="utf-8"))
+        return owned(read_file(out / target, limit=MAX_SOURCE_BYTES, follow=False).decode("utf-8"))
     except (OSError, UnicodeDecodeError):
         return False
