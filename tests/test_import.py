@@ -685,7 +685,12 @@ def test_a_huge_file_where_an_import_would_write_is_refused_unread(
         taken.append(len(data))
         return data
 
+    def whole(path: Path, *args, **kwargs):
+        raise AssertionError(f"{path} read whole")
+
     monkeypatch.setattr(os, "read", read)
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    monkeypatch.setattr(Path, "read_text", whole)
     result = import_tree("jinja", tmp_path / "src", tmp_path / "out", config=APPROX)
     assert [(d.code, d.path) for d in result.diagnostics] == [("E965", f"{tmp_path.as_posix()}/out/greet.prompt")]
     assert (result.imported, result.refused) == (0, 1)
