@@ -1,6 +1,7 @@
 """`promptc import` on real projects' prompts (tests/import_fixtures/{genkit,contoso-chat,promptflow},
 copied with their licences; each folder's README names the commit): what used to refuse common
-real files, each against the real engines (dotpromptz, prompty, jinja2).
+real files, each against the real engines (dotpromptz, prompty, jinja2), and the tallies of
+docs/import.md, which the slow test keeps true by driving the installed command.
 
 - `--check` draws samples shaped by how each input is used (a `chat_history` looped over as
   objects gets a list of objects), and an empty sample is not a verdict;
@@ -384,3 +385,54 @@ def test_promptflow_messages_split_as_its_chat_parser() -> None:
     with pytest.raises(ValueError, match="before the first role line"):
         promptflow_messages("text\nuser:\nhi\n")
     assert promptflow_messages("user:\n" + "\n" * 200_000 + "x") == [("user", "x")]
+
+
+# ---------------------------------------------------------------------------------------------
+# The tallies of docs/import.md, by the installed command
+
+
+def documented_real_counts() -> dict[str, tuple[int, ...]]:
+    """The real-projects table in docs/import.md: corpus → (files, imported, refused, renders compared)."""
+    text = (ROOT / "docs" / "import.md").read_text(encoding="utf-8")
+    section = text.split("## Measured on real projects' prompts", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for m in re.finditer(r"^\| (.+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", section, re.M):
+        rows[m.group(1)] = tuple(int(m.group(k)) for k in (2, 3, 4, 5))
+    return rows
+
+
+REAL = {
+    "Genkit (`firebase/genkit`, every `.prompt` file)": ("dotprompt", GENKIT),
+    "Azure contoso-chat (`.prompty`, Prompty 1)": ("prompty", CONTOSO),
+    "Prompt flow (`promptflow-copilot`'s Jinja templates)": ("jinja", PROMPTFLOW),
+}
+
+
+@pytest.mark.slow
+def test_real_projects_prompts_are_imported_or_refused_with_a_location(tmp_path: Path) -> None:
+    counts = {}
+    for label, (kind, src) in REAL.items():
+        out = tmp_path / kind
+        done = run_promptc("import", kind, str(src), "-o", str(out), "--check", "--format", "json", real=True)
+        assert "Traceback" not in done.stderr, done.stderr
+        payload = json.loads(done.stdout)
+        refused = {f["source"] for f in payload["files"] if f["status"] == "refused"}
+        for d in payload["diagnostics"]:  # every diagnostic is located, with a code and a hint
+            assert d["code"] and d["line"] >= 1 and d["col"] >= 1, d
+            if d["severity"] == "error":
+                assert d["hint"], d
+                assert re.fullmatch(r"E9[67]\d", d["code"]), d
+        located = {Path(d["path"]).resolve() for d in payload["diagnostics"] if d["severity"] == "error"}
+        for source in refused:
+            assert (src / source).resolve() in located, f"{source} refused without a diagnostic of its own"
+        for f in payload["files"]:
+            if f["status"] == "written":  # rendered by both engines and compared
+                assert (out / f["target"]).is_file()
+                assert payload["checked"].get(f["target"].removesuffix(".prompt"), 0) >= 1, f["target"]
+        counts[label] = (
+            len(payload["files"]),
+            payload["imported"],
+            payload["refused"],
+            sum(payload["checked"].values()),
+        )
+    assert counts == documented_real_counts(), counts
