@@ -290,7 +290,7 @@ def test_jinja_partials_become_includes_with_their_inputs() -> None:
     main_c = next(c for c in converted if c.source == "main.j2")
     part = next(c for c in converted if c.source == "parts/_intro.j2")
     assert part.partial and part.target == "parts/_intro.prompt"
-    assert "/// include: parts/_intro.prompt" in main_c.text and "/// input: q, who" in main_c.text
+    assert "/// include: parts/_intro.prompt" in main_c.text and "/// input: q: str, who: str" in main_c.text
     assert rendered(converted, {"q": "why", "who": "Ann"}) == [("system", "Hi Ann.\nQ: why")]
 
 

@@ -635,7 +635,8 @@ IMPORT_NO_EQUIVALENT = _code(
     "import: a template construct has no promptc equivalent",
     "The template uses something promptc's language cannot express with the same meaning: a custom "
     "Handlebars helper (or Dotprompt's `media`, `history`, `section`), a Jinja filter that has no "
-    "Python expression, a role marker inside a block, a partial with arguments, `{% macro %}` or "
+    "Python expression, a role marker inside a block (a Prompty or Prompt flow role line in a loop "
+    "would make as many messages as it has items), a partial with arguments, `{% macro %}` or "
     "`{% extends %}`, or a value whose text promptc would spell differently. The file is not written: "
     "promptc import never changes the meaning of a prompt silently. The hint names the nearest "
     "promptc construct.",
@@ -673,7 +674,9 @@ IMPORT_CHECK_DIFFERS = _code(
     "`--check` rendered the foreign prompt with its own engine and the imported one with promptc, on "
     "the same sample inputs, and the messages differ. The message names the input set, the message "
     "and the first differing line on both sides. Messages are compared after the trimming promptc "
-    "applies to every message (leading blank lines, trailing whitespace); every other byte counts.",
+    "applies to every message (leading blank lines, trailing whitespace), a message that renders "
+    "empty left out on both sides (the original engines leave it out); every other byte counts. A "
+    "sample that does not fit the input types the import declares is reported at the declaration.",
 )
 IMPORT_ENGINE_MISSING = _code(
     "E968",
@@ -686,7 +689,8 @@ IMPORT_ENGINE_FAILED = _code(
     "E969",
     "import --check: the original engine failed on a sample",
     "The original engine raised an error rendering the foreign prompt with a sample input set, so "
-    "there is nothing to compare with. Give inputs it accepts with `--inputs FILE`.",
+    "there is nothing to compare with: give inputs it accepts with `--inputs FILE`. When it cannot "
+    "load the file at all, whatever the inputs, the message says what it refuses.",
 )
 IMPORT_BAD_INPUTS = _code(
     "E970",
@@ -707,7 +711,10 @@ IMPORT_FIELD_DROPPED = _code(
     "import: a header field is not imported",
     "A header field describes how the foreign runtime connects or runs (Prompty's `model.connection`, "
     "an `apiType`, Dotprompt's `output.format: text`), not the request promptc builds, so it is left "
-    "out of the `.prompt` source. Nothing sent changes; the warning says what was left out.",
+    "out of the `.prompt` source. Nothing sent changes; the warning says what was left out. Also: a "
+    "Prompty `object` kind the template loops over (the input is a list), and a sample `--check` "
+    "cannot use (a `sample: ${file:…}` that cannot be read, a value the template cannot read the way "
+    "it does), for which it makes samples from the input types.",
 )
 IMPORT_UNREADABLE = _code(
     "E975",

@@ -107,7 +107,7 @@ def import_tree(
     on sample inputs and reports differences (E967); a prompt that differs is not written."""
     kind = _kind(kind)
     config = config or Config()
-    folder, converted = convert_folder(kind, src, role=role)
+    folder, converted = convert_folder(kind, src, role=role, samples=check)
     diagnostics = list(folder.diagnostics)
     _tree, compiled = compile_converted(converted, config, root_display=Path(out).as_posix())
     checked: dict[str, int] = {}

@@ -59,6 +59,16 @@ class Converted:
     extra: dict[str, str] = field(default_factory=dict)
     #: sample input sets from the source (defaults, examples)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    #: how the template uses each input, as a JSON Schema: what --check draws its samples from
+    #: where the declared type says less (a Prompty `object` whose properties the body reads)
+    shapes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Prompty's `sample: ${file:…}`: (the file's path under the imported folder, the line and
+    #: column of the reference), read for --check by `folder.read_samples`
+    sample_file: tuple[str, int, int] | None = None
+    #: where the source writes each input's sample value: (line, column) in the foreign file
+    sample_origin: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: where the header declares each input: (line, column) in the foreign file
+    input_origin: dict[str, tuple[int, int]] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     refused: bool = False
     #: the foreign text, normalised (for --check and diagnostics)
@@ -102,6 +112,10 @@ def refusal_diagnostic(refusal: Refusal, src: SourceText) -> Diagnostic:
     end = src.text.find("\n", src.line_starts[line - 1])
     offset = min(offset, end if end != -1 else len(src.text))
     return make(refusal.code, refusal.message, src.span(offset, offset + 1), refusal.hint, source=src)
+
+
+#: the hint of a header field an importer leaves out (W972), unless it has a better one
+DROPPED_HINT = "nothing promptc sends depends on it: keep it for the original runtime, or remove it from the source"
 
 
 def warning(code: Code, message: str, src: SourceText, line: int, column: int, hint: str | None = None) -> Diagnostic:

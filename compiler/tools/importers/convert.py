@@ -20,8 +20,9 @@ from ...passes.context import SourceTree
 from ...syntax.source import decode
 from .common import Converted, assemble, input_decl, refusal_diagnostic, warning
 from .dotprompt import convert_all as convert_dotprompt
-from .ir import Refusal, Role, emit_marked
+from .ir import Refusal, Role, Text, emit_marked
 from .jinja import Options as JinjaOptions
+from .jinja import Shape, promptflow_chat
 from .jinja import Template as JinjaTemplate
 from .jinja import parse as parse_jinja
 from .prompty import convert as convert_prompty
@@ -127,12 +128,19 @@ def _jinja_includes(kind: str, includer: str, files: Mapping[str, bytes]) -> Cal
 
 
 def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], role: str) -> list[Converted]:
+    """Plain Jinja templates: each one message (`role`), unless it is a Prompt flow chat template
+    (`jinja.promptflow_chat`: it opens with a role line), whose role lines start its messages. The
+    inputs are typed by their use (`jinja.Shape`), the includes' inputs with the includer's."""
     included: set[str] = set()
     parsed: dict[str, Any] = {}
+    chat: set[str] = {rel for rel, src in sources.items() if promptflow_chat(src.text)}
     out: list[Converted] = []
     for rel, src in sources.items():
+        options = JinjaOptions(
+            roles="promptflow" if rel in chat else None, resolve_include=_jinja_includes("jinja", rel, files)
+        )
         try:
-            parsed[rel] = parse_jinja(src.text, JinjaOptions(resolve_include=_jinja_includes("jinja", rel, files)))
+            parsed[rel] = parse_jinja(src.text, options)
         except Refusal as refusal:
             parsed[rel] = refusal
     for rel, template in parsed.items():
@@ -149,8 +157,14 @@ def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], r
             converted.diagnostics.append(refusal_diagnostic(template, src))
             out.append(converted)
             continue
-        nodes = template.nodes if partial else [Role(role), *template.nodes]
+        nodes = template.nodes
+        first = next((n for n in nodes if not (isinstance(n, Text) and not n.text.strip())), None)
+        if not partial and not isinstance(first, Role):
+            nodes = [Role(role), *nodes]
         names = list(template.inputs)
+        shapes = {name: Shape() for name in names}
+        for name, shape in template.shapes.items():
+            shapes[name].merge(shape)
         pending, seen = [(rel, template)], {rel}
         while pending:  # the inputs of the partials it includes (and theirs) are its inputs too
             at, current = pending.pop()
@@ -162,13 +176,19 @@ def _convert_jinja(sources: dict[str, SourceText], files: Mapping[str, bytes], r
                     continue
                 seen.add(other)
                 names += [n for n in parsed[other].inputs if n not in names]
+                for name, shape in parsed[other].shapes.items():
+                    shapes.setdefault(name, Shape()).merge(shape)
                 pending.append((other, parsed[other]))
         try:
             body, marks = emit_marked(nodes)
             header = []
+            converted.shapes = {name: shapes[name].schema() for name in names if name in shapes}
             if not partial and names:
                 stem = converted.target.rsplit("/", 1)[-1].removesuffix(".prompt")
-                header.append("/// input: " + ", ".join(input_decl(n, None, stem, converted.extra, "") for n in names))
+                header.append(
+                    "/// input: "
+                    + ", ".join(input_decl(n, converted.shapes.get(n), stem, converted.extra, "") for n in names)
+                )
             converted.text = assemble("jinja", rel, header, body, partial=partial, marks=marks, into=converted)
             converted.inputs = names
         except Refusal as refusal:

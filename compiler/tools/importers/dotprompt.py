@@ -13,6 +13,7 @@ from ...facts import codes
 from ...facts.diagnostics import SourceText
 from ...facts.language import SOURCE_SUFFIX
 from .common import (
+    DROPPED_HINT,
     Converted,
     assemble,
     front_matter,
@@ -257,8 +258,8 @@ def _prompt(
     header_text, header_line, body, body_line = split(src)
     data, where = front_matter(header_text, header_line)
 
-    def drop(message: str, *path: str | int) -> None:
-        out.diagnostics.append(warning(codes.IMPORT_FIELD_DROPPED, message, src, *where(*path)))
+    def drop(message: str, *path: str | int, hint: str = DROPPED_HINT) -> None:
+        out.diagnostics.append(warning(codes.IMPORT_FIELD_DROPPED, message, src, *where(*path), hint))
 
     folder = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
     stem = out.target.rsplit("/", 1)[-1].removesuffix(SOURCE_SUFFIX)
@@ -323,7 +324,10 @@ def _prompt(
         fmt = output.get("format")
         if fmt not in (None, "json", "text"):
             raise Refusal(
-                codes.IMPORT_UNSUPPORTED_FIELD, f"`output.format: {fmt}` is not imported", *where("output", "format")
+                codes.IMPORT_UNSUPPORTED_FIELD,
+                f"`output.format: {fmt}` is not imported: Genkit parses that format from the reply, promptc does not",
+                *where("output", "format"),
+                "ask for the format in the prompt's text and parse the reply in your code, or use `json` with a schema",
             )
         if fmt == "text" or (fmt == "json" and output.get("schema") is None):
             drop(

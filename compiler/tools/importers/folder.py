@@ -15,6 +15,9 @@ The build's walk of its source folder (`driver.sources`) is the model, and its r
   link), and so are `node_modules` and `__pycache__` folders.
 - **Every `OSError` is a diagnostic** naming the file (E975 unless the caller names its own code),
   never a traceback; the walk keeps an explicit stack, so a deep tree is no recursion.
+
+For `--check`, it also reads the one other kind of file a foreign prompt names: Prompty's
+`sample: ${file:chat.json}` (`read_samples`), by the same rules.
 """
 
 from __future__ import annotations
@@ -24,15 +27,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
+from typing import Any
 
 from ...facts import codes
 from ...facts.codes import Code
 from ...facts.diagnostics import Diagnostic, file_span, make
 from ...facts.records import dataclass
 from ...runtime.atomic import TooLarge, read_file
+from ...syntax.jsonfile import read_json
 from ...syntax.source import MAX_SOURCE_BYTES
-from .common import Converted
+from .common import Converted, warning
 from .convert import SUFFIXES, _kind, _target, convert
+from .yamlheader import YamlError
+from .yamlheader import parse as parse_yaml
 
 #: at most this many files of the kind are taken from one folder, and at most this many bytes of
 #: them in all (each file is also capped, at `MAX_SOURCE_BYTES`): the memory an import holds
@@ -135,12 +142,79 @@ def read_folder(kind: str, src: Path | str) -> Folder:
     return Folder(walk.files, tuple(walk.unread), tuple(walk.diagnostics), display)
 
 
-def convert_folder(kind: str, src: Path | str, *, role: str = "system") -> tuple[Folder, list[Converted]]:
+def convert_folder(
+    kind: str, src: Path | str, *, role: str = "system", samples: bool = False
+) -> tuple[Folder, list[Converted]]:
     """`read_folder`, then `convert` what was read: every file of the kind under `src`, converted
-    or refused (the files that could not be read among the refused), in path order."""
+    or refused (the files that could not be read among the refused), in path order. With
+    `samples` (--check), the sample files the prompts name are read too (`read_samples`)."""
     folder = read_folder(kind, src)
     converted = convert(kind, folder.files, root_display=folder.root_display, role=role)
+    if samples:
+        read_samples(converted, src, folder.root_display)
     return folder, sorted([*converted, *folder.unread], key=lambda c: c.source)
+
+
+def read_samples(converted: list[Converted], src: Path | str, display: str = "") -> None:
+    """Prompty's `sample: ${file:chat.json}` (`Converted.sample_file`), read for --check: the file
+    beside the prompt, by the rules above (a regular file of at most 8 MiB; through a link only
+    while it stays inside the imported folder), parsed by its suffix as Prompty parses it (`.json`,
+    `.yaml`, `.yml`) with promptc's bounded readers. Its values become the prompt's sample (the
+    header's own values first). A file that is not read, or holds no mapping of input values, is a
+    warning (W972) at the reference: the sample never reaches the model, and --check makes its
+    samples from the input types instead."""
+    root = Path(src) if os.path.isdir(src) else Path(src).parent
+    root_real = os.path.realpath(root)
+    for c in converted:
+        if c.sample_file is None or c.refused or c.foreign is None:
+            continue
+        rel, line, column = c.sample_file
+        shown = f"{display}/{_printable(rel)}" if display else _printable(rel)
+        values, problem = None, None
+        if not _inside(os.path.realpath(root / rel), root_real):
+            problem = "outside the imported folder"
+        else:
+            data = read_foreign(root / rel, shown)
+            if isinstance(data, Diagnostic):
+                problem = data.message
+            else:
+                values, problem = _sample_values(rel, shown, data)
+        if values is not None:
+            first = c.samples[0] if c.samples else {}
+            c.samples[:1] = [{**values, **first}]
+            continue
+        c.diagnostics.append(
+            warning(
+                codes.IMPORT_FIELD_DROPPED,
+                f"`sample` is not imported: `{shown}`: {problem}",
+                c.foreign,
+                line,
+                column,
+                "--check makes its samples from the input types; give others with --inputs FILE",
+            )
+        )
+
+
+def _sample_values(rel: str, shown: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(the input values a sample file holds, or None and why not)."""
+    if rel.endswith(".json"):
+        _src, value, found = read_json(shown, data, deep_hint="give shallower values")
+        errors = [d for d in found if d.severity == "error"]
+        if errors:
+            where = f" (line {errors[0].line}, column {errors[0].col})" if errors[0].span is not None else ""
+            return None, f"{errors[0].message}{where}"
+    elif rel.endswith((".yaml", ".yml")):
+        try:
+            value = parse_yaml(data.decode("utf-8")).data
+        except UnicodeDecodeError:
+            return None, "not UTF-8 text"
+        except YamlError as exc:
+            return None, f"{exc.message} (line {exc.line}, column {exc.column})"
+    else:
+        return None, "Prompty reads a file of this kind as text, not as a mapping of input values"
+    if not isinstance(value, dict):
+        return None, "not a mapping of input values"
+    return value, None
 
 
 def _refused(kind: str, rel: str, problem: Diagnostic) -> Converted:
@@ -262,4 +336,4 @@ class _Walk:
         )
 
 
-__all__ = ["MAX_FILES", "MAX_FOLDER_BYTES", "Folder", "convert_folder", "read_folder", "read_foreign"]
+__all__ = ["MAX_FILES", "MAX_FOLDER_BYTES", "Folder", "convert_folder", "read_folder", "read_foreign", "read_samples"]

@@ -476,7 +476,9 @@ class Translator:
         if value.code == "":  # a root input
             if keyword.iskeyword(name) or name in dir(builtins):
                 self.fail(
-                    tag, f"the input name `{name}` is a Python name promptc's template code cannot read as an input"
+                    tag,
+                    f"the input name `{name}` is a Python name promptc's template code cannot read as an input",
+                    hint=f"rename the input (`{name}` is a Python keyword or builtin, which the code would read instead)",
                 )
             schema = self.inputs.root(name)
             inferred = name in self.inputs.inferred

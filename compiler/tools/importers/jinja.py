@@ -18,6 +18,20 @@ Everything else (`default`, `title`, `tojson`, `indent`, `e`, macros, `extends`,
 defined` …) is refused with E962: Jinja's meaning there is not Python's, or there is no promptc
 construct for it. A name of a path that breaks promptc's attribute rule (`{{ x.__class__ }}`,
 `{{ x.constructor }}`, `{{ _secret }}`: `ir.refused_name`) is refused with E973. The parser is iterative with an explicit depth bound, linear in the input.
+
+Each input's type is inferred from the template's own use, as for Dotprompt (`Shape`): a value
+only ever printed whole (`{{ name }}`) is a string, one used against a number literal (`n + 1`,
+`n > 0`) a number, one looped over (`{% for x in xs %}`) a list whose items are typed by the loop
+variable's own use, one read by attribute (`a.b`) an object with that property required, and one
+tested `is none` may be None. A value also used any other way (`x | upper`, `a ~ b`, `x == y`)
+or in two incompatible ways stays untyped; a truth test (`{% if x %}`, `x or y`) says nothing. The inferred type is the imported prompt's contract, so a
+value of another type is an `InputTypeError` at render time, never a different text.
+
+Role lines: Prompty's (`system:`, `# user:`) always (`Options.roles = "prompty"`); Prompt flow's
+(`# system:`, `user:` …, its chat parser's separator) in a template whose first line of text is
+one (`promptflow_chat`). Both split the rendered text into messages, so a role line is a message
+separator only at the top level: inside a block, it would make as many messages as the loop has
+items, which promptc's messages, fixed at build time, cannot (E962).
 """
 
 from __future__ import annotations
@@ -39,6 +53,10 @@ from .ir import For, If, Include, Node, Out, Refusal, Role, Stmt, Text, py_strin
 
 #: how deeply expressions and blocks may nest (each level of an expression is a dozen Python frames)
 MAX_DEPTH = 40
+#: how many levels below an input its type is inferred (properties, list items): each level is two
+#: levels of the JSON Schema written to an `@schema` file, which the build reads at most 32 deep
+#: (E821). Deeper, a value is left untyped.
+MAX_SHAPE_DEPTH = 15
 #: a loop over a plain input, or a subscript of one (`items["a"][0]`): what `loop.last` can see the end of
 _PURE_SEQUENCE = re.compile(rf"{IDENTIFIER_PATTERN}(\[\"[^\"]*\"\]|\[\d+\])*")
 
@@ -59,6 +77,8 @@ _DICT_ATTRS = frozenset(dir(dict))
 _BUILTINS = frozenset(dir(builtins))
 _LITERALS = {"true": "True", "false": "False", "none": "None", "True": "True", "False": "False", "None": "None"}
 _COMPARE = {"==", "!=", "<", ">", "<=", ">="}
+#: the code of a number literal (a negative one is parenthesised by `unary`)
+_NUMBER = re.compile(r"\(?-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\)?")
 _LOOP_ATTRS = ("index", "index0", "first", "last", "length", "revindex", "revindex0")
 
 #: where a filter's template puts the value it filters (`filtered` splits the template there): a
@@ -100,13 +120,88 @@ _FILTER_HINTS = {
 
 @dataclass(slots=True)
 class Options:
-    """How the template is read: Prompty finds role lines (`system:`) at the top level."""
+    """How the template is read: Prompty (`roles="prompty"`) and Prompt flow (`"promptflow"`) find
+    role lines (`system:`) at the top level."""
 
-    roles: bool = False
+    roles: str | None = None
     #: the folder of the template under the source root, for `{% include %}` paths
     folder: str = ""
     #: include name → target of `/// include:` (the importer has converted it) or None when missing
     resolve_include: Callable[[str], str | None] | None = None
+
+
+class Shape:
+    """How a template uses one value, collected while it is read: the ways it is used whole
+    (`print`, `truth`, `none`, `other`), the properties read from it and the items of a loop over
+    it. `schema()` is the type this implies (see the module's docstring). Bounded: nothing is
+    inferred below `MAX_SHAPE_DEPTH` levels. Uses: `print` (printed whole), `truth` (tested),
+    `none` (tested against none), `number` (against a number literal: `n + 1`, `n > 0`),
+    `iterate`, `other` (anything else)."""
+
+    __slots__ = ("depth", "uses", "props", "items")
+
+    def __init__(self, depth: int = 1) -> None:
+        self.depth = depth
+        self.uses: set[str] = set()
+        self.props: dict[str, Shape] = {}
+        self.items: Shape | None = None
+
+    def prop(self, name: str) -> Shape | None:
+        """The shape of `value.name`, read from this value."""
+        if self.depth >= MAX_SHAPE_DEPTH:
+            self.uses.add("other")
+            return None
+        if name not in self.props:
+            self.props[name] = Shape(self.depth + 1)
+        return self.props[name]
+
+    def iterate(self) -> Shape | None:
+        """The shape of the items of a loop over this value."""
+        if self.depth >= MAX_SHAPE_DEPTH:
+            self.uses.add("other")
+            return None
+        if self.items is None:
+            self.items = Shape(self.depth + 1)
+        return self.items
+
+    def merge(self, other: Shape) -> None:
+        """Add the uses `other` saw (the same input read by an included template), copied: `other`
+        is left as it is, for the other templates that include it."""
+        pending = [(self, other)]
+        while pending:
+            mine, theirs = pending.pop()
+            mine.uses |= theirs.uses
+            for name, shape in theirs.props.items():
+                pending.append((mine.props.setdefault(name, Shape(mine.depth + 1)), shape))
+            if theirs.items is not None:
+                if mine.items is None:
+                    mine.items = Shape(mine.depth + 1)
+                pending.append((mine.items, theirs.items))
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the value as used: `{}` (any value) when the uses say nothing or disagree."""
+        if self.props and self.items is not None:  # read by attribute and looped over
+            found: dict[str, Any] = {}
+        elif self.props:
+            found = {
+                "type": "object",
+                "properties": {name: shape.schema() for name, shape in self.props.items()},
+                "required": list(self.props),
+            }
+        elif self.items is not None:
+            items = self.items.schema()
+            found = {"type": "array", "items": items} if items else {"type": "array"}
+        else:
+            whole = self.uses - {"truth", "none"}
+            if "number" in whole and whole <= {"number", "print"}:
+                found = {"type": "number"}
+            elif whole == {"print"}:
+                found = {"type": "string"}
+            else:
+                found = {}
+        if "none" in self.uses and isinstance(found.get("type"), str):
+            found["type"] = [found["type"], "null"]
+        return found
 
 
 @dataclass(slots=True)
@@ -116,11 +211,20 @@ class Template:
     inputs: list[str] = field(default_factory=list)
     #: the includes it makes, in order
     includes: list[str] = field(default_factory=list)
+    #: how the template uses each input (`Shape.schema()` is its inferred type)
+    shapes: dict[str, Shape] = field(default_factory=dict)
 
 
 #: Prompty's role boundary (prompty/parsers/prompty.py `_BOUNDARY_RE`), without attributes
 #: (possessive: the blanks before and after an optional `#` are read once, not split every way)
 PROMPTY_ROLE = re.compile(r"^\s*+#?\s*+(system|user|assistant|developer)(\[[^\]]*\])?\s*:\s*$", re.I)
+#: Prompt flow's role separator (promptflow-tools `promptflow/tools/common.py`, `parse_chat`:
+#: `(?i)^\s*#?\s*(system|user|assistant|function|tool)\s*:\s*\n`), matched on one line
+PROMPTFLOW_ROLE = re.compile(r"^\s*+#?\s*+(system|user|assistant|function|tool)\s*:\s*$", re.I)
+#: a line Prompt flow's chat parser reads as a message's name (`name:`, then the name and `content:`)
+PROMPTFLOW_NAME = re.compile(r"^\s*+#{0,2}\s*+name\s*:\s*$", re.I)
+#: the dialects of role lines: (name in messages, pattern)
+_ROLE_LINES = {"prompty": ("Prompty", PROMPTY_ROLE), "promptflow": ("Prompt flow", PROMPTFLOW_ROLE)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,10 +354,23 @@ def lex(text: str, base_line: int = 1) -> list[_Tok]:
 @dataclass(slots=True)
 class _Scope:
     """Names the template binds where an expression stands: loop targets and `set` names, and the
-    loops (innermost last) with their counter variable and iterable code."""
+    loops (innermost last) with their counter variable and iterable code; the shapes of the inputs
+    read so far, and of the items a loop variable stands for."""
 
     bound: set[str] = field(default_factory=set)
     loops: list[tuple[str, str]] = field(default_factory=list)
+    inputs: dict[str, Shape] = field(default_factory=dict)
+    items: dict[str, Shape] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Occurrence:
+    """A value read by a path (`a.b`, a loop variable's `item.c`) at one place, and how the
+    expression around it uses it whole: `other` until the parser sees a use that says more."""
+
+    shape: Shape
+    code: str
+    use: str = "other"
 
 
 class _Expr:
@@ -264,6 +381,8 @@ class _Expr:
     ) -> None:
         self.tokens, self.i, self.tok, self.scope, self.uses = tokens, 0, tok, scope, uses
         self.depth = 0
+        #: the paths read, in the order their reading ended (`_Occurrence`)
+        self.found: list[_Occurrence] = []
 
     # -- helpers
     def peek(self, k: int = 0) -> tuple[str, str, int] | None:
@@ -308,6 +427,21 @@ class _Expr:
     def done(self) -> bool:
         return self.i >= len(self.tokens)
 
+    def numeric(self, left: str, right: str) -> None:
+        """`left` and `right` are the operands of arithmetic or a comparison: a path read whole
+        against a number literal is used as a number."""
+        for mine, other in ((left, right), (right, left)):
+            if _NUMBER.fullmatch(other):
+                for found in self.found[-2:]:
+                    if found.code == mine and found.use == "other":
+                        found.use = "number"
+
+    def truth(self, code: str) -> None:
+        """`code` is tested for truth (`if`, `and`, `or`, `not`): when it is a path read whole,
+        that use says nothing of its type."""
+        if self.found and self.found[-1].code == code and self.found[-1].use == "other":
+            self.found[-1].use = "truth"
+
     # -- grammar (Jinja's precedence, lowest first)
     def expression(self) -> str:
         self.depth += 1
@@ -318,6 +452,7 @@ class _Expr:
             if self.at("if"):
                 self.take("if")
                 condition = self.or_()
+                self.truth(condition)
                 if not self.at("else"):
                     self.refuse(
                         "`x if c` without `else` is undefined in Jinja when c is false",
@@ -333,15 +468,21 @@ class _Expr:
     def or_(self) -> str:
         value = self.and_()
         while self.at("or"):
+            self.truth(value)
             self.take()
-            value = f"({value} or {self.and_()})"
+            right = self.and_()
+            self.truth(right)
+            value = f"({value} or {right})"
         return value
 
     def and_(self) -> str:
         value = self.not_()
         while self.at("and"):
+            self.truth(value)
             self.take()
-            value = f"({value} and {self.not_()})"
+            right = self.not_()
+            self.truth(right)
+            value = f"({value} and {right})"
         return value
 
     def not_(self) -> str:
@@ -350,6 +491,8 @@ class _Expr:
             self.take()
             count += 1
         value = self.compare()
+        if count:
+            self.truth(value)
         return "(not " * count + value + ")" * count
 
     def compare(self) -> str:
@@ -371,14 +514,19 @@ class _Expr:
                 parts.append("not in")
             else:
                 break
-            parts.append(self.math1())
+            right = self.math1()
+            if parts[-1] in _COMPARE:
+                self.numeric(parts[-2], right)
+            parts.append(right)
         return value if len(parts) == 1 else "(" + " ".join(parts) + ")"
 
     def math1(self) -> str:
         value = self.concat()
         while self.at("+") or self.at("-"):
             op = self.take()[1]
-            value = f"({value} {op} {self.concat()})"
+            right = self.concat()
+            self.numeric(value, right)
+            value = f"({value} {op} {right})"
         return value
 
     def concat(self) -> str:
@@ -395,36 +543,41 @@ class _Expr:
         value = self.pow_()
         while any(self.at(op) for op in ("*", "/", "//", "%")):
             op = self.take()[1]
-            value = f"({value} {op} {self.pow_()})"
+            right = self.pow_()
+            self.numeric(value, right)
+            value = f"({value} {op} {right})"
         return value
 
     def pow_(self) -> str:
         value = self.unary()
         while self.at("**"):
             self.take()
-            value = f"({value} ** {self.unary()})"
+            right = self.unary()
+            self.numeric(value, right)
+            value = f"({value} ** {right})"
         return value
 
     def unary(self) -> str:
         ops = []
         while self.at("-") or self.at("+"):  # iterative, like `not`
             ops.append(self.take()[1])
-        value = self.filtered(self.postfix(self.primary()))
+        value = self.filtered(*self.postfix(*self.primary()))
         for op in reversed(ops):
             value = f"({op}{value})"
         return value
 
-    def primary(self) -> tuple[str, str | None]:
-        """(code, plain path or None): a path is a free name followed by attribute names only."""
+    def primary(self) -> tuple[str, str | None, Shape | None]:
+        """(code, plain path or None, the shape of the value when it is an input or a loop
+        variable): a path is a free name followed by attribute names only."""
         t = self.take()
         kind, value = t[0], t[1]
         if kind == "name":
             if value in _LITERALS:
-                return _LITERALS[value], None
+                return _LITERALS[value], None, None
             if value in ("and", "or", "not", "if", "else", "in", "is"):
                 self.fail(f"unexpected `{value}`")
             if value == "loop" and self.scope.loops:
-                return self.loop_attr(), None
+                return self.loop_attr(), None, None
             if keyword.iskeyword(value):
                 self.refuse(f"`{value}` is a Python keyword; promptc template code cannot use it as a name")
             bound = value in self.scope.bound
@@ -432,18 +585,20 @@ class _Expr:
                 self.check_name(t)  # an input's name, read from the context
             where = self.tok.locate(t[2]) if self.tok.locate is not None else (self.tok.line, self.tok.column)
             self.uses.append((value, bound, *where))
-            return value, (None if bound else value)
+            if bound:
+                return value, None, self.scope.items.get(value)
+            return value, value, self.scope.inputs.setdefault(value, Shape())
         if kind == "number":
-            return value, None
+            return value, None, None
         if kind == "string":
             text = ast.literal_eval(value)
             while (nxt := self.peek()) is not None and nxt[0] == "string":  # adjacent literals join
                 text += ast.literal_eval(self.take()[1])
-            return py_string(text), None
+            return py_string(text), None, None
         if value == "(":
             if self.at(")"):
                 self.take()
-                return "()", None
+                return "()", None, None
             first = self.expression()
             if self.at(","):
                 items = [first]
@@ -453,9 +608,9 @@ class _Expr:
                         break
                     items.append(self.expression())
                 self.take(")")
-                return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")", None
+                return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")", None, None
             self.take(")")
-            return f"({first})", None
+            return f"({first})", None, None
         if value == "[":
             items = []
             while not self.at("]"):
@@ -463,7 +618,7 @@ class _Expr:
                 if not self.at("]"):
                     self.take(",")
             self.take("]")
-            return "[" + ", ".join(items) + "]", None
+            return "[" + ", ".join(items) + "]", None, None
         if value == "{":
             self.refuse("dict literals are not imported", "pass the mapping as an input")
         self.fail(f"unexpected `{value}`")
@@ -489,8 +644,9 @@ class _Expr:
             self.refuse(f"`loop.{attr}` has no promptc equivalent", f"use one of loop.{', loop.'.join(_LOOP_ATTRS)}")
         return table[attr]
 
-    def postfix(self, head: tuple[str, str | None]) -> tuple[str, str | None]:
-        code, path = head
+    def postfix(self, code: str, path: str | None, shape: Shape | None) -> tuple[str, str | None, Shape | None]:
+        """The attributes, subscripts and calls after a primary; `shape` follows the attributes
+        read (`a.b` makes `a` an object); any other step uses the value some other way."""
         start, steps = self.tokens[self.i - 1], 0
         while True:
             if self.at(".") or self.at("[") or self.at("("):
@@ -507,7 +663,7 @@ class _Expr:
                 t = self.take()
                 attr = t[1]
                 if t[0] == "number" and attr.isdigit():
-                    code, path = f"{code}[{attr}]", None
+                    code, path, shape = f"{code}[{attr}]", None, _other(shape)
                     continue
                 if t[0] != "name":
                     self.fail("expected an attribute name after `.`")
@@ -518,7 +674,7 @@ class _Expr:
                             f"`.{attr}(…)` is not imported (a format string can read any attribute)",
                             "use the `format` filter or `~`",
                         )
-                    code, path = f"{code}.{attr}", None  # a method: Jinja calls getattr(x, name)
+                    code, path, shape = f"{code}.{attr}", None, _other(shape)  # a method: Jinja calls getattr(x, name)
                     continue
                 if attr in _DICT_ATTRS:
                     self.refuse(
@@ -527,6 +683,7 @@ class _Expr:
                     )
                 code = f"{code}[{py_string(attr)}]"
                 path = f"{path}.{attr}" if path is not None else None
+                shape = shape.prop(attr) if shape is not None else None
             elif self.at("["):
                 self.take()
                 if self.at(":") or self.at("]"):
@@ -535,7 +692,7 @@ class _Expr:
                 if self.at(":"):
                     self.refuse("slices are not imported")
                 self.take("]")
-                code, path = f"{code}[{index}]", None
+                code, path, shape = f"{code}[{index}]", None, _other(shape)
             elif self.at("("):
                 self.take()
                 args = []
@@ -551,13 +708,16 @@ class _Expr:
                         f"`{path}(…)` calls an input: promptc inputs are data",
                         "call it before rendering and pass the result",
                     )
-                code, path = f"{code}({', '.join(args)})", None
+                code, path, shape = f"{code}({', '.join(args)})", None, _other(shape)
             else:
-                return code, path
+                return code, path, shape
 
-    def filtered(self, head: tuple[str, str | None]) -> str:
-        code, path = head
+    def filtered(self, code: str, path: str | None, shape: Shape | None) -> str:
         self.path = path
+        found = None
+        if shape is not None:
+            found = _Occurrence(shape, code)
+            self.found.append(found)
         # Each filter and test wraps the code so far. Its pieces before and after are kept and the
         # code is joined once, at the end: rebuilding the whole string at every filter made a chain
         # of N filters cost N² (100,000 took 27 s before the chain was refused).
@@ -603,6 +763,8 @@ class _Expr:
                 if negate:
                     self.take()
                 test = self.take()[1]
+                if test == "none" and found is not None and not before:
+                    found.use = "none"  # the value itself is tested: it may be None
                 if test == "none":
                     wrap(f"({_HOLE} is {'not ' if negate else ''}None)")
                 elif test == "string":
@@ -619,17 +781,35 @@ class _Expr:
                 return "".join(reversed(before)) + code + "".join(after)
 
 
+def _other(shape: Shape | None) -> Shape | None:
+    """A step after a path that is not an attribute (a call, a subscript): the value is used some
+    other way, and what the step yields has no shape (None)."""
+    if shape is not None:
+        shape.uses.add("other")
+    return None
+
+
 def expression(
-    tok: _Tok, tokens: list[tuple[str, str, int]], scope: _Scope, uses: list[tuple[str, bool, int, int]]
-) -> tuple[str, str | None]:
-    """(Python code, plain path or None) of a whole expression."""
+    tok: _Tok,
+    tokens: list[tuple[str, str, int]],
+    scope: _Scope,
+    uses: list[tuple[str, bool, int, int]],
+    use: str = "other",
+) -> tuple[str, str | None, Shape | None]:
+    """(Python code, plain path or None, the value's shape when the expression is one path read
+    whole) of a whole expression; `use` is how the tag uses it (`print`, `truth`, `iterate`)."""
     parser = _Expr(tokens, tok, scope, uses)
     parser.path = None
     code = parser.expression()
     if not parser.done():
         parser.fail(f"unexpected `{parser.peek()[1]}`")  # type: ignore[index]
     path = parser.path if code == _path_code(parser.path) else None
-    return code, path
+    whole = parser.found[-1] if parser.found and parser.found[-1].code == code else None
+    if whole is not None and whole.use == "other":
+        whole.use = use
+    for found in parser.found:
+        found.shape.uses.add(found.use)
+    return code, path, whole.shape if whole is not None else None
 
 
 def _path_code(path: str | None) -> str | None:
@@ -652,6 +832,9 @@ class _Frame:
     #: for a for loop with `{% else %}`: the else body, and the wrapping If
     orelse: list[Node] | None = None
     bound_here: set[str] = field(default_factory=set)
+    #: for a for loop: what its loop variable's name stood for before (`_Scope.items`), restored
+    #: when the loop's scope ends
+    items_before: dict[str, Shape | None] = field(default_factory=dict)
 
 
 def parse(text: str, options: Options | None = None, base_line: int = 1) -> Template:
@@ -659,7 +842,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
     options = options or Options()
     tokens = lex(text, base_line)
     if options.roles:
-        tokens = _prompty_roles(tokens)
+        tokens = _role_lines(tokens, options.roles)
     root = _Frame("root", [])
     frames = [root]
     scope = _Scope()
@@ -681,18 +864,21 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
             continue
         if tok.kind == "role":
             if len(frames) > 1:
+                engine = _ROLE_LINES[options.roles or "prompty"][0]
                 fail(
                     tok,
-                    "a Prompty role line inside a block",
+                    f"a {engine} role line inside a block: {engine} splits the rendered text into messages, "
+                    "so the block decides how many there are",
                     codes.IMPORT_NO_EQUIVALENT,
-                    "promptc's messages are fixed at build time: move the role line out of the block",
+                    "promptc's messages are fixed at build time: move the role line out of the block, "
+                    "or send a conversation's turns as messages from your code",
                 )
             current.append(Role(tok.value, tok.line, tok.column))
             continue
         if tok.kind == "var":
             if not tok.tokens:
                 fail(tok, "empty `{{ }}`")
-            code, path = expression(tok, tok.tokens, scope, uses)
+            code, path, _shape = expression(tok, tok.tokens, scope, uses, "print")
             current.append(Out(code, path, tok.line, tok.column))
             continue
         # statements
@@ -701,7 +887,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
         word = tok.tokens[0][1]
         rest = tok.tokens[1:]
         if word == "if":
-            code, _ = expression(tok, rest, scope, uses)
+            code, _, _shape = expression(tok, rest, scope, uses, "truth")
             branch = If([(code, [])], None, tok.line, tok.column)
             current.append(branch)
             frames.append(_Frame("if", branch.branches[0][1], tok, branch))
@@ -712,7 +898,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
             if node.orelse is not None:
                 fail(tok, f"`{{% {word} %}}` after `{{% else %}}`")
             if word == "elif":
-                code, _ = expression(tok, rest, scope, uses)
+                code, _, _shape = expression(tok, rest, scope, uses, "truth")
                 node.branches.append((code, []))
                 frame.nodes = node.branches[-1][1]
             else:
@@ -727,6 +913,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
             frame.orelse = []
             for name in frame.bound_here:
                 scope.bound.discard(name)
+            _restore(scope, frame)
             scope.loops.pop()
             frame.nodes = frame.orelse
         elif word == "endif":
@@ -760,13 +947,17 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
                         codes.IMPORT_NO_EQUIVALENT,
                         "filter the sequence before rendering",
                     )
-            iterable, _ = expression(tok, tail, scope, uses)
+            iterable, _, shape = expression(tok, tail, scope, uses, "iterate")
+            items = shape.iterate() if shape is not None else None
             counters += 1
             counter = f"loop_{counters}"
             loop = For(", ".join(names) if len(names) > 1 else names[0], iterable, [], tok.line, tok.column)
             current.append(loop)
             frame = _Frame("for", loop.body, tok, loop, bound_here={n for n in names if n not in scope.bound})
             frame.bound_here.add(counter)
+            frame.items_before = {n: scope.items.pop(n, None) for n in names}
+            if items is not None and len(names) == 1:
+                scope.items[names[0]] = items  # `item.a` in the body is a property of the items
             frames.append(frame)
             scope.bound.update(names)
             scope.bound.add(counter)
@@ -781,6 +972,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
             if frame.orelse is None:
                 for name in frame.bound_here:
                     scope.bound.discard(name)
+                _restore(scope, frame)
                 scope.loops.pop()
             counter = next(n for n in frame.bound_here if n.startswith("loop_"))
             if any(isinstance(n, Out) and counter in n.code for n in _all(node.body)) or any(
@@ -817,7 +1009,7 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
             name = rest[0][1]
             if keyword.iskeyword(name) or name in _BUILTINS:
                 fail(tok, f"`{name}` is a Python name promptc cannot rebind", codes.IMPORT_NO_EQUIVALENT)
-            code, _ = expression(tok, rest[2:], scope, uses)
+            code, _, _shape = expression(tok, rest[2:], scope, uses)
             current.append(Stmt(f"{name} = {code}", tok.line, tok.column))
             scope.bound.add(name)
             loop_targets.add(name)
@@ -859,7 +1051,16 @@ def parse(text: str, options: Options | None = None, base_line: int = 1) -> Temp
         if name not in seen:
             seen.add(name)
             template.inputs.append(name)
+    template.shapes = {name: scope.inputs[name] for name in template.inputs if name in scope.inputs}
     return template
+
+
+def _restore(scope: _Scope, frame: _Frame) -> None:
+    """The end of a loop's scope: its variable names stand for what they stood for before."""
+    for name, before in frame.items_before.items():
+        scope.items.pop(name, None)
+        if before is not None:
+            scope.items[name] = before
 
 
 def _codes(node: Node) -> str:
@@ -910,9 +1111,31 @@ def _include(tok: _Tok, rest: list[tuple[str, str, int]], tokens: list[_Tok], in
     return target
 
 
-def _prompty_roles(tokens: list[_Tok]) -> list[_Tok]:
-    """Split Prompty's role lines (`system:`, `user:` …) out of the text tokens. A role line is a
-    whole line of literal text; one with attributes (`user[name="a"]:`) is refused."""
+def promptflow_chat(text: str) -> bool:
+    """Whether a Jinja template is a Prompt flow chat template: its first line of text (blank
+    lines and comments aside) is a role line, as Prompt flow's chat parser needs (it refuses text
+    before the first one). Its role lines are then read as Prompt flow reads them."""
+    try:
+        tokens = lex(text)
+    except Refusal:
+        return False  # the parse reports it
+    for tok in tokens:
+        if tok.kind == "comment" or (tok.kind == "text" and not tok.value.strip()):
+            continue
+        if tok.kind != "text":
+            return False
+        lines = tok.value.lstrip("\n").split("\n")
+        return len(lines) > 1 and PROMPTFLOW_ROLE.match(lines[0]) is not None
+    return False
+
+
+def _role_lines(tokens: list[_Tok], dialect: str) -> list[_Tok]:
+    """Split the role lines of Prompty (`system:`, `user:` …, `dialect="prompty"`) or Prompt flow
+    (`"promptflow"`) out of the text tokens. A role line is a whole line of literal text; one with
+    attributes (`user[name="a"]:`), and Prompt flow's `function` and `tool` roles, are refused.
+    Prompty splits the rendered text with `splitlines()`, so a role line that ends the template
+    counts; Prompt flow's separator ends with a newline."""
+    engine, pattern = _ROLE_LINES[dialect]
     out: list[_Tok] = []
     for tok in tokens:
         if tok.kind != "text":
@@ -927,11 +1150,11 @@ def _prompty_roles(tokens: list[_Tok]) -> list[_Tok]:
             last = k == len(pieces) - 1
             # a piece is a whole line only if it starts a line and ends one
             starts_line = k > 0 or _after_newline(out)
-            m = PROMPTY_ROLE.match(piece) if (starts_line and not last) else None
-            if m is None and last and starts_line and PROMPTY_ROLE.match(piece) and tok is tokens[-1]:
-                m = PROMPTY_ROLE.match(piece)
+            m = pattern.match(piece) if (starts_line and not last) else None
+            if m is None and dialect == "prompty" and last and starts_line and tok is tokens[-1]:
+                m = pattern.match(piece)
             if m:
-                if m.group(2):
+                if pattern.groups > 1 and m.group(2):
                     raise Refusal(
                         codes.IMPORT_NO_EQUIVALENT,
                         f"the role line `{piece.strip()}` has attributes",
@@ -939,12 +1162,28 @@ def _prompty_roles(tokens: list[_Tok]) -> list[_Tok]:
                         1,
                         "promptc messages have a role and content only",
                     )
+                if m.group(1).lower() in ("function", "tool"):
+                    raise Refusal(
+                        codes.IMPORT_NO_EQUIVALENT,
+                        f"the {engine} role `{m.group(1).lower()}` has no promptc message role",
+                        line + k,
+                        1,
+                        "promptc messages are system, developer, user or assistant: a tool's result comes from your code",
+                    )
                 if buffer:
                     out.append(_Tok("text", "\n".join(buffer) + "\n", start_line, start_column))
                 out.append(_Tok("role", m.group(1).lower(), line + k, 1))
                 buffer = []
                 start_line, start_column = line + k + 1, 1
             else:
+                if dialect == "promptflow" and starts_line and not last and PROMPTFLOW_NAME.match(piece):
+                    raise Refusal(
+                        codes.IMPORT_NO_EQUIVALENT,
+                        f"Prompt flow reads the line `{piece.strip()}` (then the name and `content:`) as the message's name",
+                        line + k,
+                        1,
+                        "promptc messages have a role and content only: remove the name lines",
+                    )
                 buffer.append(piece)
         if buffer and (len(buffer) > 1 or buffer[0]):
             out.append(_Tok("text", "\n".join(buffer), start_line, start_column))
